@@ -1,0 +1,1 @@
+"""Environments the lectures and experiments need that gymnasium lacks."""

@@ -1,0 +1,76 @@
+"""Shared command-line plumbing: dataclass fields as flags, and user errors as one line.
+
+Every field of a config dataclass becomes a flag (`learning_rate` → `--learning-rate`)
+whose help text is the field's documentation. Flags the user did not give are absent
+from the parsed namespace, so presets can fill them in before the dataclass defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import typing
+from typing import Callable, NoReturn
+
+USER_ERROR_EXIT_CODE = 2
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse, but a bad flag or value prints one line on stderr and exits with 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(USER_ERROR_EXIT_CODE)
+
+
+def _optional_float(text: str) -> float | None:
+    if text.lower() in ("none", "off"):
+        return None
+    return float(text)
+
+
+def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One flag per field of dataclass `cls`, default shown in the help, value omitted
+    from the namespace unless given."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if field.name in skip:
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        help_text = field.metadata.get("help", "")
+        kwargs: dict = {"dest": field.name, "default": argparse.SUPPRESS}
+        if hint is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+            help_text += f" (default: {'on' if default else 'off'})"
+        elif typing.get_origin(hint) is tuple:
+            kwargs.update(type=int, nargs="+", metavar="N")
+            help_text += f" (default: {' '.join(map(str, default))})"
+        elif hint == (float | None):
+            kwargs.update(type=_optional_float, metavar="FLOAT|none")
+            help_text += f" (default: {default if default is not None else 'none'})"
+        else:
+            kwargs.update(type=hint, metavar=hint.__name__.upper())
+            help_text += f" (default: {default})"
+        parser.add_argument(flag, help=help_text, **kwargs)
+
+
+def given_flags(namespace: argparse.Namespace, cls) -> dict:
+    """The fields of `cls` the user set on the command line."""
+    names = {field.name for field in dataclasses.fields(cls)}
+    values = {name: value for name, value in vars(namespace).items() if name in names}
+    return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
+
+
+def run_with_user_errors(prog: str, body: Callable[[], int | None], errors: tuple[type[BaseException], ...]) -> int:
+    """Call body(); a user error becomes `prog: error: ...` on stderr and exit code 2."""
+    try:
+        return body() or 0
+    except errors as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return USER_ERROR_EXIT_CODE
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,65 @@
+"""Evaluate a trained run on the real gymnasium env: `ppo-eval RUN_DIR`.
+
+    ppo-eval runs/CartPole-v1__seed1                  # 100 greedy episodes
+    ppo-eval runs/CartPole-v1__seed1 --sample         # sample actions from π instead
+    ppo-eval runs/CartPole-v1__seed1 --episodes 20 --seed 7
+
+Prints mean ± std of the episodic return and writes eval.json into the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from experiments.cli import OneLineArgumentParser, run_with_user_errors
+from ppo.checkpoint import CheckpointError
+from ppo.config import ConfigError
+
+PROG = "ppo-eval"
+
+
+def build_parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(prog=PROG, description="Evaluate a PPO checkpoint on the gymnasium environment.")
+    parser.add_argument("run_dir", type=Path, help="run folder (or checkpoint file) to evaluate")
+    parser.add_argument("--episodes", type=int, default=100, help="episodes to run (default: 100)")
+    parser.add_argument("--sample", action="store_true", help="sample actions from the policy instead of acting greedily")
+    parser.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the run's seed + 10000)")
+    return parser
+
+
+def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | None = None) -> dict:
+    """Evaluate, print one summary line, write eval.json next to the checkpoint."""
+    from ppo.evaluation import evaluate_policy, load_policy
+
+    if episodes <= 0:
+        raise ConfigError(f"episodes = {episodes} must be a positive integer")
+    policy = load_policy(run_dir)
+    returns = evaluate_policy(policy, episodes, greedy=greedy, seed=seed)
+    result = {
+        "env_id": policy.config.env_id,
+        "episodes": int(len(returns)),
+        "mean_return": float(returns.mean()),
+        "std_return": float(returns.std()),
+        "min_return": float(returns.min()),
+        "max_return": float(returns.max()),
+        "greedy": greedy,
+        "seed": seed if seed is not None else policy.config.seed + 10_000,
+    }
+    folder = run_dir if run_dir.is_dir() else run_dir.parent
+    (folder / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
+    mode = "greedy" if greedy else "sampled"
+    print(f"evaluation on {result['env_id']}: {result['mean_return']:.1f} ± {result['std_return']:.1f} over {len(returns)} {mode} episodes")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_with_user_errors(
+        PROG, lambda: evaluate_run(args.run_dir, args.episodes, not args.sample, args.seed) and 0, (ConfigError, CheckpointError)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Train PPO on a gymnasium environment: `ppo-train` or `python -m experiments.train`.
+
+    ppo-train                                   # CartPole-v1 with its preset
+    ppo-train --env-id Acrobot-v1 --seed 3
+    ppo-train --learning-rate 1e-3 --update-epochs 10 --no-anneal-lr
+    ppo-train --resume runs/CartPole-v1__seed1  # continue a run from its checkpoint
+
+Every PPOConfig field is a flag; see `ppo-train --help`. The run folder receives
+config.json, metrics.csv, TensorBoard events, checkpoint.pt, learning_curve.png and,
+when --eval-episodes > 0, eval.json.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from experiments.cli import OneLineArgumentParser, add_dataclass_flags, given_flags, run_with_user_errors
+from ppo.checkpoint import CheckpointError
+from ppo.config import ConfigError, PPOConfig
+
+PROG = "ppo-train"
+
+
+def build_parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(
+        prog=PROG,
+        description="Train PPO on a gymnasium environment. Defaults come from the env's preset "
+        "(see --list-presets); every flag below overrides them.",
+    )
+    run = parser.add_argument_group("run")
+    run.add_argument("--run-dir", type=Path, default=None, help="output folder (default: runs/ENV_ID__seedSEED, numbered if taken)")
+    run.add_argument("--preset", default="auto", help="preset row: 'auto' (named like --env-id), a name, or 'none'")
+    run.add_argument("--list-presets", action="store_true", help="print the preset table and exit")
+    run.add_argument("--eval-episodes", type=int, default=100, help="greedy evaluation episodes after training; 0 = skip (default: 100)")
+    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig)"), PPOConfig)
+    return parser
+
+
+def fresh_run_dir(base: Path) -> Path:
+    """`base`, or `base__2`, `base__3`, ... : the first that does not exist yet."""
+    candidate, number = base, 1
+    while candidate.exists():
+        number += 1
+        candidate = base.with_name(f"{base.name}__{number}")
+    return candidate
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_with_user_errors(PROG, lambda: _train(args), (ConfigError, CheckpointError))
+
+
+def _train(args) -> int:
+    from ppo.presets import build_config, format_presets
+    from ppo.trainer import PPO
+
+    if args.list_presets:
+        print(format_presets())
+        return 0
+    if args.eval_episodes < 0:
+        raise ConfigError(f"eval_episodes = {args.eval_episodes} must be ≥ 0")
+    flags = given_flags(args, PPOConfig)
+    if args.resume is not None:
+        unexpected = sorted(set(flags) - {"total_timesteps"})
+        if unexpected:
+            raise ConfigError(f"--resume keeps the run's config; only --total-timesteps may change (got {', '.join(unexpected)})")
+        trainer = PPO.resume(args.resume, flags.get("total_timesteps"), progress=not args.no_progress)
+        run_dir = args.resume
+    else:
+        config = build_config(flags, args.preset)
+        run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"{config.env_id.replace('/', '_')}__seed{config.seed}")
+        if (run_dir / "checkpoint.pt").exists():
+            raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
+        trainer = PPO(config, run_dir=run_dir, progress=not args.no_progress)
+    config = trainer.config
+
+    started = time.perf_counter()
+    metrics = trainer.train()
+    wall = time.perf_counter() - started
+    from ppo.plotting import plot_learning_curve
+
+    curve = plot_learning_curve(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")
+    print(
+        f"trained {config.env_id} for {trainer.global_step:,} steps in {wall:.1f} s "
+        f"({trainer.global_step / max(trainer.train_seconds, 1e-9):,.0f} steps/s, backend {config.env_backend}); "
+        f"mean return of the last 20 training episodes: {metrics.get('episode_return_recent', float('nan')):.1f}"
+    )
+    if args.eval_episodes:
+        from experiments.evaluate import evaluate_run
+
+        evaluate_run(run_dir, args.eval_episodes)
+    print(f"run folder: {run_dir}\nlearning curve: {curve}\ntensorboard: tensorboard --logdir {run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

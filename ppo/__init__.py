@@ -1,0 +1,1 @@
+"""PPO from scratch: the core library."""

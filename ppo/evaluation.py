@@ -1,0 +1,113 @@
+"""Run a trained policy on the real gymnasium environment and report its returns.
+
+Evaluation always uses gymnasium's own implementation of the env, whatever backend
+trained the policy, with observation statistics frozen as they were at the end of
+training. Episodes are split evenly over a few parallel copies, each copy running a
+fixed quota, so short episodes are not over-counted (taking "the first n episodes to
+finish" from parallel envs would bias the mean towards short ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ppo.checkpoint import CheckpointError, load_checkpoint
+from ppo.config import ConfigError, PPOConfig
+from ppo.networks import ActorCritic
+from ppo.normalize import ObservationNormalizer
+
+EVAL_SEED_OFFSET = 10_000  # evaluation episodes never reuse the training seeds
+
+
+@dataclass
+class Policy:
+    """What evaluation needs from a run: the network, its config, frozen obs statistics."""
+
+    model: ActorCritic
+    config: PPOConfig
+    obs_normalizer: ObservationNormalizer | None
+
+    @torch.inference_mode()
+    def act(self, raw_obs: torch.Tensor, greedy: bool = True) -> torch.Tensor:
+        obs = raw_obs if self.obs_normalizer is None else self.obs_normalizer.normalize(raw_obs)
+        if greedy:
+            return self.model.greedy_action(obs)
+        return self.model.distribution(obs).sample()
+
+
+def load_policy(path) -> Policy:
+    """Rebuild the policy of a checkpoint file or run folder (CheckpointError if unusable)."""
+    state = load_checkpoint(path, required_keys=("model", "config"))
+    try:
+        config = PPOConfig.from_dict(state["config"])
+    except (ConfigError, TypeError) as error:
+        raise CheckpointError(f"checkpoint {path} has an unusable config ({error})") from None
+    from envs.factory import make_gymnasium_env
+
+    env = make_gymnasium_env(config.env_id)
+    model = ActorCritic(
+        env.observation_space,
+        env.action_space,
+        hidden_sizes=tuple(config.hidden_sizes),
+        activation=config.activation,
+        shared=config.shared_network,
+        ortho_init=config.ortho_init,
+        log_std_init=config.log_std_init,
+    )
+    env.close()
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as error:
+        raise CheckpointError(f"checkpoint {path} does not match its config ({str(error).splitlines()[0][:120]})") from None
+    model.eval()
+    normalizer = None
+    if state.get("obs_normalizer"):
+        normalizer = ObservationNormalizer(tuple(env.observation_space.shape))
+        normalizer.load_state_dict(state["obs_normalizer"])
+        normalizer.training = False
+    return Policy(model, config, normalizer)
+
+
+def evaluate_policy(
+    policy: Policy,
+    episodes: int = 100,
+    greedy: bool = True,
+    seed: int | None = None,
+    num_envs: int = 10,
+    env_id: str | None = None,
+) -> np.ndarray:
+    """Returns of `episodes` complete episodes on gymnasium's env (float array)."""
+    from envs.factory import make_gymnasium_env
+
+    env_id = env_id or policy.config.env_id
+    seed = policy.config.seed + EVAL_SEED_OFFSET if seed is None else seed
+    num_envs = max(1, min(num_envs, episodes))
+    quotas = np.full(num_envs, episodes // num_envs)
+    quotas[: episodes % num_envs] += 1
+    make_gymnasium_env(env_id).close()  # a clear error for a missing extra
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: gym.make(env_id) for _ in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    low = high = None
+    if isinstance(envs.single_action_space, gym.spaces.Box):
+        low, high = envs.single_action_space.low, envs.single_action_space.high
+    obs, _ = envs.reset(seed=seed)
+    running = np.zeros(num_envs)
+    returns: list[list[float]] = [[] for _ in range(num_envs)]
+    while any(len(returns[i]) < quotas[i] for i in range(num_envs)):
+        action = policy.act(torch.as_tensor(obs, dtype=torch.float32), greedy).numpy()
+        if low is not None:
+            action = np.clip(action, low, high)
+        obs, reward, terminated, truncated, _ = envs.step(action)
+        running += reward
+        for i in np.flatnonzero(terminated | truncated):
+            if len(returns[i]) < quotas[i]:
+                returns[i].append(float(running[i]))
+            running[i] = 0.0
+    envs.close()
+    return np.array([value for per_env in returns for value in per_env])

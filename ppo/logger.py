@@ -1,0 +1,102 @@
+"""Per-iteration metrics to a CSV file, to TensorBoard, and to a console progress bar."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+
+class MetricsLogger:
+    """Write one row of scalars per iteration to `metrics.csv` (and TensorBoard).
+
+    The CSV columns are fixed by the first row; later rows may leave a column empty
+    (an iteration in which no episode finished has no episodic return).
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        tensorboard: bool = True,
+        total_steps: int | None = None,
+        progress: bool = True,
+        resume_from_step: int = 0,
+    ):
+        """`resume_from_step` > 0 appends to an existing metrics.csv instead of replacing it."""
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / "metrics.csv"
+        self._csv: csv.DictWriter | None = None
+        if resume_from_step and path.exists():
+            with open(path, newline="") as file:
+                header = next(csv.reader(file), None)
+            self._csv_file = open(path, "a", newline="")
+            if header:
+                self._csv = csv.DictWriter(self._csv_file, fieldnames=header, extrasaction="ignore")
+        else:
+            self._csv_file = open(path, "w", newline="")
+        self._tensorboard = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tensorboard = SummaryWriter(log_dir=str(self.run_dir))
+        self._progress = (
+            tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True, file=sys.stderr, leave=True)
+            if progress and total_steps
+            else None
+        )
+        if self._progress is not None and resume_from_step:
+            self._progress.update(resume_from_step)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        row = {"global_step": step, **metrics}
+        if self._csv is None:
+            self._csv = csv.DictWriter(self._csv_file, fieldnames=list(row), extrasaction="ignore")
+            self._csv.writeheader()
+        self._csv.writerow({key: _csv_value(value) for key, value in row.items()})
+        self._csv_file.flush()
+        if self._tensorboard is not None:
+            for key, value in metrics.items():
+                if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                    self._tensorboard.add_scalar(_tensorboard_tag(key), value, step)
+
+    def progress(self, step: int, description: str) -> None:
+        if self._progress is not None:
+            self._progress.update(step - self._progress.n)
+            self._progress.set_postfix_str(description, refresh=False)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()
+        self._csv_file.close()
+
+
+def _csv_value(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value
+
+
+TENSORBOARD_GROUPS = {
+    "episode_": "charts",
+    "learning_rate": "charts",
+    "steps_per_second": "charts",
+}
+
+
+def _tensorboard_tag(key: str) -> str:
+    for prefix, group in TENSORBOARD_GROUPS.items():
+        if key.startswith(prefix):
+            return f"{group}/{key}"
+    return f"losses/{key}"
+
+
+def read_metrics(path: str | Path) -> list[dict[str, float | None]]:
+    """Read a metrics.csv back as a list of rows of floats (None for empty cells)."""
+    with open(path, newline="") as file:
+        return [{key: (float(value) if value != "" else None) for key, value in row.items()} for row in csv.DictReader(file)]

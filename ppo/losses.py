@@ -1,0 +1,132 @@
+"""PPO's losses and diagnostics as pure tensor functions.
+
+Notation: r_t(θ) = π_θ(a_t | s_t) / π_θ_old(a_t | s_t) is the probability ratio, Â_t the
+advantage, ε the clip coefficient. Every function takes an optional boolean `mask` of
+the same shape as its inputs; positions where it is False (padding after an EOS token,
+for instance) do not count. Without a mask, every position counts equally.
+
+The total loss a PPO step minimises is
+
+    L(θ) = L_policy − c_e · H[π_θ] + c_v · L_value .
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """mean of x over the positions where mask is True (all positions if mask is None)."""
+    if mask is None:
+        return x.mean()
+    mask = mask.to(x.dtype)
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def normalize_advantages(
+    advantages: torch.Tensor, mask: torch.Tensor | None = None, eps: float = 1e-8
+) -> torch.Tensor:
+    """Whiten: (Â − mean Â) / (std Â + eps), statistics over the masked positions."""
+    mean = masked_mean(advantages, mask)
+    variance = masked_mean((advantages - mean) ** 2, mask)
+    count = advantages.numel() if mask is None else int(mask.sum())
+    if count > 1:  # unbiased variance, as torch.std
+        variance = variance * count / (count - 1)
+    whitened = (advantages - mean) / (variance.sqrt() + eps)
+    return whitened if mask is None else whitened * mask.to(advantages.dtype)
+
+
+def clipped_surrogate_loss(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_coef: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """L_policy = −E[ min( r_t(θ) Â_t, clip(r_t(θ), 1 − ε, 1 + ε) Â_t ) ].
+
+    The minimum makes the objective pessimistic: once the ratio has moved past 1 + ε
+    (for Â > 0) or below 1 − ε (for Â < 0) the clipped term is the smaller one and is
+    constant in θ, so that sample contributes no gradient.
+    """
+    ratio = torch.exp(new_log_probs - old_log_probs)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -masked_mean(torch.min(unclipped, clipped), mask)
+
+
+def value_loss(
+    new_values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    clip_coef: float | None = None,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """L_value = ½ E[(V_θ(s_t) − R_t)²], or with value clipping (clip_coef = ε_v)
+
+        V_clip = V_old + clip(V_θ − V_old, −ε_v, ε_v)
+        L_value = ½ E[ max((V_θ − R_t)², (V_clip − R_t)²) ].
+    """
+    squared_error = (new_values - returns) ** 2
+    if clip_coef is not None:
+        clipped_values = old_values + torch.clamp(new_values - old_values, -clip_coef, clip_coef)
+        squared_error = torch.max(squared_error, (clipped_values - returns) ** 2)
+    return 0.5 * masked_mean(squared_error, mask)
+
+
+def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """H[π_θ] averaged over samples; it enters the loss as −c_e · H to keep exploring."""
+    return masked_mean(entropy, mask)
+
+
+def kl_estimate(
+    log_ratio: torch.Tensor, estimator: str = "k3", mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Monte-Carlo estimate of KL(q ‖ p) from samples x ~ q (Schulman, 2020).
+
+    `log_ratio` = log p(x) − log q(x), i.e. log ρ with ρ = p(x) / q(x). Per sample:
+
+        k1 = −log ρ              unbiased, high variance, can be negative
+        k2 = ½ (log ρ)²          biased, low variance, ≥ 0
+        k3 = (ρ − 1) − log ρ     unbiased, low variance, ≥ 0
+
+    For PPO's "approx KL" between the rollout policy q = π_old and the updated policy
+    p = π_θ, log_ratio = log π_θ(a) − log π_old(a). For the KL of a language-model
+    policy q = π_θ to its reference p = π_ref, log_ratio = log π_ref(y) − log π_θ(y).
+    """
+    return masked_mean(kl_per_sample(log_ratio, estimator), mask)
+
+
+def kl_per_sample(log_ratio: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
+    """The per-sample terms k1, k2 or k3 of `kl_estimate` (same shape as log_ratio)."""
+    if estimator == "k1":
+        return -log_ratio
+    if estimator == "k2":
+        return 0.5 * log_ratio**2
+    if estimator == "k3":
+        return torch.expm1(log_ratio) - log_ratio
+    raise ValueError(f"unknown KL estimator {estimator!r}; allowed: 'k1', 'k2', 'k3'")
+
+
+def clip_fraction(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    clip_coef: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Fraction of samples whose ratio left [1 − ε, 1 + ε]: E[ 1{|r_t(θ) − 1| > ε} ]."""
+    ratio = torch.exp(new_log_probs - old_log_probs)
+    return masked_mean(((ratio - 1.0).abs() > clip_coef).to(ratio.dtype), mask)
+
+
+def explained_variance(
+    predictions: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None
+) -> float:
+    """1 − Var[R − V] / Var[R]: 1 is a perfect critic, 0 predicts only the mean,
+    negative is worse than predicting the mean. NaN when the targets do not vary."""
+    if mask is not None:
+        predictions, targets = predictions[mask], targets[mask]
+    target_variance = targets.var(unbiased=False)
+    if target_variance == 0:
+        return float("nan")
+    return float(1.0 - (targets - predictions).var(unbiased=False) / target_variance)

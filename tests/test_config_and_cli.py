@@ -1,0 +1,106 @@
+"""Config validation and the command line's one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from experiments import evaluate, train
+from ppo.config import ConfigError, PPOConfig
+from ppo.presets import build_config
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"learning_rate": 0.0}, "learning_rate = 0.0 must be a finite number > 0"),
+        ({"learning_rate": -3e-4}, "learning_rate = -0.0003"),
+        ({"clip_coef": 0.0}, "clip_coef = 0.0"),
+        ({"clip_coef": -0.1}, "clip_coef = -0.1"),
+        ({"gamma": 1.5}, "gamma = 1.5 is outside [0, 1]"),
+        ({"gae_lambda": -0.1}, "gae_lambda = -0.1 is outside [0, 1]"),
+        ({"num_envs": 5, "num_steps": 100, "num_minibatches": 3}, "num_envs * num_steps = 500 is not divisible by num_minibatches = 3"),
+        ({"num_envs": 0}, "num_envs = 0 must be a positive integer"),
+        ({"update_epochs": 0}, "update_epochs = 0"),
+        ({"total_timesteps": 100}, "less than one rollout"),
+        ({"env_backend": "jax"}, "env_backend = 'jax' is not one of auto, gymnasium, torch"),
+        ({"ent_coef": -1.0}, "ent_coef = -1.0"),
+        ({"target_kl": 0.0}, "target_kl = 0.0"),
+    ],
+)
+def test_validation_names_the_value_and_what_is_allowed(changes, message):
+    with pytest.raises(ConfigError) as error:
+        PPOConfig(**changes).validate()
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_defaults_are_valid_and_derived_sizes():
+    config = PPOConfig().validate()
+    assert (config.batch_size, config.minibatch_size, config.num_iterations) == (512, 128, 976)
+
+
+def test_unknown_env_id_and_unsupported_spaces():
+    with pytest.raises(ConfigError, match="'NoSuchEnv-v0' is not a registered gymnasium environment"):
+        build_config({"env_id": "NoSuchEnv-v0"})
+    with pytest.raises(ConfigError, match="has no batched torch version"):
+        build_config({"env_id": "LunarLander-v3", "env_backend": "torch"})
+
+
+def test_explicit_flags_override_presets():
+    config = build_config({"env_id": "CartPole-v1", "learning_rate": 0.123, "env_backend": "gymnasium"})
+    assert config.learning_rate == 0.123
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["experiments.train", "--learning-rate", "-1"], "learning_rate = -1.0 must be a finite number > 0"),
+        (["experiments.train", "--gamma", "1.2"], "gamma = 1.2 is outside [0, 1]"),
+        (["experiments.train", "--num-minibatches", "3"], "not divisible by num_minibatches = 3"),
+        (["experiments.train", "--env-id", "NoSuchEnv-v0"], "'NoSuchEnv-v0' is not a registered gymnasium environment"),
+        (["experiments.train", "--env-id", "FrozenLake-v1", "--env-backend", "gymnasium"], "supports Box observations"),
+        (["experiments.train", "--num-envs", "four"], "invalid int value: 'four'"),
+        (["experiments.train", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["experiments.evaluate", "does/not/exist"], "does not exist"),
+    ],
+)
+def test_cli_user_errors_are_one_line_with_exit_code_2(argv, fragment):
+    result = run_cli(*argv)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_corrupt_checkpoint_is_one_line_error(tmp_path):
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    result = run_cli("experiments.evaluate", str(tmp_path))
+    assert result.returncode == 2
+    assert "is corrupt" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_help_lists_every_config_field():
+    help_text = train.build_parser().format_help()
+    for name in PPOConfig.__dataclass_fields__:
+        assert "--" + name.replace("_", "-") in help_text
+
+
+def test_train_then_evaluate_writes_the_run_folder(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    argv = ["--env-backend", "gymnasium", "--total-timesteps", "1024", "--run-dir", str(run_dir), "--eval-episodes", "3", "--no-progress"]
+    assert train.main(argv) == 0
+    for name in ("config.json", "metrics.csv", "checkpoint.pt", "learning_curve.png", "eval.json"):
+        assert (run_dir / name).exists(), name
+    assert any(path.name.startswith("events.out.tfevents") for path in run_dir.iterdir())
+    result = json.loads((run_dir / "eval.json").read_text())
+    assert result["episodes"] == 3 and {"mean_return", "std_return"} <= set(result)
+    assert train.main(argv) == 2  # refuses to overwrite the saved run
+    assert "already holds a run" in capsys.readouterr().err
+    assert evaluate.main([str(run_dir), "--episodes", "2", "--sample"]) == 0

@@ -1,0 +1,109 @@
+"""The PPO loop: ratio = 1 on the first minibatch, reproducibility, checkpoints, resuming."""
+
+import math
+
+import pytest
+import torch
+
+from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ppo.config import PPOConfig
+from ppo.evaluation import evaluate_policy, load_policy
+from ppo.logger import read_metrics
+from ppo.trainer import PPO
+
+SMALL = dict(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, num_steps=64, total_timesteps=1024, tensorboard=False)
+
+
+def test_first_minibatch_of_every_update_has_ratio_exactly_one():
+    trainer = PPO(PPOConfig(**SMALL), progress=False)
+    errors = []
+    trainer.train(callback=lambda ppo, metrics: errors.append(metrics["first_minibatch_ratio_error"]))
+    assert len(errors) == 4
+    assert max(errors) < 1e-6  # exp(log π_new − log π_old) = 1 up to float rounding
+
+
+def test_same_seed_gives_identical_metrics_and_different_seed_differs():
+    def run(seed):
+        rows = []
+        PPO(PPOConfig(**SMALL, seed=seed), progress=False).train(callback=lambda ppo, m: rows.append(
+            {k: v for k, v in m.items() if k not in ("time_s", "steps_per_second")}))
+        return rows
+
+    first, second, other = run(3), run(3), run(4)
+    assert first == second
+    assert first != other
+
+
+def test_truncation_flag_reaches_the_buffer():
+    # Pendulum-v1 always truncates at 200 steps: with bootstrapping the buffer keeps the
+    # truncation separate; with the classic mistake it becomes a termination.
+    config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=200, num_minibatches=2, total_timesteps=400)
+    trainer = PPO(config, progress=False)
+    trainer.collect_rollout()
+    assert trainer.buffer.truncated[-1].all() and not trainer.buffer.terminated.any()
+    assert (trainer.buffer.final_values[-1] != 0).all()
+    trainer = PPO(config.replace(bootstrap_truncated=False), progress=False)
+    trainer.collect_rollout()
+    assert trainer.buffer.terminated[-1].all() and not trainer.buffer.truncated.any()
+
+
+def test_continuous_actions_are_stored_unclipped_and_sent_clipped():
+    config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=64, num_minibatches=2,
+                       total_timesteps=128, log_std_init=1.5)
+    trainer = PPO(config, progress=False)
+    trainer.collect_rollout()
+    actions = trainer.buffer.actions
+    assert actions.abs().max() > 2.0  # σ = e^1.5 samples leave [−2, 2]
+    sent = trainer.env_action(actions)
+    assert sent.abs().max() <= 2.0
+    log_probs, _, _ = trainer.model.evaluate_actions(trainer.buffer.obs.reshape(-1, 3), actions.reshape(-1, 1))
+    torch.testing.assert_close(log_probs, trainer.buffer.log_probs.reshape(-1))
+
+
+def test_checkpoint_round_trip_and_resume(tmp_path):
+    config = PPOConfig(**SMALL, checkpoint_every=2)
+    trainer = PPO(config, run_dir=tmp_path, progress=False)
+    trainer.train()
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["global_step"] == 1024 and state["iteration"] == 4
+    policy = load_policy(tmp_path)
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(policy.model.state_dict()[name], tensor)
+    assert len(evaluate_policy(policy, episodes=3)) == 3
+
+    resumed = PPO.resume(tmp_path, total_timesteps=2048, progress=False)
+    assert resumed.global_step == 1024
+    resumed.train()
+    rows = read_metrics(tmp_path / "metrics.csv")
+    assert [row["iteration"] for row in rows] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_atomic_save_keeps_previous_checkpoint_when_the_write_fails(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint({"value": torch.tensor(1.0)}, path)
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(OSError):
+        save_checkpoint({"value": torch.tensor(2.0)}, path)
+    assert load_checkpoint(path)["value"].item() == 1.0
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+def test_checkpoint_refuses_pickled_code_and_foreign_files(tmp_path):
+    import pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    path = tmp_path / "evil.pt"
+    torch.save({"format": 1, "x": Evil()}, path)
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(path)
+    torch.save({"something": 1}, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="not a format-1 checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+    assert pickle  # the pickle module is what weights_only=True refuses to run
