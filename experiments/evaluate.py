@@ -3,8 +3,12 @@
     ppo-eval runs/CartPole-v1__seed1                  # 100 greedy episodes
     ppo-eval runs/CartPole-v1__seed1 --sample         # sample actions from π instead
     ppo-eval runs/CartPole-v1__seed1 --episodes 20 --seed 7
+    ppo-eval runs/CartPole-v1__seed1 --record         # and an animation of one episode
 
 Prints mean ± std of the episodic return and writes eval.json into the run folder.
+--record also plays one episode (greedy, or sampled with --sample; seed --seed or the
+first evaluation seed) on the rendered env and writes it to episode.gif in the run
+folder; it needs the optional extra 'record'.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError
 
 PROG = "ppo-eval"
+RECORDING_NAME = "episode.gif"
 
 
 def build_parser() -> OneLineArgumentParser:
@@ -26,6 +31,7 @@ def build_parser() -> OneLineArgumentParser:
     parser.add_argument("--episodes", type=int, default=100, help="episodes to run (default: 100)")
     parser.add_argument("--sample", action="store_true", help="sample actions from the policy instead of acting greedily")
     parser.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the run's seed + 10000)")
+    parser.add_argument("--record", action="store_true", help=f"also write one episode as an animation to {RECORDING_NAME} in the run folder (extra 'record')")
     return parser
 
 
@@ -54,11 +60,29 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
     return result
 
 
+def record_run(run_dir: Path, greedy: bool = True, seed: int | None = None) -> dict:
+    """Write one episode of the run's policy to RECORDING_NAME in the run folder."""
+    from ppo.evaluation import load_policy
+    from ppo.recording import record_episode
+
+    policy = load_policy(run_dir)
+    folder = run_dir if run_dir.is_dir() else run_dir.parent
+    result = record_episode(policy, folder / RECORDING_NAME, seed=seed, greedy=greedy)
+    print(f"recorded one {'greedy' if greedy else 'sampled'} episode of {policy.config.env_id} "
+          f"(return {result['return']:.1f}, {result['frames']} frames): {result['path']}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_with_user_errors(
-        PROG, lambda: evaluate_run(args.run_dir, args.episodes, not args.sample, args.seed) and 0, (ConfigError, CheckpointError)
-    )
+
+    def evaluate_and_record() -> int:
+        if args.record:  # first, so a missing extra is reported before the long part
+            record_run(args.run_dir, not args.sample, args.seed)
+        evaluate_run(args.run_dir, args.episodes, not args.sample, args.seed)
+        return 0
+
+    return run_with_user_errors(PROG, evaluate_and_record, (ConfigError, CheckpointError))
 
 
 if __name__ == "__main__":

@@ -34,10 +34,10 @@ class RolloutBuffer:
         self.rewards = zeros(T, N)  # r_t (after any reward scaling)
         self.terminated = zeros(T, N, dtype=torch.bool)
         self.truncated = zeros(T, N, dtype=torch.bool)
-        self.final_values = zeros(T, N)  # V(final obs) where truncated, else 0
+        self.final_obs = zeros(T, N, *obs_shape)  # (T, N, obs_dim) last obs of an episode cut at t
         self.step = 0
 
-    def add(self, obs, action, log_prob, value, reward, terminated, truncated, final_value) -> None:
+    def add(self, obs, action, log_prob, value, reward, terminated, truncated, final_obs) -> None:
         t = self.step
         self.obs[t] = obs
         self.actions[t] = action
@@ -46,7 +46,7 @@ class RolloutBuffer:
         self.rewards[t] = reward
         self.terminated[t] = terminated
         self.truncated[t] = truncated
-        self.final_values[t] = final_value
+        self.final_obs[t] = final_obs
         self.step += 1
 
     def reset(self) -> None:

@@ -104,7 +104,9 @@ class PPO:
             ortho_init=config.ortho_init,
             log_std_init=config.log_std_init,
         ).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps, fused=True
+        )  # fused: one kernel for all parameters instead of a Python loop over them
         obs_shape = tuple(observation_space.shape)
         self.obs_normalizer = (
             ObservationNormalizer(obs_shape, config.obs_clip, device=self.device) if config.normalize_obs else None
@@ -122,6 +124,7 @@ class PPO:
             torch.float32 if self.continuous else torch.int64,
             self.device,
         )
+        self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
         self.shuffle_generator = torch.Generator(device=self.device).manual_seed(config.seed)
 
         self.run_dir = Path(run_dir) if run_dir is not None else None
@@ -172,11 +175,10 @@ class PPO:
             reward = result.reward if self.reward_scaler is None else self.reward_scaler(result.reward, dones)
             if config.bootstrap_truncated:
                 terminated, truncated = result.terminated, result.truncated
-                final_value = self.model.value(self._observe(result.final_obs, update_statistics=False))
             else:  # the classic mistake, kept as an option for the lectures: cut = terminal
                 terminated, truncated = dones, torch.zeros_like(dones)
-                final_value = torch.zeros_like(value)
-            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_value)
+            final_obs = self._observe(result.final_obs, update_statistics=False)
+            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs)
             self.next_obs = self._observe(result.obs)
             self.global_step += config.num_envs
         return torch.cat(finished_returns), torch.cat(finished_lengths)
@@ -186,7 +188,9 @@ class PPO:
         """GAE over the buffer, bootstrapping the rollout's end from V(next obs)."""
         buffer, config = self.buffer, self.config
         last_value = self.model.value(self.next_obs)
-        next_values = successor_values(buffer.values, last_value, buffer.truncated, buffer.final_values)
+        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
+        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
+        next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
         return compute_gae(
             buffer.rewards,
             buffer.values,
@@ -198,6 +202,10 @@ class PPO:
         )
 
     # ------------------------------------------------------------------ update
+    def policy_loss(self, new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+        """PPO-Clip's L_policy. Variants (PPO-Penalty, adaptive clipping) override this."""
+        return clipped_surrogate_loss(new_log_probs, old_log_probs, advantages, self.clip_coef)
+
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatch steps on the clipped-surrogate loss."""
         config, buffer = self.config, self.buffer
@@ -221,7 +229,7 @@ class PPO:
                 if config.norm_adv:
                     minibatch_advantages = normalize_advantages(minibatch_advantages)
 
-                policy_loss = clipped_surrogate_loss(new_log_probs, old_log_probs[index], minibatch_advantages, config.clip_coef)
+                policy_loss = self.policy_loss(new_log_probs, old_log_probs[index], minibatch_advantages)
                 critic_loss = value_loss(
                     new_values, old_values[index], returns[index], config.clip_coef if config.clip_vloss else None
                 )
@@ -244,7 +252,7 @@ class PPO:
                         ("entropy", float(entropy_mean)),
                         ("old_approx_kl", float(kl_estimate(log_ratio, "k1"))),
                         ("approx_kl", approx_kl),
-                        ("clip_fraction", float(clip_fraction(new_log_probs, old_log_probs[index], config.clip_coef))),
+                        ("clip_fraction", float(clip_fraction(new_log_probs, old_log_probs[index], self.clip_coef))),
                     ):
                         sums[name] = sums.get(name, 0.0) + value
                 minibatches += 1

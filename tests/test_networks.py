@@ -61,3 +61,21 @@ def test_gaussian_log_prob_and_entropy_match_torch_distributions():
 def test_log_std_initial_value():
     model = ActorCritic(OBS, gym.spaces.Box(-1, 1, (2,), np.float32), log_std_init=-1.0)
     assert torch.equal(model.policy_head.log_std.data, torch.full((2,), -1.0))
+
+
+def test_categorical_distribution_matches_torch_distributions():
+    from torch.distributions import Categorical
+
+    from ppo.networks import CategoricalDistribution
+
+    torch.manual_seed(0)
+    logits = torch.randn(64, 5) * 3
+    actions = torch.randint(0, 5, (64,))
+    ours, reference = CategoricalDistribution(logits), Categorical(logits=logits)
+    torch.testing.assert_close(ours.log_prob(actions), reference.log_prob(actions))
+    torch.testing.assert_close(ours.entropy(), reference.entropy())
+    # Gumbel-max samples follow softmax(z): frequencies over many draws
+    row = torch.tensor([[0.0, 1.0, -1.0, 2.0]])
+    draws = CategoricalDistribution(row.expand(200_000, 4)).sample()
+    frequencies = torch.bincount(draws, minlength=4).float() / draws.numel()
+    torch.testing.assert_close(frequencies, torch.softmax(row[0], -1), atol=0.005, rtol=0)

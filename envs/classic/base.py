@@ -1,0 +1,171 @@
+"""What every batched classic-control environment shares: the episode bookkeeping.
+
+A subclass writes only the physics of one step for N copies at once:
+
+* `_initial_state(n)`            -> (state_dim, n) start states drawn with `self.generator`
+* `_transition(state, actions)`  -> (next_state, reward, terminated)
+* `_observe(state)`              -> (n, obs_dim) float32 observations
+
+and this class does the rest, once for all of them: the per-copy step counter, the
+time-limit truncation that `gymnasium.make` adds with its `TimeLimit` wrapper, and the
+SAME_STEP autoreset of `ppo.vec_env` (copy i ends at this step -> `final_obs[i]` is its
+last observation and `obs[i]` is already the first observation of a fresh episode).
+
+State layout: component-major, (state_dim, N). Row k holds state variable k (say, the
+pole angle) of all N copies as one contiguous vector, so `x, x_dot, theta, theta_dot =
+state` unpacks it into plain (N,) vectors and every physics operation runs on contiguous
+memory. The `state` property shows it the usual way round, (N, state_dim).
+
+Autoreset comes in two flavours that give the same distribution of episodes:
+
+* by index (the default on CPU): find the copies that ended, draw start states for just
+  those and write them in with `index_copy_`. Drawing random numbers is among the
+  dearest parts of a CPU step, and finding the rows costs no device sync on CPU.
+* by mask (the default elsewhere, e.g. CUDA): draw a start state for every copy and
+  keep it where the episode ended, with `torch.where`. Nothing waits on the device;
+  finding the finished rows would need their count on the host, a sync every step.
+
+Either way there is no Python loop over copies and no `.item()` in `step`. On CPU a
+step in which no episode ended skips the restart altogether; `obs` is then the very
+tensor `final_obs` (as gymnasium's wrapper in `ppo.vec_env` may also share them).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import gymnasium as gym
+import torch
+
+from ppo.vec_env import StepResult
+
+
+class TorchClassicEnv(ABC):
+    """N copies of one classic-control environment, stepped as tensor code.
+
+    Implements the `ppo.vec_env.VecEnv` protocol. One `torch.Generator` on `device`
+    draws every start state: `reset(seed)` reseeds it, `reset()` continues its stream,
+    so the same seed and the same actions give the same trajectories. (Unlike
+    gymnasium's vector envs, copy i is not seeded with seed + i: the copies share one
+    stream.) `dtype` is the dtype the physics runs in; observations are always float32.
+    """
+
+    env_id: str
+    max_episode_steps: int  # the TimeLimit that gymnasium.make(env_id) adds
+    state_dim: int
+    single_observation_space: gym.spaces.Box
+    single_action_space: gym.Space
+
+    def __init__(
+        self,
+        num_envs: int,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        dtype: torch.dtype = torch.float64,
+    ):
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.generator = torch.Generator(device=self.device)
+        if seed is None:
+            self.generator.seed()  # nondeterministic
+        else:
+            self.generator.manual_seed(seed)
+        self.reset_by_index = self.device.type == "cpu"  # see the module docstring
+        self.elapsed_steps = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self._state: torch.Tensor | None = None  # (state_dim, N) once reset
+
+    # ----- what each environment defines -------------------------------------------
+
+    @abstractmethod
+    def _initial_state(self, n: int) -> torch.Tensor:
+        """Draw n start states with `self.generator`: (state_dim, n) in `self.dtype`."""
+
+    @abstractmethod
+    def _transition(
+        self, state: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of the dynamics of all copies, from state (state_dim, N).
+
+        Returns next_state, a new (state_dim, N) tensor; reward (N,) float32;
+        terminated (N,) bool.
+        """
+
+    @abstractmethod
+    def _observe(self, state: torch.Tensor) -> torch.Tensor:
+        """(state_dim, n) state -> (n, obs_dim) contiguous float32 observation."""
+
+    # ----- the VecEnv interface ------------------------------------------------------
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Start a fresh episode in every copy; returns obs (N, obs_dim) float32."""
+        if seed is not None:
+            self.generator.manual_seed(seed)
+        self._state = self._initial_state(self.num_envs)
+        self.elapsed_steps.zero_()
+        return self._observe(self._state)
+
+    def step(self, actions: torch.Tensor) -> StepResult:
+        if self._state is None:
+            raise RuntimeError(f"{self!r}: call reset() before step()")
+        next_state, reward, terminated = self._transition(self._state, actions)
+        self.elapsed_steps += 1
+        truncated = self.elapsed_steps >= self.max_episode_steps  # (N,)
+        done = terminated | truncated  # (N,)
+        final_obs = self._observe(next_state)  # (N, obs_dim)
+        if self.reset_by_index:
+            obs = self._restart_by_index(next_state, final_obs, done)
+        else:
+            obs = self._restart_by_mask(next_state, final_obs, done)
+        return StepResult(obs, reward, terminated, truncated, final_obs)
+
+    def close(self) -> None:
+        pass
+
+    # ----- autoreset: sets self._state and the step counters, returns obs ------------
+
+    def _restart_by_index(self, next_state, final_obs, done) -> torch.Tensor:
+        rows = done.nonzero().squeeze(1)  # (k,) the copies whose episode ended
+        self._state = next_state
+        if rows.numel() == 0:  # nothing ended: obs is final_obs (a CPU tensor's size costs no sync)
+            return final_obs
+        fresh = self._initial_state(rows.numel())  # (state_dim, k)
+        self._state.index_copy_(1, rows, fresh)  # next_state is ours to overwrite
+        self.elapsed_steps.index_fill_(0, rows, 0)
+        return final_obs.index_copy(0, rows, self._observe(fresh))  # (N, obs_dim)
+
+    def _restart_by_mask(self, next_state, final_obs, done) -> torch.Tensor:
+        fresh = self._initial_state(self.num_envs)  # (state_dim, N)
+        self._state = torch.where(done, fresh, next_state)  # done (N,) broadcasts over the rows
+        self.elapsed_steps.masked_fill_(done, 0)
+        return torch.where(done.unsqueeze(1), self._observe(fresh), final_obs)
+
+    # ----- state access, for tests and debugging -------------------------------------
+
+    @property
+    def state(self) -> torch.Tensor:
+        """(N, state_dim) view of the state; row i is gymnasium's `env.unwrapped.state` of copy i."""
+        return self._state.T
+
+    def set_state(self, state: torch.Tensor, elapsed_steps: torch.Tensor | None = None) -> None:
+        """Overwrite the state, given as (N, state_dim), and optionally the step counters (N,)."""
+        state = torch.as_tensor(state, dtype=self.dtype, device=self.device)
+        self._state = state.T.clone(memory_format=torch.contiguous_format)
+        if elapsed_steps is not None:
+            self.elapsed_steps.copy_(torch.as_tensor(elapsed_steps))
+
+    # ----- helpers for subclasses ----------------------------------------------------
+
+    def _uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: torch.dtype | None = None):
+        """Samples uniform in [low, high) from the env's generator."""
+        sample = torch.empty(shape, dtype=dtype or self.dtype, device=self.device)
+        return sample.uniform_(low, high, generator=self.generator)
+
+    @staticmethod
+    def _rows_to_observation(rows: torch.Tensor) -> torch.Tensor:
+        """(obs_dim, n) component rows -> (n, obs_dim) contiguous float32 observation."""
+        obs = torch.empty(rows.shape[::-1], dtype=torch.float32, device=rows.device)
+        return obs.copy_(rows.T)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.env_id!r}, num_envs={self.num_envs}, device={self.device})"

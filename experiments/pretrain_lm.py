@@ -1,0 +1,144 @@
+"""Pretrain (SFT) the tiny character-level GPT on the food corpus and check it against the known distribution.
+
+    python -m experiments.pretrain_lm                 # default config, cached checkpoint
+    python -m experiments.pretrain_lm --steps 300 --out sft.pt
+
+For every person, the completions of "NAME likes " are sampled and their distribution is
+compared with the corpus table: total-variation distance TV(p, q) = 1/2 sum_f |p(f) - q(f)|,
+and the fraction of completions that are well-formed (an existing food followed by EOS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from collections import Counter
+
+import torch
+
+from envs import corpus
+from ppo.lm.pretrain import (
+    PretrainConfig,
+    cached_checkpoint_path,
+    load_or_pretrain_sft,
+    pretrain,
+    save_checkpoint,
+)
+from ppo.lm.sampling import sample_texts
+
+HELP = {
+    "seed": "seed of the corpus draw, weight init and batch order",
+    "corpus_size": "sentences drawn from the known distribution (train + validation)",
+    "val_size": "sentences held out for the validation loss",
+    "steps": "optimizer steps",
+    "batch_size": "sentences per step",
+    "lr": "peak learning rate",
+    "min_lr_ratio": "final learning rate as a fraction of --lr (cosine decay)",
+    "warmup_steps": "steps of linear learning-rate warmup",
+    "weight_decay": "AdamW weight decay on matrices and embeddings",
+    "beta1": "AdamW first-moment decay",
+    "beta2": "AdamW second-moment decay",
+    "grad_clip": "clip the global gradient norm to this value (0 = off)",
+    "eval_interval": "steps between validation-loss reports",
+    "n_layer": "transformer blocks",
+    "n_head": "attention heads per block",
+    "n_embd": "embedding width",
+    "dropout": "dropout probability",
+    "block_size": "longest sequence in tokens",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ppo-pretrain-lm", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    for f in dataclasses.fields(PretrainConfig):
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
+                            help=HELP[f.name])
+    parser.add_argument("--out", default=None,
+                        help="also write the checkpoint to this path (default: only the cache)")
+    parser.add_argument("--cache-dir", default=None,
+                        help="checkpoint cache directory (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
+    parser.add_argument("--no-cache", action="store_true", help="always train; do not read or write the cache")
+    parser.add_argument("--samples", type=int, default=2000, help="completions sampled per person for the table")
+    parser.add_argument("--relation", default="likes", choices=corpus.RELATIONS, help="relation of the table")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    return parser
+
+
+def completion_distribution(model, tokenizer, person: str, relation: str, samples: int,
+                            generator: torch.Generator) -> tuple[dict[str, float], float]:
+    """Sample completions of "person relation " at temperature 1: (frequency of each food, well-formed rate)."""
+    texts, ended = sample_texts(model, tokenizer, corpus.prompt(person, relation), samples, generator=generator)
+    foods = [corpus.parse_completion(t, e) for t, e in zip(texts, ended)]
+    counts = Counter(f for f in foods if f is not None)
+    return {food: counts[food] / samples for food in corpus.FOODS}, sum(counts.values()) / samples
+
+
+def total_variation(p: dict[str, float], q: dict[str, float]) -> float:
+    """TV(p, q) = 1/2 sum_x |p(x) - q(x)|; malformed completions count as mass missing from q."""
+    keys = set(p) | set(q)
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys) + 0.5 * max(0.0, 1.0 - sum(q.values()))
+
+
+def print_report(model, tokenizer, relation: str, samples: int, seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    print(f'\nsampled completions of "NAME {relation} " (temperature 1, {samples} samples each) vs the corpus')
+    print(f"{'person':<8} {'TV':>6} {'well-formed':>11}   most likely foods: model% / corpus%")
+    for person in corpus.PEOPLE:
+        truth = corpus.food_distribution(person, relation)
+        model_dist, well_formed = completion_distribution(model, tokenizer, person, relation, samples, generator)
+        top = sorted(truth, key=truth.get, reverse=True)[:4]
+        foods = "  ".join(f"{f} {100 * model_dist[f]:.1f}/{100 * truth[f]:.0f}" for f in top)
+        print(f"{person:<8} {total_variation(truth, model_dist):6.3f} {100 * well_formed:10.1f}%   {foods}")
+        if person == "ravin":
+            ravin = model_dist.get("pizza", 0.0), truth.get("pizza", 0.0)
+    if relation == "likes":
+        print(f'"ravin likes pizza": {100 * ravin[0]:.1f}% of samples (corpus {100 * ravin[1]:.0f}%)')
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    settings = {f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainConfig)}
+    try:
+        config = PretrainConfig(**settings)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.samples <= 0:
+        parser.error(f"--samples must be > 0, got {args.samples}")
+    if args.threads <= 0:
+        parser.error(f"--threads must be > 0, got {args.threads}")
+    torch.set_num_threads(args.threads)
+
+    start = time.perf_counter()
+    if args.no_cache:
+        result = pretrain(config)
+        model, tokenizer = result.model, result.tokenizer
+        metrics = {"val_loss": result.val_loss, "seconds": result.seconds}
+    else:
+        model, tokenizer = load_or_pretrain_sft(config, cache_dir=args.cache_dir)
+        metrics = {}
+    print(f"wall-clock: {time.perf_counter() - start:.1f}s")
+    if args.out:
+        save_checkpoint(args.out, model, tokenizer, config, metrics)
+        print(f"wrote {args.out}")
+
+    from ppo.lm.pretrain import corpus_tokenizer, encode_corpus, evaluate_loss  # validation loss of the result
+
+    val = encode_corpus(corpus.sample_sentences(config.val_size, seed=config.seed + 1), corpus_tokenizer(),
+                        config.block_size)
+    n_targets = (val[:, 1:] != tokenizer.pad_id).sum().item()
+    floor = corpus.sentence_entropy() * len(val) / n_targets
+    print(f"\nvalidation loss {evaluate_loss(model, val, tokenizer.pad_id):.4f} nats/token   "
+          f"uniform model log V = {math.log(tokenizer.vocab_size):.4f}   best possible ~ {floor:.4f}")
+    print_report(model, tokenizer, args.relation, args.samples, seed=config.seed)
+    if not args.no_cache:
+        print(f"\ncheckpoint: {cached_checkpoint_path(config, args.cache_dir)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Fine-tune the tiny language model with PPO and a KL penalty to its SFT starting point.
+
+    python -m experiments.rlhf                                   # "ravin likes pizza", rule reward
+    python -m experiments.rlhf --kl-coef 0                       # no penalty: watch the reward hacking
+    python -m experiments.rlhf --kl-target 2.0 --kl-coef 0.1     # adaptive β
+    python -m experiments.rlhf --reward model --person all       # the full pipeline: preferences → reward model → PPO
+    python -m experiments.rlhf --critic shared --seed 3
+
+Every field of ppo.lm.rlhf_config.RLHFConfig is a flag. The SFT model comes from the cache
+(trained first if it is missing). The run folder gets config.json, metrics.csv, TensorBoard
+events, checkpoint.pt, training_grid.png, critic_values.png and summary.json. At the end the
+policy is measured on fresh samples at temperature 1 and compared with the SFT model and
+with the exact optimum of the KL-regularised objective.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from envs import corpus
+from envs.token_task import corrupt, preference_pairs, task_prompts
+from experiments.cli import OneLineArgumentParser, add_dataclass_flags, given_flags, run_with_user_errors
+from ppo.checkpoint import CheckpointError, save_checkpoint
+from ppo.config import ConfigError
+from ppo.lm import pretrain as sft_pretrain
+from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
+from ppo.lm.evaluation import evaluate_policy
+from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
+from ppo.lm.rlhf_config import RLHFConfig
+from ppo.lm.rlhf_trainer import RLHFTrainer
+from ppo.lm.rollout import repeat_prompts, sample_completions
+
+PROG = "ppo-rlhf"
+
+
+def build_parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    add_dataclass_flags(parser, RLHFConfig)
+    parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default: runs/rlhf-<food>-<reward>__seed<N>)")
+    parser.add_argument("--sft-cache-dir", type=Path, default=None,
+                        help="where the SFT checkpoint is cached (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_with_user_errors(PROG, lambda: _run(args), (ConfigError, CheckpointError, sft_pretrain.CheckpointError))
+
+
+def fresh_run_dir(base: Path) -> Path:
+    candidate, number = base, 1
+    while candidate.exists():
+        number += 1
+        candidate = base.with_name(f"{base.name}__{number}")
+    return candidate
+
+
+def _run(args) -> int:
+    config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
+    torch.set_num_threads(config.num_threads)
+    run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"rlhf-{config.target_food.replace(' ', '_')}-{config.reward}__seed{config.seed}")
+    if (run_dir / "checkpoint.pt").exists():
+        raise ConfigError(f"run_dir {run_dir} already holds a run; choose another --run-dir")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+
+    sft, tokenizer = sft_pretrain.load_or_pretrain_sft(cache_dir=args.sft_cache_dir, verbose=True)
+    prompts = task_prompts(config.person, config.relation)
+    summary: dict = {"config": config.to_dict(), "load_average_start": os.getloadavg()[0]}
+
+    reward_model = None
+    if config.reward == "model":
+        reward_model, summary["reward_model"] = _train_reward_model(config, sft, tokenizer, prompts)
+        save_checkpoint({"reward_model": reward_model.state_dict()}, run_dir / "reward_model.pt")
+
+    trainer = RLHFTrainer(config, sft, tokenizer, reward_model.score_batch if reward_model else None,
+                          run_dir=run_dir, progress=not args.no_progress)
+    probe_texts = _probe_texts(prompts[0], config.target_food)
+    critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+
+    print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of {', '.join(repr(p) for p in prompts)}, "
+          f"reward {config.reward}, β {config.kl_coef}{' adaptive → KL ' + str(config.kl_target) if config.adaptive_kl else ''}, "
+          f"critic {config.critic}, seed {config.seed}")
+    wall_start, cpu_start = time.perf_counter(), time.process_time()
+    trainer.train()
+    ppo_wall, ppo_cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
+    trainer.close()
+    summary.update(ppo_wall_seconds=ppo_wall, ppo_cpu_seconds=ppo_cpu, load_average_end=os.getloadavg()[0],
+                   final_beta=trainer.kl_controller.beta)
+
+    critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+    grid = plot_training_grid(run_dir, f"PPO on {prompts[0]!r}… ({config.reward} reward, seed {config.seed})")
+    critic_plot = plot_critic_values(probe_texts, critic_before, critic_after, run_dir / "critic_values.png",
+                                     f"critic ({config.critic}) before and after PPO")
+
+    eval_generator = torch.Generator().manual_seed(config.seed + 10_000)
+    evaluations = {}
+    for name, model in (("sft", trainer.reference), ("ppo", trainer.policy)):
+        evaluations[name] = evaluate_policy(model, trainer.reference, tokenizer, prompts, config.target_food,
+                                            config.eval_samples, 1.0, config.max_new_tokens, eval_generator)
+        summary[name] = evaluations[name].to_dict()
+        print(f"{name.upper():>4}: {evaluations[name].summary()}")
+        print(f"      most frequent: {', '.join(evaluations[name].examples[:6])}")
+
+    optimum = _optimum(config, trainer, tokenizer, prompts, reward_model)
+    summary["optimum"] = optimum
+    print(f" OPT: π* ∝ π_ref·exp(r/β) at β = {optimum['beta']:.3g}: {config.target_food} rate "
+          f"{optimum['target_rate']:.1%}, KL {optimum['kl']:.2f} nats, E[score] {optimum['expected_score']:.3f}"
+          f"{' (malformed strings scored by their mean)' if reward_model else ''}")
+    if reward_model is not None:
+        for name in ("sft", "ppo"):
+            summary[name]["learned_score"] = _mean_learned_score(reward_model, trainer, name, tokenizer, prompts, config)
+        print(f"learned score (normalised): SFT {summary['sft']['learned_score']:+.3f} → PPO {summary['ppo']['learned_score']:+.3f}; "
+              f"held-out pairwise accuracy {summary['reward_model']['heldout_accuracy']:.1%}")
+
+    print(f"PPO took {ppo_wall:.1f} s wall-clock ({ppo_cpu:.1f} s CPU, {config.num_threads} thread(s); "
+          f"load average {summary['load_average_start']:.1f} → {summary['load_average_end']:.1f})")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"run folder {run_dir}: checkpoint.pt, metrics.csv, {grid.name}, {critic_plot.name}, summary.json")
+    return 0
+
+
+def _probe_texts(prompt: str, target_food: str) -> list[str]:
+    """'ravin likes pizz' and 'ravin likes sala': the target and another food, each missing its last letter."""
+    other = "salad" if target_food != "salad" else "pizza"
+    return [prompt + target_food[:-1], prompt + other[:-1]]
+
+
+def _train_reward_model(config: RLHFConfig, sft, tokenizer, prompts):
+    people = config.people()
+    train_pairs = preference_pairs(config.reward_model_pairs, seed=config.seed, people=people, relation=config.relation)
+    heldout_pairs = preference_pairs(1_000, seed=config.seed + 1_000_000, people=people, relation=config.relation)
+    started = time.perf_counter()
+    model, losses = train_reward_model(sft, tokenizer, train_pairs, config.reward_model_steps,
+                                       config.reward_model_learning_rate, seed=config.seed)
+    seconds = time.perf_counter() - started
+    train_accuracy = pairwise_accuracy(model, encode_comparisons(tokenizer, train_pairs))
+    heldout_accuracy = pairwise_accuracy(model, encode_comparisons(tokenizer, heldout_pairs))
+    generator = torch.Generator().manual_seed(config.seed + 20_000)
+    model.normalize_on(sample_completions(sft, tokenizer, repeat_prompts(prompts, 512), config.max_new_tokens,
+                                          generator=generator))
+    food_scores = _food_scores(model, tokenizer, prompts[0])
+    print(f"reward model: {config.reward_model_steps} Bradley–Terry steps on {len(train_pairs)} pairs in {seconds:.1f} s, "
+          f"final loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, pairwise accuracy train {train_accuracy:.1%}, "
+          f"held-out {heldout_accuracy:.1%}")
+    print("  normalised scores for " + repr(prompts[0]) + ": "
+          + ", ".join(f"{food} {score:+.2f}" for food, score in sorted(food_scores.items(), key=lambda kv: -kv[1])))
+    return model, {"train_accuracy": train_accuracy, "heldout_accuracy": heldout_accuracy, "seconds": seconds,
+                   "final_loss": losses[-1], "food_scores": food_scores}
+
+
+@torch.no_grad()
+def _food_scores(model: RewardModel, tokenizer, prompt: str) -> dict[str, float]:
+    tokens, last = encode_texts(tokenizer, [prompt + food for food in corpus.FOODS])
+    return dict(zip(corpus.FOODS, model(tokens, last).tolist()))
+
+
+@torch.no_grad()
+def _optimum(config: RLHFConfig, trainer: RLHFTrainer, tokenizer, prompts, reward_model) -> dict:
+    """π* ∝ π_ref·exp(r/β) per prompt (β = the final β), averaged over prompts."""
+    beta = trainer.kl_controller.beta
+    totals = {"target_rate": 0.0, "kl": 0.0, "expected_score": 0.0, "well_formed_rate": 0.0}
+    rng = random.Random(config.seed)
+    for prompt in prompts:
+        reference_probabilities = completion_probabilities(trainer.reference, tokenizer, prompt, config.temperature)
+        if reward_model is None:
+            scores = {group: config.score if group == config.target_food else 0.0 for group in reference_probabilities}
+        else:
+            scores = _food_scores(reward_model, tokenizer, prompt)
+            tokens, last = encode_texts(tokenizer, [prompt + corrupt(rng.choice(corpus.FOODS), rng) for _ in range(200)])
+            scores[MALFORMED] = float(reward_model(tokens, last).mean())
+        optimum = kl_regularised_optimum(reference_probabilities, scores, beta)
+        totals["target_rate"] += optimum.probabilities[config.target_food] / len(prompts)
+        totals["well_formed_rate"] += (1 - optimum.probabilities[MALFORMED]) / len(prompts)
+        totals["kl"] += optimum.kl / len(prompts)
+        totals["expected_score"] += optimum.expected_score / len(prompts)
+    return {"beta": beta, **totals}
+
+
+@torch.no_grad()
+def _mean_learned_score(reward_model: RewardModel, trainer: RLHFTrainer, name: str, tokenizer, prompts, config) -> float:
+    model = trainer.reference if name == "sft" else trainer.policy
+    generator = torch.Generator().manual_seed(config.seed + 30_000)
+    batch = sample_completions(model, tokenizer, repeat_prompts(prompts, config.eval_samples or 1), config.max_new_tokens,
+                               generator=generator)
+    scores = reward_model.score_batch(batch)  # (N,)
+    return float(torch.where(batch.ended_with_eos, scores, torch.full_like(scores, config.missing_eos_penalty)).mean())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Per-token rewards of sampled completions: a KL penalty at every token, the score at the last.
+
+A completion y = (y_0, ..., y_{n−1}) ends with EOS at position n − 1 (or is cut off by
+the length limit). With the policy π, the frozen reference π_ref and KL coefficient β:
+
+    KL_t = log π(y_t | s_t) − log π_ref(y_t | s_t)                  (estimator k1)
+       or  (ρ_t − 1) − log ρ_t,   ρ_t = π_ref(y_t | s_t) / π(y_t | s_t)   (estimator k3)
+
+    r_t  = −β · KL_t  +  1{t = n − 1} · score(y)        for t < n
+    r_t  = 0                                             for t ≥ n (padding after EOS)
+
+The score goes on the EOS token itself — the last real token — not one position past it
+(the bug TRL users hit). A completion without EOS gets `missing_eos_penalty` as its score
+instead of what the reward function said.
+
+Both estimators are unbiased per token given the prefix, E[KL_t | s_t] = KL(π(·|s_t) ‖
+π_ref(·|s_t)), so Σ_t KL_t is an unbiased estimate of the sequence-level KL(π ‖ π_ref);
+k1 has more variance and can be negative, k3 is never negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ppo.losses import kl_per_sample
+
+KL_ESTIMATORS = ("k1", "k3")
+
+
+@dataclass
+class TokenRewards:
+    rewards: torch.Tensor  # (B, T) r_t, zero after EOS
+    kl: torch.Tensor  # (B, T) KL_t, zero after EOS
+    scores: torch.Tensor  # (B,) the score each completion received (missing-EOS penalty applied)
+
+    @property
+    def sequence_kl(self) -> torch.Tensor:  # (B,)
+        return self.kl.sum(dim=1)
+
+
+def last_token_index(mask: torch.Tensor) -> torch.Tensor:
+    """Index of each row's last real token, n − 1 (the EOS position if the row has one). (B, T) -> (B,)."""
+    lengths = mask.sum(dim=1)  # (B,)
+    if bool((lengths == 0).any()):
+        raise ValueError("every completion needs at least one real token")
+    return lengths - 1
+
+
+def per_token_kl(
+    policy_log_probs: torch.Tensor,  # (B, T) log π(y_t | s_t)
+    reference_log_probs: torch.Tensor,  # (B, T) log π_ref(y_t | s_t)
+    mask: torch.Tensor,  # (B, T) bool
+    estimator: str = "k1",
+) -> torch.Tensor:
+    """KL_t with estimator k1 or k3 (see the module docstring), zero where mask is False. (B, T)."""
+    if estimator not in KL_ESTIMATORS:
+        raise ValueError(f"unknown KL estimator {estimator!r}; allowed: {', '.join(KL_ESTIMATORS)}")
+    log_ratio = reference_log_probs - policy_log_probs  # log ρ_t
+    return kl_per_sample(log_ratio, estimator) * mask.to(log_ratio.dtype)
+
+
+def sequence_kl(policy_log_probs, reference_log_probs, mask, estimator: str = "k1") -> torch.Tensor:
+    """Σ_t KL_t over each completion's real tokens: an unbiased estimate of KL(π ‖ π_ref). (B,)."""
+    return per_token_kl(policy_log_probs, reference_log_probs, mask, estimator).sum(dim=1)
+
+
+def assemble_rewards(
+    scores: torch.Tensor,  # (B,) score(y) from a rule or a reward model
+    ended_with_eos: torch.Tensor,  # (B,) bool
+    policy_log_probs: torch.Tensor,  # (B, T)
+    reference_log_probs: torch.Tensor,  # (B, T)
+    mask: torch.Tensor,  # (B, T) bool: True up to and including EOS
+    beta: float,
+    estimator: str = "k1",
+    missing_eos_penalty: float = -1.0,
+) -> TokenRewards:
+    """r_t = −β·KL_t everywhere real, plus the score at the last real token; 0 after EOS."""
+    kl = per_token_kl(policy_log_probs, reference_log_probs, mask, estimator)  # (B, T)
+    scores = torch.where(ended_with_eos, scores.to(kl.dtype), torch.full_like(kl[:, 0], missing_eos_penalty))
+    rewards = -beta * kl  # (B, T), already zero after EOS
+    rows = torch.arange(rewards.size(0), device=rewards.device)
+    rewards[rows, last_token_index(mask)] += scores
+    return TokenRewards(rewards=rewards, kl=kl, scores=scores)

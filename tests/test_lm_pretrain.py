@@ -1,0 +1,132 @@
+import math
+from dataclasses import asdict, replace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from experiments import pretrain_lm
+from ppo.lm import pretrain as pretrain_module
+from ppo.lm.pretrain import (
+    CheckpointError,
+    PretrainConfig,
+    cached_checkpoint_path,
+    learning_rate,
+    load_checkpoint,
+    load_or_pretrain_sft,
+    next_token_loss,
+    pretrain,
+    save_checkpoint,
+)
+
+TINY = PretrainConfig(seed=0, corpus_size=6000, val_size=500, steps=120, batch_size=64, lr=1e-2,
+                      warmup_steps=10, eval_interval=60, n_layer=1, n_head=2, n_embd=32)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return pretrain(TINY, verbose=False)
+
+
+def test_short_pretraining_beats_the_uniform_model(trained):
+    log_v = math.log(trained.tokenizer.vocab_size)
+    assert trained.val_loss < 0.35 * log_v
+    assert [h["step"] for h in trained.history] == [60, 120]
+    assert not trained.model.training
+
+
+def test_pretraining_is_seeded():
+    short = replace(TINY, steps=10, eval_interval=10)
+    first, second = pretrain(short, verbose=False), pretrain(short, verbose=False)
+    other_seed = pretrain(replace(short, seed=1), verbose=False)
+    assert first.val_loss == second.val_loss != other_seed.val_loss
+
+
+def test_loss_ignores_pad_targets():
+    torch.manual_seed(0)
+    tok = pretrain_module.corpus_tokenizer()
+    model = pretrain_module.GPT(TINY.gpt_config(tok.vocab_size)).eval()
+    batch = pretrain_module.encode_corpus(["sam likes soda", "priya hates ice cream"], tok, TINY.block_size)
+    assert (batch[0] == tok.pad_id).sum() > 0  # the short sentence is padded
+    with torch.no_grad():
+        logits = model(batch[:, :-1])
+        terms = [-F.log_softmax(logits[b, t], -1)[batch[b, t + 1]] for b in range(2)
+                 for t in range(batch.size(1) - 1) if batch[b, t + 1] != tok.pad_id]
+        assert next_token_loss(model, batch, tok.pad_id).item() == pytest.approx(torch.stack(terms).mean().item(),
+                                                                                  rel=1e-5)
+
+
+def test_learning_rate_schedule_by_hand():
+    cfg = PretrainConfig(steps=110, warmup_steps=10, lr=1.0, min_lr_ratio=0.1)
+    assert learning_rate(0, cfg) == pytest.approx(0.1)
+    assert learning_rate(9, cfg) == pytest.approx(1.0)
+    assert learning_rate(10, cfg) == pytest.approx(1.0)
+    assert learning_rate(60, cfg) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway: cos(pi/2) = 0
+    assert learning_rate(110, cfg) == pytest.approx(0.1)
+
+
+def test_checkpoint_round_trip_weights_only(trained, tmp_path):
+    path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY, {"val_loss": 1.5})
+    raw = torch.load(path, weights_only=True)  # plain containers only
+    assert raw["pretrain_config"] == asdict(TINY) and isinstance(raw["gpt_config"], dict)
+    loaded = load_checkpoint(path)
+    assert loaded.pretrain_config == TINY and loaded.tokenizer == trained.tokenizer
+    assert loaded.metrics == {"val_loss": 1.5}
+    idx = torch.tensor([trained.tokenizer.encode("ravin likes pizza")])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(idx), trained.model(idx), atol=0, rtol=0)
+    assert loaded.model.lm_head.weight is loaded.model.token_embedding.weight  # still tied
+    assert not list(tmp_path.glob("*.tmp"))  # the temporary file was renamed away
+
+
+def test_corrupt_checkpoint_raises_clear_error(trained, tmp_path):
+    path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY)
+    path.write_bytes(path.read_bytes()[:200])  # truncated
+    with pytest.raises(CheckpointError, match="cannot read checkpoint"):
+        load_checkpoint(path)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tmp_path / "junk.pt")
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_mismatched_checkpoint_raises_clear_error(trained, tmp_path):
+    path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY)
+    payload = torch.load(path, weights_only=True)
+    payload["gpt_config"]["n_embd"] = 64
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="do not match"):
+        load_checkpoint(path)
+    torch.save({"something": "else"}, path)
+    with pytest.raises(CheckpointError, match="not an SFT checkpoint"):
+        load_checkpoint(path)
+
+
+def test_load_or_pretrain_caches_by_config(trained, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(pretrain_module, "pretrain", lambda config, verbose: calls.append(config) or trained)
+    monkeypatch.setenv("PPO_CACHE_DIR", str(tmp_path))
+    model, tok = load_or_pretrain_sft(TINY, verbose=False)  # trains (the stub) and saves
+    assert calls == [TINY] and cached_checkpoint_path(TINY).parent == tmp_path
+    assert cached_checkpoint_path(TINY).exists()
+    model2, tok2 = load_or_pretrain_sft(TINY, verbose=False)  # loads, no training
+    assert calls == [TINY] and tok2 == tok
+    other = replace(TINY, seed=1)
+    assert cached_checkpoint_path(other) != cached_checkpoint_path(TINY)
+
+
+def test_cli_rejects_bad_values(capsys):
+    for argv in (["--lr", "-1"], ["--steps", "0"]):
+        with pytest.raises(SystemExit) as info:
+            pretrain_lm.main(argv)
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert "must be > 0" in err and "Traceback" not in err
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="lr"):
+        PretrainConfig(lr=-1.0)
+    with pytest.raises(ValueError, match="val_size"):
+        PretrainConfig(corpus_size=100, val_size=100)

@@ -1,0 +1,59 @@
+"""ppo-eval --record: one episode, acted as in evaluation, written as an animated GIF."""
+
+import sys
+
+import pytest
+
+from experiments.evaluate import RECORDING_NAME, main
+from ppo.config import ConfigError, PPOConfig
+from ppo.evaluation import evaluate_policy, load_policy
+from ppo.recording import record_episode
+from ppo.trainer import PPO
+
+TINY_CARTPOLE = dict(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, num_steps=64, total_timesteps=512,
+                     normalize_obs=True, tensorboard=False)
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("cartpole")
+    PPO(PPOConfig(**TINY_CARTPOLE), run_dir=run_dir, progress=False).train()
+    return run_dir
+
+
+def test_record_writes_every_frame_of_the_greedy_evaluation_episode(cartpole_run, capsys):
+    pytest.importorskip("pygame")
+    image = pytest.importorskip("PIL.Image")
+    assert main([str(cartpole_run), "--record", "--episodes", "1", "--seed", "123"]) == 0
+    assert "recorded one greedy episode" in capsys.readouterr().out
+
+    gif = image.open(cartpole_run / RECORDING_NAME)
+    assert gif.format == "GIF" and gif.size == (600, 400)  # CartPole's screen
+    # The same episode as the first greedy evaluation episode on that seed, with the
+    # frozen normalisation: CartPole pays 1 per step, and there is one frame per step
+    # plus the start, each shown for 20 ms (render_fps 50). Pillow merges identical
+    # consecutive frames and adds their durations, so compare the total play time.
+    (evaluation_return,) = evaluate_policy(load_policy(cartpole_run), episodes=1, seed=123, num_envs=1)
+    play_time_ms = 0
+    for index in range(gif.n_frames):
+        gif.seek(index)
+        play_time_ms += gif.info["duration"]
+    assert play_time_ms == (int(evaluation_return) + 1) * 20
+
+
+def test_recorded_return_matches_evaluation_on_the_same_seed(cartpole_run, tmp_path):
+    pytest.importorskip("pygame")
+    pytest.importorskip("PIL")
+    policy = load_policy(cartpole_run)
+    result = record_episode(policy, tmp_path / "episode.gif", seed=7)
+    (evaluation_return,) = evaluate_policy(policy, episodes=1, seed=7, num_envs=1)
+    assert result["return"] == evaluation_return
+    assert result["frames"] == evaluation_return + 1 and result["fps"] == 50
+
+
+def test_missing_renderer_is_one_line_naming_the_extra(cartpole_run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pygame", None)  # `import pygame` now raises ImportError
+    with pytest.raises(ConfigError, match=r"optional extra 'record'") as error:
+        record_episode(load_policy(cartpole_run), tmp_path / "episode.gif")
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "episode.gif").exists()

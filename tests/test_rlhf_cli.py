@@ -1,0 +1,30 @@
+"""`ppo-rlhf` refuses bad input with one line on stderr and exit code 2, before any work."""
+
+import pytest
+
+from experiments.rlhf import main
+
+
+def exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as stop:  # argparse's own errors exit from inside parse_args
+        return stop.code
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--target-food", "burger"], "target_food = 'burger' is not a food of the corpus"),
+        (["--person", "bob"], "person = 'bob' is not in the corpus"),
+        (["--kl-coef", "-1"], "kl_coef = -1.0 must be a finite number ≥ 0"),
+        (["--batch-size", "30", "--num-minibatches", "4"], "batch_size = 30 is not divisible by num_minibatches = 4"),
+        (["--kl-estimator", "k7"], "kl_estimator = 'k7' is not one of k1, k3"),
+        (["--iterations", "ten"], "invalid int value"),
+    ],
+)
+def test_user_mistakes_get_one_line_and_exit_code_2(argv, message, capsys, tmp_path):
+    assert exit_code([*argv, "--run-dir", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("ppo-rlhf: error:") and message in error
+    assert not (tmp_path / "run").exists()  # nothing was started

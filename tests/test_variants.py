@@ -1,0 +1,130 @@
+"""PPO-Penalty and adaptive clipping: the penalised loss and the KL feedback rules by hand."""
+
+import math
+
+import pytest
+import torch
+
+from ppo.config import ConfigError, PPOConfig
+from ppo.losses import clipped_surrogate_loss
+from ppo.variants import (
+    ON_TARGET,
+    TOO_CLOSE,
+    TOO_FAR,
+    AdaptiveClipPPO,
+    PPOPenalty,
+    kl_feedback,
+    kl_penalty_loss,
+    unclipped_surrogate_loss,
+    update_clip_coefficient,
+    update_kl_coefficient,
+)
+
+SMALL = dict(env_id="CartPole-v1", env_backend="torch", num_envs=8, num_steps=32, total_timesteps=1024,
+             update_epochs=4, learning_rate=3e-3, tensorboard=False)
+
+
+def test_penalty_loss_hand_worked_two_samples():
+    # π_old(a) = 0.5 for both samples; π_θ(a) = 0.6 and 0.25, so r = 1.2 and 0.5; Â = +1, −2.
+    #   surrogate  −E[r Â] = −(1.2·1 + 0.5·(−2)) / 2 = −0.1
+    #   k3 = (r − 1) − log r:  0.2 − log 1.2 = 0.0176784,  −0.5 + log 2 = 0.1931472;  mean 0.1054128
+    #   β = 2:  L = −0.1 + 2 · 0.1054128 = 0.1108256
+    old = torch.log(torch.tensor([0.5, 0.5]))
+    new = torch.log(torch.tensor([0.6, 0.25]))
+    advantages = torch.tensor([1.0, -2.0])
+    loss = kl_penalty_loss(new, old, advantages, beta=2.0)
+    assert loss.item() == pytest.approx(-0.1 + 2.0 * ((0.2 - math.log(1.2)) + (-0.5 + math.log(2.0))) / 2, abs=1e-6)
+    assert loss.item() == pytest.approx(0.1108256, abs=1e-6)
+
+
+def test_penalty_has_no_gradient_at_the_old_policy():
+    # At θ = θ_old, r = 1: the KL term is 0 and so is its slope (d k3 / d log r = r − 1 = 0),
+    # so the first step of PPO-Penalty is the plain policy-gradient step.
+    new = torch.zeros(3, requires_grad=True)
+    advantages = torch.tensor([1.0, -1.0, 0.5])
+    loss = kl_penalty_loss(new, torch.zeros(3), advantages, beta=10.0)
+    loss.backward()
+    assert loss.item() == pytest.approx(-advantages.mean().item())
+    torch.testing.assert_close(new.grad, -advantages / 3)
+
+
+def test_unclipped_surrogate_keeps_ratios_far_outside_the_clip_range():
+    new = torch.log(torch.tensor([3.0, 0.1]))
+    advantages = torch.tensor([1.0, -1.0])
+    assert unclipped_surrogate_loss(new, torch.zeros(2), advantages).item() == pytest.approx(-(3.0 - 0.1) / 2)
+    # The clipped loss at ε = 0.2 caps both samples: −(1.2·1 + 0.8·(−1)) / 2 = −0.2
+    assert clipped_surrogate_loss(new, torch.zeros(2), advantages, 0.2).item() == pytest.approx(-0.2)
+
+
+@pytest.mark.parametrize(
+    "kl, feedback",
+    [(0.02, TOO_FAR), (0.0151, TOO_FAR), (0.015, ON_TARGET), (0.01, ON_TARGET),
+     (0.01 / 1.5, ON_TARGET), (0.0066, TOO_CLOSE), (0.0, TOO_CLOSE)],
+)
+def test_kl_feedback_uses_a_factor_of_one_and_a_half_around_the_target(kl, feedback):
+    assert kl_feedback(kl, 0.01) == feedback
+
+
+def test_beta_doubles_when_kl_overshoots_and_halves_when_it_undershoots():
+    assert update_kl_coefficient(1.0, kl=0.02, kl_target=0.01) == 2.0   # 0.02 > 0.015
+    assert update_kl_coefficient(1.0, kl=0.005, kl_target=0.01) == 0.5  # 0.005 < 0.00667
+    assert update_kl_coefficient(1.0, kl=0.012, kl_target=0.01) == 1.0  # inside the band
+    beta = 1.0
+    for kl in (0.05, 0.05, 0.001):  # ×2, ×2, ÷2
+        beta = update_kl_coefficient(beta, kl, 0.01)
+    assert beta == 2.0
+
+
+def test_clip_coefficient_moves_opposite_to_beta_and_stays_in_bounds():
+    assert update_clip_coefficient(0.2, kl=0.02, kl_target=0.01) == 0.1
+    assert update_clip_coefficient(0.2, kl=0.005, kl_target=0.01) == 0.4
+    assert update_clip_coefficient(0.2, kl=0.012, kl_target=0.01) == 0.2
+    assert update_clip_coefficient(0.4, kl=0.0, kl_target=0.01, max_clip=0.5) == 0.5
+    assert update_clip_coefficient(0.03, kl=1.0, kl_target=0.01, min_clip=0.02) == 0.02
+
+
+def test_rollout_kl_is_zero_before_the_policy_moves():
+    trainer = PPOPenalty(PPOConfig(**SMALL), progress=False)
+    trainer.collect_rollout()
+    assert trainer.rollout_kl() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_penalty_trainer_applies_the_beta_rule_after_every_update():
+    rows = []
+    trainer = PPOPenalty(PPOConfig(**SMALL), progress=False, kl_target=0.01, initial_beta=1.0)
+    trainer.train(callback=lambda ppo, metrics: rows.append((metrics["beta"], metrics["kl_after_update"], ppo.beta)))
+    assert len(rows) == 4
+    assert rows[0][0] == 1.0
+    for used, kl, after in rows:
+        assert kl > 0
+        assert after == update_kl_coefficient(used, kl, 0.01)
+    for (_, _, after), (used_next, _, _) in zip(rows, rows[1:]):
+        assert used_next == after
+
+
+def test_adaptive_clip_trainer_uses_and_adapts_its_own_epsilon():
+    rows = []
+    trainer = AdaptiveClipPPO(PPOConfig(**SMALL), progress=False, kl_target=0.01)
+    trainer.train(callback=lambda ppo, metrics: rows.append((metrics["clip_coef"], metrics["kl_after_update"], ppo.clip_coef)))
+    assert rows[0][0] == 0.2
+    for used, kl, after in rows:
+        assert after == update_clip_coefficient(used, kl, 0.01)
+    assert trainer.config.clip_coef == 0.2  # the config is not touched; value clipping keeps it
+
+
+def test_adapted_coefficient_survives_a_checkpoint(tmp_path):
+    trainer = PPOPenalty(PPOConfig(**SMALL), progress=False)
+    trainer.beta = 0.125
+    trainer.save(tmp_path / "checkpoint.pt")
+    restored = PPOPenalty(PPOConfig(**SMALL), progress=False)
+    from ppo.checkpoint import load_checkpoint
+
+    restored.load_state(load_checkpoint(tmp_path / "checkpoint.pt", required_keys=("model",)))
+    assert restored.beta == 0.125
+
+
+def test_bad_variant_settings_get_a_one_line_error():
+    with pytest.raises(ConfigError, match="kl_target"):
+        PPOPenalty(PPOConfig(**SMALL), progress=False, kl_target=0.0)
+    with pytest.raises(ConfigError, match="initial_beta"):
+        PPOPenalty(PPOConfig(**SMALL), progress=False, initial_beta=-1.0)
