@@ -124,6 +124,11 @@ def parse_completion(completion_text: str, ended_with_eos: bool = True) -> str |
     return None
 
 
+def longest_sentence_length() -> int:
+    """Characters in the longest possible sentence."""
+    return max(len(p) for p in PEOPLE) + max(len(r) for r in RELATIONS) + max(len(f) for f in FOODS) + 2
+
+
 def corpus_characters() -> str:
     """All characters any sentence can contain, sorted (letters and space)."""
     words = PEOPLE + RELATIONS + FOODS

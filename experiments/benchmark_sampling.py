@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     defaults = PretrainConfig()
     parser = argparse.ArgumentParser(prog="benchmark_sampling", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 64, 512], help="rows sampled in parallel")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 64, 512],
+                        help="rows sampled in parallel")
     parser.add_argument("--new-tokens", type=int, default=None,
                         help="tokens generated per row (default: fill the block after the prompt)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per cell; the fastest is reported")

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from envs import corpus
-from envs.token_task import corrupt, preference_pairs, task_prompts
+from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, corrupt, preference_pairs, task_prompts
 from experiments.cli import OneLineArgumentParser, add_dataclass_flags, given_flags, run_with_user_errors
 from ppo.checkpoint import CheckpointError, save_checkpoint
 from ppo.config import ConfigError
@@ -100,7 +100,7 @@ def _run(args) -> int:
     critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
     grid = plot_training_grid(run_dir, f"PPO on {prompts[0]!r}… ({config.reward} reward, seed {config.seed})")
     critic_plot = plot_critic_values(probe_texts, critic_before, critic_after, run_dir / "critic_values.png",
-                                     f"critic ({config.critic}) before and after PPO")
+                                     f"critic ({config.critic}) before and after PPO", prompt=prompts[0])
 
     eval_generator = torch.Generator().manual_seed(config.seed + 10_000)
     evaluations = {}
@@ -119,7 +119,9 @@ def _run(args) -> int:
     if reward_model is not None:
         for name in ("sft", "ppo"):
             summary[name]["learned_score"] = _mean_learned_score(reward_model, trainer, name, tokenizer, prompts, config)
+            summary[name]["healthiness"] = _mean_healthiness(evaluations[name].food_rates)
         print(f"learned score (normalised): SFT {summary['sft']['learned_score']:+.3f} → PPO {summary['ppo']['learned_score']:+.3f}; "
+              f"true healthiness (the hidden rule): SFT {summary['sft']['healthiness']:.3f} → PPO {summary['ppo']['healthiness']:.3f}; "
               f"held-out pairwise accuracy {summary['reward_model']['heldout_accuracy']:.1%}")
 
     print(f"PPO took {ppo_wall:.1f} s wall-clock ({ppo_cpu:.1f} s CPU, {config.num_threads} thread(s); "
@@ -127,6 +129,12 @@ def _run(args) -> int:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"run folder {run_dir}: checkpoint.pt, metrics.csv, {grid.name}, {critic_plot.name}, summary.json")
     return 0
+
+
+def _mean_healthiness(food_rates: dict[str, float]) -> float:
+    """E[healthiness] of the completions: the rule the reward model was trained to imitate."""
+    return sum(rate * (HEALTHINESS[food] if food in HEALTHINESS else MALFORMED_HEALTHINESS)
+               for food, rate in food_rates.items())
 
 
 def _probe_texts(prompt: str, target_food: str) -> list[str]:
@@ -137,8 +145,9 @@ def _probe_texts(prompt: str, target_food: str) -> list[str]:
 
 def _train_reward_model(config: RLHFConfig, sft, tokenizer, prompts):
     people = config.people()
-    train_pairs = preference_pairs(config.reward_model_pairs, seed=config.seed, people=people, relation=config.relation)
-    heldout_pairs = preference_pairs(1_000, seed=config.seed + 1_000_000, people=people, relation=config.relation)
+    malformed = config.reward_model_malformed_fraction
+    train_pairs = preference_pairs(config.reward_model_pairs, config.seed, people, config.relation, malformed)
+    heldout_pairs = preference_pairs(1_000, config.seed + 1_000_000, people, config.relation, malformed)
     started = time.perf_counter()
     model, losses = train_reward_model(sft, tokenizer, train_pairs, config.reward_model_steps,
                                        config.reward_model_learning_rate, seed=config.seed)

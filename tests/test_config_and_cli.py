@@ -57,33 +57,49 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120)
 
 
+def run_main_in_process(main, argv, capsys) -> tuple[int, str]:
+    """Call a CLI's main(argv) as the console script would: (exit code, stderr)."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's own errors exit
+        code = exit_.code
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
-    "argv, fragment",
+    "main, argv, fragment",
     [
-        (["experiments.train", "--learning-rate", "-1"], "learning_rate = -1.0 must be a finite number > 0"),
-        (["experiments.train", "--gamma", "1.2"], "gamma = 1.2 is outside [0, 1]"),
-        (["experiments.train", "--num-minibatches", "3"], "not divisible by num_minibatches = 3"),
-        (["experiments.train", "--env-id", "NoSuchEnv-v0"], "'NoSuchEnv-v0' is not a registered gymnasium environment"),
-        (["experiments.train", "--env-id", "FrozenLake-v1", "--env-backend", "gymnasium"], "supports Box observations"),
-        (["experiments.train", "--num-envs", "four"], "invalid int value: 'four'"),
-        (["experiments.train", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
-        (["experiments.evaluate", "does/not/exist"], "does not exist"),
+        (train.main, ["--learning-rate", "-1"], "learning_rate = -1.0 must be a finite number > 0"),
+        (train.main, ["--gamma", "1.2"], "gamma = 1.2 is outside [0, 1]"),
+        (train.main, ["--num-minibatches", "3"], "not divisible by num_minibatches = 3"),
+        (train.main, ["--env-id", "NoSuchEnv-v0"], "'NoSuchEnv-v0' is not a registered gymnasium environment"),
+        (train.main, ["--env-id", "FrozenLake-v1", "--env-backend", "gymnasium"], "supports Box observations"),
+        (train.main, ["--num-envs", "four"], "invalid int value: 'four'"),
+        (train.main, ["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (train.main, ["--resume", "does/not/exist"], "does not exist"),
+        (evaluate.main, ["does/not/exist"], "does not exist"),
+        (evaluate.main, ["does/not/exist", "--episodes", "0"], "episodes = 0 must be a positive integer"),
     ],
 )
-def test_cli_user_errors_are_one_line_with_exit_code_2(argv, fragment):
-    result = run_cli(*argv)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+def test_cli_user_errors_are_one_line_with_exit_code_2(main, argv, fragment, capsys):
+    code, stderr = run_main_in_process(main, argv, capsys)
+    assert code == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
     assert fragment in lines[0]
-    assert "Traceback" not in result.stderr
 
 
-def test_corrupt_checkpoint_is_one_line_error(tmp_path):
-    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
-    result = run_cli("experiments.evaluate", str(tmp_path))
+def test_console_entry_point_prints_no_traceback():
+    result = run_cli("experiments.train", "--clip-coef", "0")
     assert result.returncode == 2
-    assert "is corrupt" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.strip() == "ppo-train: error: clip_coef = 0.0 must be a finite number > 0"
+
+
+def test_corrupt_checkpoint_is_one_line_error(tmp_path, capsys):
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    code, stderr = run_main_in_process(evaluate.main, [str(tmp_path)], capsys)
+    assert code == 2
+    assert "is corrupt" in stderr and len(stderr.strip().splitlines()) == 1
 
 
 def test_help_lists_every_config_field():

@@ -57,3 +57,8 @@ def test_sentence_entropy_by_hand():
 def test_unknown_person_is_rejected():
     with pytest.raises(ValueError, match="bob"):
         corpus.food_distribution("bob", "likes")
+
+
+def test_longest_sentence_length():
+    longest = max(len(s) for s in corpus.sample_sentences(20_000, seed=0))
+    assert corpus.longest_sentence_length() == longest == len("priya hates ice cream")

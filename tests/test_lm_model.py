@@ -3,7 +3,17 @@ import math
 import pytest
 import torch
 
-from ppo.lm.model import GPT, GPTConfig, log_probs_of, next_token_log_probs
+from ppo.lm.model import GPT, GPTConfig, completion_log_probs, log_probs_of, next_token_log_probs
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors run fastest on one thread, and far slower on two when other processes share the cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
 
 CONFIG = GPTConfig(vocab_size=11, block_size=16, n_layer=2, n_head=2, n_embd=16)
 
@@ -42,7 +52,8 @@ def reference_logits(model: GPT, idx: torch.Tensor) -> torch.Tensor:
         for head in range(cfg.n_head):
             cols = slice(head * D, (head + 1) * D)
             for i in range(L):
-                scores = torch.stack([(q[:, i, cols] * k[:, j, cols]).sum(-1) / math.sqrt(D) for j in range(i + 1)], -1)
+                scores = torch.stack([(q[:, i, cols] * k[:, j, cols]).sum(-1) / math.sqrt(D)
+                                      for j in range(i + 1)], dim=-1)
                 weights = torch.softmax(scores, dim=-1)  # (B, i+1): only positions j <= i
                 out[:, i, cols] = sum(weights[:, j, None] * v[:, j, cols] for j in range(i + 1))
         x = x + out @ block.attn.proj.weight.T + block.attn.proj.bias
@@ -138,3 +149,15 @@ def test_top_k_log_probs_by_hand():
     assert log_p[2].item() == pytest.approx(1.5 - norm) and log_p[3].item() == pytest.approx(2.0 - norm)
     with pytest.raises(ValueError, match="temperature"):
         next_token_log_probs(logits, temperature=0.0)
+
+
+def test_completion_log_probs_by_chain_rule():
+    model, prompt = make_model(), [0, 4, 5]
+    completions = [[6], [7, 8, 1], [3, 3]]
+    got = completion_log_probs(model, prompt, completions, temperature=0.8)
+    with torch.no_grad():
+        for n, completion in enumerate(completions):
+            sequence = torch.tensor([prompt + completion])
+            logits = reference_logits(model, sequence)[0] / 0.8  # (L, V)
+            expected = sum(torch.log_softmax(logits[len(prompt) - 1 + t], 0)[c] for t, c in enumerate(completion))
+            assert got[n].item() == pytest.approx(expected.item(), abs=1e-5)

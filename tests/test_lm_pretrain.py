@@ -19,6 +19,16 @@ from ppo.lm.pretrain import (
     save_checkpoint,
 )
 
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors run fastest on one thread, and far slower on two when other processes share the cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 TINY = PretrainConfig(seed=0, corpus_size=6000, val_size=500, steps=120, batch_size=64, lr=1e-2,
                       warmup_steps=10, eval_interval=60, n_layer=1, n_head=2, n_embd=32)
 
@@ -130,3 +140,13 @@ def test_config_rejects_bad_values():
         PretrainConfig(lr=-1.0)
     with pytest.raises(ValueError, match="val_size"):
         PretrainConfig(corpus_size=100, val_size=100)
+
+
+def test_cli_trains_and_reports(tmp_path, capsys):
+    argv = ["--steps", "20", "--eval-interval", "10", "--corpus-size", "3000", "--val-size", "200",
+            "--batch-size", "32", "--n-embd", "16", "--samples", "20", "--cache-dir", str(tmp_path),
+            "--out", str(tmp_path / "copy.pt")]
+    assert pretrain_lm.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ravin likes pizza" in out and "uniform model log V" in out
+    assert len(list(tmp_path.glob("sft-*.pt"))) == 1 and load_checkpoint(tmp_path / "copy.pt").pretrain_config

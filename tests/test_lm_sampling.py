@@ -4,6 +4,16 @@ import torch
 from ppo.lm.model import GPT, GPTConfig, log_probs_of
 from ppo.lm.sampling import sample, sample_naive
 
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors run fastest on one thread, and far slower on two when other processes share the cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 CONFIG = GPTConfig(vocab_size=12, block_size=24, n_layer=2, n_head=2, n_embd=16)
 BOS, EOS, PAD = 0, 1, 2
 PROMPT = [BOS, 5, 6, 7]
@@ -91,3 +101,20 @@ def test_batch_of_different_prompts():
 def test_too_long_generation_is_rejected():
     with pytest.raises(ValueError, match="max_new_tokens"):
         draw(max_new_tokens=CONFIG.block_size)
+
+
+def test_returned_tensors_can_enter_autograd():
+    """PPO recomputes log-probs of sampled tokens with gradients; inference-mode tensors would refuse."""
+    model = make_model()
+    batch = draw(num_samples=4, max_new_tokens=5)
+    new_log_probs = log_probs_of(model, batch.tokens)[:, batch.prompt_length - 1 :]  # (B, T)
+    ratio = torch.exp(new_log_probs - batch.log_probs)[batch.mask]
+    ratio.mean().backward()
+    assert model.token_embedding.weight.grad is not None
+
+
+def test_benchmark_script_runs(capsys):
+    from experiments import benchmark_sampling
+
+    assert benchmark_sampling.main(["--batch-sizes", "2", "--repeats", "1", "--new-tokens", "3"]) == 0
+    assert "speed-up" in capsys.readouterr().out

@@ -8,7 +8,8 @@ from envs.token_task import task_prompts
 from ppo.lm.evaluation import evaluate_policy
 from ppo.lm.optimum import completion_probabilities
 from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer
+from ppo.checkpoint import load_checkpoint
+from ppo.lm.rlhf_trainer import RLHFTrainer, load_policy
 
 TINY = dict(batch_size=32, num_minibatches=2, max_new_tokens=10, sample_every=0, tensorboard=False)
 
@@ -45,3 +46,14 @@ def test_short_seeded_run_raises_the_target_rate_well_above_sft():
     assert sft_rate < 0.2
     assert result.target_rate > max(0.6, sft_rate + 0.4), result.summary()
     assert result.well_formed_rate > 0.8, result.summary()
+
+
+def test_checkpoint_round_trip_restores_the_policy(tmp_path):
+    model, tokenizer = tiny_sft()
+    trainer = RLHFTrainer(RLHFConfig(iterations=1, seed=2, **TINY), model, tokenizer)
+    trainer.train_iteration()
+    trainer.save(tmp_path / "checkpoint.pt")
+    policy, reference, restored_tokenizer = load_policy(load_checkpoint(tmp_path))  # weights_only=True
+    tokens = torch.tensor([tokenizer.encode("ravin likes pizza", add_eos=True)])
+    assert restored_tokenizer == tokenizer
+    assert torch.equal(policy(tokens), trainer.policy(tokens)) and torch.equal(reference(tokens), model(tokens))

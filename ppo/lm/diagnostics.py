@@ -86,9 +86,15 @@ def critic_values_along(critic: GPT, tokenizer: CharTokenizer, text: str) -> lis
 
 
 def plot_critic_values(texts: list[str], before: dict[str, list[float]], after: dict[str, list[float]],
-                       path: str | Path, title: str = "critic's value per token") -> Path:
-    """One line per text for the critic before (dashed) and after (solid) training."""
+                       path: str | Path, title: str = "critic's value per token", prompt: str | None = None) -> Path:
+    """One line per text for the critic before (dashed) and after (solid) training.
+
+    With `prompt`, the positions inside it are shaded: PPO never visits those states (the
+    first state is the whole prompt), so the critic is never trained there.
+    """
     figure, axis = plt.subplots(figsize=(9, 4.5))
+    if prompt:
+        axis.axvspan(-0.5, len(prompt) - 0.5, color="0.92", label="inside the prompt: never trained")
     for index, text in enumerate(texts):
         color = f"C{index}"
         positions = range(len(text) + 1)
@@ -104,7 +110,7 @@ def plot_critic_values(texts: list[str], before: dict[str, list[float]], after: 
     axis.set_ylabel("V(s_t)")
     axis.set_title(title)
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="best")
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=100)

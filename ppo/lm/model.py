@@ -229,3 +229,23 @@ def log_probs_of(model: GPT, tokens: torch.Tensor, temperature: float = 1.0,
     logits = model(tokens[:, :-1])  # (B, L-1, V)
     log_p = next_token_log_probs(logits, temperature, top_k)  # (B, L-1, V)
     return log_p.gather(-1, tokens[:, 1:].unsqueeze(-1)).squeeze(-1)  # (B, L-1)
+
+
+def completion_log_probs(model: GPT, prompt: list[int], completions: list[list[int]],
+                         temperature: float = 1.0) -> torch.Tensor:
+    """Exact log-probability of whole completions of one prompt, shape (N,):
+
+        log pi(c | prompt) = sum_t log softmax(z_t / tau)[c_t]
+
+    Scoring every possible answer this way gives the model's exact distribution over them,
+    with none of the noise of counting samples.
+    """
+    P, longest = len(prompt), max(len(c) for c in completions)
+    tokens = torch.zeros(len(completions), P + longest, dtype=torch.long)  # (N, P+C); 0 fills the tails
+    in_completion = torch.zeros(len(completions), P + longest - 1, dtype=torch.bool)  # (N, P+C-1)
+    for row, completion in enumerate(completions):
+        tokens[row, : P + len(completion)] = torch.tensor(list(prompt) + list(completion))
+        in_completion[row, P - 1 : P - 1 + len(completion)] = True
+    device = model.token_embedding.weight.device
+    log_p = log_probs_of(model, tokens.to(device), temperature)  # (N, P+C-1)
+    return (log_p * in_completion.to(device)).sum(dim=1)  # (N,)

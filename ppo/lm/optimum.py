@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from envs import corpus
-from ppo.lm.model import GPT, log_probs_of
+from ppo.lm.model import GPT, completion_log_probs
 from ppo.lm.tokenizer import CharTokenizer
 
 MALFORMED = "<malformed>"
@@ -38,16 +38,8 @@ def completion_probabilities(model: GPT, tokenizer: CharTokenizer, prompt: str,
     """π(food + EOS | prompt) at temperature τ for every food, and the leftover mass under MALFORMED."""
     was_training = model.training
     model.eval()
-    prefix = tokenizer.encode(prompt)  # BOS + prompt, P tokens
-    P = len(prefix)
-    rows = [prefix + tokenizer.encode(food, add_bos=False, add_eos=True) for food in corpus.FOODS]
-    L = max(len(row) for row in rows)
-    tokens = torch.full((len(rows), L), tokenizer.pad_id, dtype=torch.long)  # (F, L)
-    mask = torch.zeros(len(rows), L - 1, dtype=torch.bool)  # (F, L−1): which next-token log-probs belong to y
-    for i, row in enumerate(rows):
-        tokens[i, : len(row)] = torch.tensor(row)
-        mask[i, P - 1 : len(row) - 1] = True
-    log_probs = (log_probs_of(model, tokens, temperature) * mask).sum(dim=1)  # (F,) log π(food + EOS | prompt)
+    foods = [tokenizer.encode(food, add_bos=False, add_eos=True) for food in corpus.FOODS]
+    log_probs = completion_log_probs(model, tokenizer.encode(prompt), foods, temperature)  # (F,)
     model.train(was_training)
     probabilities = dict(zip(corpus.FOODS, log_probs.exp().tolist()))
     probabilities[MALFORMED] = max(0.0, 1.0 - sum(probabilities.values()))

@@ -17,7 +17,7 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -32,25 +32,30 @@ CHECKPOINT_FORMAT = 1
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    """Every setting of a pretraining run. Defaults reach TV <= 0.05 from the corpus in about a minute on 2 CPU cores."""
+    """Every setting of a pretraining run.
+
+    The defaults train in about 75 s of one CPU core and give a model whose distribution
+    over foods is within total variation ~0.02 of the corpus table. Gradient noise limits
+    that calibration: more steps and more sentences buy precision, a bigger model does not.
+    """
 
     seed: int = 0  # seeds the corpus draw, the weight init and the batch order
-    corpus_size: int = 400_000  # sentences drawn from the known distribution (train + validation)
+    corpus_size: int = 800_000  # sentences drawn from the known distribution (train + validation)
     val_size: int = 4_096  # of which held out for validation
-    steps: int = 1_500  # optimizer steps
-    batch_size: int = 256  # sentences per step
-    lr: float = 3e-3  # peak learning rate
-    min_lr_ratio: float = 0.05  # final learning rate = lr * min_lr_ratio
-    warmup_steps: int = 100  # linear warmup from 0 to lr
+    steps: int = 1_500  # optimizer steps; steps * batch_size ~ corpus_size, so a sentence is seen about once
+    batch_size: int = 512  # sentences per step
+    lr: float = 5e-3  # peak learning rate
+    min_lr_ratio: float = 0.0  # final lr = lr * min_lr_ratio; decaying to 0 stills the weights' jitter
+    warmup_steps: int = 50  # linear warmup from 0 to lr
     weight_decay: float = 0.01  # AdamW decoupled weight decay on weight matrices and embeddings
     beta1: float = 0.9  # AdamW first-moment decay
     beta2: float = 0.99  # AdamW second-moment decay
     grad_clip: float = 1.0  # clip the global gradient norm to this (0 = off)
     eval_interval: int = 250  # steps between validation-loss measurements
-    n_layer: int = 2  # transformer blocks
-    n_head: int = 4  # attention heads per block
-    n_embd: int = 64  # width of the residual stream
-    dropout: float = 0.0  # dropout probability (the corpus is far larger than the model's capacity to memorise)
+    n_layer: int = 1  # transformer blocks; one attention layer can already look back at the name
+    n_head: int = 2  # attention heads per block
+    n_embd: int = 32  # width of the residual stream
+    dropout: float = 0.0  # dropout probability (800k sentences, 160 distinct: nothing to overfit)
     block_size: int = 32  # longest sequence the model accepts, in tokens
 
     def __post_init__(self):
@@ -75,6 +80,9 @@ class PretrainConfig:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.n_embd % self.n_head != 0:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+        needed = corpus.longest_sentence_length() + 2  # + BOS and EOS
+        if self.block_size < needed:
+            raise ValueError(f"block_size must be >= {needed} (longest sentence + BOS + EOS), got {self.block_size}")
 
     def gpt_config(self, vocab_size: int) -> GPTConfig:
         return GPTConfig(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
@@ -93,6 +101,8 @@ class CheckpointError(Exception):
 
 @dataclass
 class PretrainResult:
+    """What `pretrain` returns: the trained model (eval mode), its tokenizer and the loss curve."""
+
     model: GPT
     tokenizer: CharTokenizer
     history: list[dict] = field(default_factory=list)  # one {"step", "lr", "train_loss", "val_loss"} per eval
@@ -102,6 +112,8 @@ class PretrainResult:
 
 @dataclass
 class SFTCheckpoint:
+    """What `load_checkpoint` returns."""
+
     model: GPT
     tokenizer: CharTokenizer
     pretrain_config: PretrainConfig | None
@@ -182,7 +194,8 @@ def pretrain(config: PretrainConfig | None = None, verbose: bool = True) -> Pret
     config = config or PretrainConfig()
     start_time = time.perf_counter()
     tokenizer = corpus_tokenizer()
-    data = encode_corpus(corpus.sample_sentences(config.corpus_size, seed=config.seed), tokenizer, config.block_size)
+    sentences = corpus.sample_sentences(config.corpus_size, seed=config.seed)
+    data = encode_corpus(sentences, tokenizer, config.block_size)  # (N, S)
     train_data, val_data = data[config.val_size :], data[: config.val_size]  # (N_train, S), (N_val, S)
 
     generator = torch.Generator().manual_seed(config.seed)
@@ -190,7 +203,8 @@ def pretrain(config: PretrainConfig | None = None, verbose: bool = True) -> Pret
     optimizer = make_optimizer(model, config)
     if verbose:
         print(f"pretraining a {model.num_parameters():,}-parameter GPT on {len(train_data):,} sentences "
-              f"({config.steps} steps x {config.batch_size}); uniform loss log V = {math.log(tokenizer.vocab_size):.3f}")
+              f"({config.steps} steps x {config.batch_size}); "
+              f"uniform loss log V = {math.log(tokenizer.vocab_size):.3f}")
 
     result = PretrainResult(model=model, tokenizer=tokenizer)
     running_loss = []
@@ -262,7 +276,8 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     except FileNotFoundError:
         raise CheckpointError(f"no checkpoint at {path}") from None
     except Exception as exc:  # truncated zip, wrong pickle, disallowed object, ...
-        raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise CheckpointError(f"cannot read checkpoint {path}: {reason}") from exc
 
     required = {"format", "model_state", "gpt_config", "tokenizer", "pretrain_config", "metrics"}
     if not isinstance(payload, dict) or not required <= payload.keys():
@@ -273,7 +288,8 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     try:
         gpt_config = GPTConfig(**payload["gpt_config"])
         tokenizer = CharTokenizer.from_state_dict(payload["tokenizer"])
-        pretrain_config = None if payload["pretrain_config"] is None else PretrainConfig(**payload["pretrain_config"])
+        stored = payload["pretrain_config"]
+        pretrain_config = None if stored is None else PretrainConfig(**stored)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{path} has an invalid config: {exc}") from exc
     if tokenizer.vocab_size != gpt_config.vocab_size:
@@ -283,7 +299,8 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     try:
         model.load_state_dict(payload["model_state"])
     except RuntimeError as exc:
-        raise CheckpointError(f"{path}: weights do not match the stored GPTConfig ({str(exc).splitlines()[0]})") from exc
+        reason = str(exc).splitlines()[0]
+        raise CheckpointError(f"{path}: weights do not match the stored GPTConfig ({reason})") from exc
     model.to(map_location).eval()
     return SFTCheckpoint(model=model, tokenizer=tokenizer, pretrain_config=pretrain_config,
                          metrics=payload["metrics"])
@@ -313,11 +330,15 @@ def load_or_pretrain_sft(config: PretrainConfig | None = None, cache_dir: str | 
     config = config or PretrainConfig()
     path = cached_checkpoint_path(config, cache_dir)
     if path.exists():
-        checkpoint = load_checkpoint(path)
+        try:
+            checkpoint = load_checkpoint(path)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{exc} (delete the file to retrain)") from exc
         if checkpoint.pretrain_config != config:
             raise CheckpointError(f"{path} was trained with a different PretrainConfig; delete it to retrain")
         if verbose:
-            print(f"loaded pretrained model from {path} (val loss {checkpoint.metrics.get('val_loss', float('nan')):.4f})")
+            val_loss = checkpoint.metrics.get("val_loss", float("nan"))
+            print(f"loaded pretrained model from {path} (val loss {val_loss:.4f})")
         return checkpoint.model, checkpoint.tokenizer
     result = pretrain(config, verbose=verbose)
     save_checkpoint(path, result.model, result.tokenizer, config,
@@ -325,7 +346,3 @@ def load_or_pretrain_sft(config: PretrainConfig | None = None, cache_dir: str | 
     if verbose:
         print(f"saved pretrained model to {path}")
     return result.model, result.tokenizer
-
-
-def config_field_names() -> list[str]:
-    return [f.name for f in fields(PretrainConfig)]

@@ -110,28 +110,37 @@ def pairwise_accuracy(model: RewardModel, comparisons: EncodedComparisons) -> fl
 
 
 def train_reward_model(
-    sft: GPT, tokenizer: CharTokenizer, pairs: list[tuple[str, str, str]], steps: int = 300,
-    learning_rate: float = 1e-3, batch_size: int = 64, seed: int = 0,
+    sft: GPT, tokenizer: CharTokenizer, pairs: list[tuple[str, str, str]], steps: int = 400,
+    learning_rate: float = 2e-3, batch_size: int = 64, seed: int = 0, head_learning_rate_factor: float = 10.0,
 ) -> tuple[RewardModel, list[float]]:
-    """Fit r_φ (initialised from the SFT model) to the comparisons; returns (model in eval mode, losses)."""
+    """Fit r_φ (initialised from the SFT model) to the comparisons; returns (model in eval mode, losses).
+
+    Adam with the learning rate decayed linearly to 0 (the loss plateaus, noisily, without
+    it); the zero-initialised head learns `head_learning_rate_factor` times faster than the
+    pretrained trunk, which only has to be adjusted.
+    """
     model = RewardModel.from_sft(sft).train()
     data = encode_comparisons(tokenizer, pairs)
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-    rng = random.Random(seed)
-    losses = []
+    head = list(model.trunk.value_head.parameters())
+    trunk = [p for name, p in model.named_parameters() if not name.startswith("trunk.value_head.")]
+    optimizer = torch.optim.Adam([{"params": trunk, "lr": learning_rate},
+                                  {"params": head, "lr": learning_rate * head_learning_rate_factor}])
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / steps)
     width = max(data.chosen.size(1), data.rejected.size(1))
     both = torch.cat([F.pad(data.chosen, (0, width - data.chosen.size(1)), value=tokenizer.pad_id),
                       F.pad(data.rejected, (0, width - data.rejected.size(1)), value=tokenizer.pad_id)])  # (2N, L)
     both_last = torch.cat([data.chosen_last, data.rejected_last])  # (2N,)
-    for step in range(steps):
+    rng = random.Random(seed)
+    losses = []
+    for _ in range(steps):
         rows = torch.tensor(rng.sample(range(len(data)), min(batch_size, len(data))))  # (b,)
         rows = torch.cat([rows, rows + len(data)])  # chosen then rejected, one forward pass
-        scores = model(both[rows], both_last[rows])  # (2b,)
-        chosen, rejected = scores.chunk(2)
+        chosen, rejected = model(both[rows], both_last[rows]).chunk(2)  # (b,), (b,)
         loss = bradley_terry_loss(chosen, rejected)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        schedule.step()
         losses.append(loss.item())
     return model.eval().requires_grad_(False), losses

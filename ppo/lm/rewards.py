@@ -14,17 +14,23 @@ The score goes on the EOS token itself — the last real token — not one posit
 instead of what the reward function said.
 
 Both estimators are unbiased per token given the prefix, E[KL_t | s_t] = KL(π(·|s_t) ‖
-π_ref(·|s_t)), so Σ_t KL_t is an unbiased estimate of the sequence-level KL(π ‖ π_ref);
-k1 has more variance and can be negative, k3 is never negative.
+π_ref(·|s_t)), so Σ_t KL_t is an unbiased estimate of the sequence-level KL(π ‖ π_ref).
+k1 can be negative; k3 never is, and has the lower variance while π stays close to π_ref.
+Far from it, k3 is the noisier one: a token the policy has nearly given up but the
+reference still likes has ρ_t ≫ 1, and k3 grows like ρ_t while k1 grows like log ρ_t.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
+from ppo.lm.rollout import CompletionBatch
 from ppo.losses import kl_per_sample
+
+SequenceScorer = Callable[[CompletionBatch], torch.Tensor]  # B completions -> (B,) scores
 
 KL_ESTIMATORS = ("k1", "k3")
 
@@ -83,3 +89,12 @@ def assemble_rewards(
     rows = torch.arange(rewards.size(0), device=rewards.device)
     rewards[rows, last_token_index(mask)] += scores
     return TokenRewards(rewards=rewards, kl=kl, scores=scores)
+
+
+def rule_scorer(rule: Callable[[str, bool], float]) -> SequenceScorer:
+    """Turn a plain rule (completion text, ended with EOS) -> score into a scorer of a batch. (B,)."""
+
+    def score(batch: CompletionBatch) -> torch.Tensor:
+        return torch.tensor([float(rule(text, bool(eos))) for text, eos in zip(batch.texts, batch.ended_with_eos)])
+
+    return score

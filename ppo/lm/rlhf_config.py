@@ -32,7 +32,7 @@ class RLHFConfig:
     # --- the KL penalty to the reference (SFT) model ------------------------------------------
     kl_coef: float = field(default=0.15, metadata={"help": "β of r_t = −β·KL_t (the initial β when adaptive); 0 = no penalty"})
     kl_target: float | None = field(default=None, metadata={"help": "target mean sequence KL (nats) of the adaptive controller; none = fixed β"})
-    kl_horizon: int = field(default=10_000, metadata={"help": "adaptive controller horizon, in completions"})
+    kl_horizon: int = field(default=1_000, metadata={"help": "adaptive controller horizon, in completions (lm-human-preferences: 10000, for far longer runs)"})
     kl_estimator: str = field(default="k1", metadata={"help": "per-token KL_t in the reward: k1 = log π − log π_ref, or k3"})
 
     # --- rollout and update sizes -------------------------------------------------------------
@@ -60,9 +60,10 @@ class RLHFConfig:
     critic: str = field(default="separate", metadata={"help": "separate (a value model initialised from the SFT weights) or shared (a value head on the policy's trunk)"})
 
     # --- the learned reward model (reward = model) -----------------------------------------------
-    reward_model_pairs: int = field(default=2_000, metadata={"help": "synthetic preference pairs to train the reward model on"})
-    reward_model_steps: int = field(default=300, metadata={"help": "Bradley–Terry training steps"})
-    reward_model_learning_rate: float = field(default=1e-3, metadata={"help": "Adam learning rate of the reward model"})
+    reward_model_pairs: int = field(default=5_000, metadata={"help": "synthetic preference pairs to train the reward model on"})
+    reward_model_malformed_fraction: float = field(default=0.3, metadata={"help": "share of corrupted completions among the candidates of a preference pair (0 = only foods: the reward model never sees a malformed string)"})
+    reward_model_steps: int = field(default=400, metadata={"help": "Bradley–Terry training steps"})
+    reward_model_learning_rate: float = field(default=2e-3, metadata={"help": "Adam learning rate of the reward model's trunk (its zero-initialised head: 10×), decayed linearly to 0"})
 
     # --- bookkeeping ------------------------------------------------------------------------------
     seed: int = field(default=1, metadata={"help": "seed of the weights of new heads, the sampling and the minibatch order"})
@@ -123,7 +124,7 @@ class RLHFConfig:
         for name in ("value_clip_coef", "target_kl"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
-        for name in ("gamma", "gae_lambda"):
+        for name in ("gamma", "gae_lambda", "reward_model_malformed_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name} = {getattr(self, name)} is outside [0, 1]")
         for name in ("kl_horizon", "iterations", "batch_size", "num_minibatches", "update_epochs", "max_new_tokens",

@@ -35,18 +35,19 @@ import copy
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from envs.token_task import is_well_formed, target_food_score, task_prompts
 from ppo.advantages import compute_gae
 from ppo.checkpoint import save_checkpoint
+from ppo.config import ConfigError
 from ppo.kl_control import AdaptiveKLController, FixedKLController
 from ppo.lm.model import GPT
-from ppo.lm.rewards import TokenRewards, assemble_rewards, per_token_kl
+from ppo.lm.rewards import SequenceScorer, TokenRewards, assemble_rewards, per_token_kl, rule_scorer
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rollout import CompletionBatch, Rollout, collect_rollout, repeat_prompts, score_completions
 from ppo.lm.tokenizer import CharTokenizer
@@ -61,18 +62,6 @@ from ppo.losses import (
     normalize_advantages,
     value_loss,
 )
-
-SequenceScorer = Callable[[CompletionBatch], torch.Tensor]  # B completions -> (B,) scores
-
-
-def rule_scorer(rule: Callable[[str, bool], float]) -> SequenceScorer:
-    """Turn a plain rule (completion text, ended with EOS) -> score into a batch scorer."""
-
-    def score(batch: CompletionBatch) -> torch.Tensor:
-        return torch.tensor([float(rule(text, bool(eos))) for text, eos in zip(batch.texts, batch.ended_with_eos)])
-
-    return score
-
 
 def copy_with_value_head(model: GPT, value_head: bool) -> GPT:
     """A copy of `model` with dropout 0, in eval mode, with (a zero-initialised) value head or without."""
@@ -139,7 +128,7 @@ class RLHFTrainer:
         self.prompts = repeat_prompts(task_prompts(config.person, config.relation), config.batch_size)
         room = reference.config.block_size - max(len(tokenizer.encode(p)) for p in self.prompts)
         if config.max_new_tokens > room:
-            raise ValueError(f"max_new_tokens = {config.max_new_tokens} does not fit: the model has room for {room} "
+            raise ConfigError(f"max_new_tokens = {config.max_new_tokens} does not fit: the model has room for {room} "
                              f"tokens after the longest prompt")
 
         groups = [{"params": list(self.policy.parameters()), "lr": config.learning_rate}]
@@ -299,11 +288,7 @@ class RLHFTrainer:
         counts = Counter(f"{prompt}{text}{'⏎' if eos else '…'}"
                          for prompt, text, eos in zip(batch.prompts, batch.texts, batch.ended_with_eos))
         shown = ", ".join(f"{text!r}×{count}" for text, count in counts.most_common(6))
-        message = f"[iteration {self.iteration}] {shown}"
-        if self.logger is not None and self.logger._progress is not None:
-            self.logger._progress.write(message)
-        else:
-            print(message)
+        tqdm.write(f"[iteration {self.iteration}] {shown}")  # above the progress bar, if there is one
 
     def state(self) -> dict:
         return {

@@ -40,6 +40,12 @@ class SampleBatch:
     def prompt_length(self) -> int:
         return self.tokens.size(1) - self.completion.size(1)
 
+    def as_normal_tensors(self) -> SampleBatch:
+        """Copies made outside inference mode. Tensors created under torch.inference_mode() cannot
+        enter a computation that autograd records (e.g. PPO recomputing log-probs of these tokens)."""
+        return SampleBatch(*(t.clone() for t in (self.tokens, self.completion, self.log_probs, self.mask,
+                                                  self.ended_with_eos)))
+
 
 def _prompt_batch(model: GPT, prompt: torch.Tensor | Sequence[int], num_samples: int | None) -> torch.Tensor:
     """A (P,) prompt repeated num_samples times, or a (B, P) batch of equal-length prompts, as (B, P)."""
@@ -89,7 +95,6 @@ def _stack(prompt: torch.Tensor, tokens: list, log_probs: list, mask: list, done
     )
 
 
-@torch.inference_mode()
 def sample(model: GPT, prompt: torch.Tensor | Sequence[int], *, eos_id: int | None, pad_id: int,
            num_samples: int | None = None, max_new_tokens: int | None = None, temperature: float = 1.0,
            top_k: int | None = None, generator: torch.Generator | None = None) -> SampleBatch:
@@ -99,7 +104,17 @@ def sample(model: GPT, prompt: torch.Tensor | Sequence[int], *, eos_id: int | No
     eos_id: the token that ends a row (None: never stop early, always max_new_tokens steps).
     max_new_tokens: default = all the room left in block_size.
     generator: a seeded torch.Generator makes the draw reproducible.
+    Runs under torch.inference_mode(); the returned tensors are ordinary ones. Dropout is
+    active if the model is in training mode, so call model.eval() first when dropout > 0.
     """
+    with torch.inference_mode():
+        batch = _sample_with_cache(model, prompt, eos_id, pad_id, num_samples, max_new_tokens,
+                                   temperature, top_k, generator)
+    return batch.as_normal_tensors()
+
+
+def _sample_with_cache(model, prompt, eos_id, pad_id, num_samples, max_new_tokens, temperature, top_k,
+                       generator) -> SampleBatch:
     prompt = _prompt_batch(model, prompt, num_samples)  # (B, P)
     B, P = prompt.shape
     steps = _max_new_tokens(model, P, max_new_tokens)
@@ -109,18 +124,27 @@ def sample(model: GPT, prompt: torch.Tensor | Sequence[int], *, eos_id: int | No
     tokens, log_probs, mask = [], [], []
     for t in range(steps):
         token, token_log_p, alive, done = _sample_step(logits, done, eos_id, pad_id, temperature, top_k, generator)
-        tokens.append(token), log_probs.append(token_log_p), mask.append(alive)
+        tokens.append(token)
+        log_probs.append(token_log_p)
+        mask.append(alive)
         if bool(done.all()) or t == steps - 1:
             break
         logits = model(token.unsqueeze(1), kv_cache=cache, start_pos=P + t)[:, -1]  # decode -> (B, V)
     return _stack(prompt, tokens, log_probs, mask, done)
 
 
-@torch.inference_mode()
 def sample_naive(model: GPT, prompt: torch.Tensor | Sequence[int], *, eos_id: int | None, pad_id: int,
                  num_samples: int | None = None, max_new_tokens: int | None = None, temperature: float = 1.0,
                  top_k: int | None = None, generator: torch.Generator | None = None) -> SampleBatch:
     """Same contract as `sample`, but recomputes the full sequence at every step (no cache)."""
+    with torch.inference_mode():
+        batch = _sample_without_cache(model, prompt, eos_id, pad_id, num_samples, max_new_tokens,
+                                      temperature, top_k, generator)
+    return batch.as_normal_tensors()
+
+
+def _sample_without_cache(model, prompt, eos_id, pad_id, num_samples, max_new_tokens, temperature, top_k,
+                          generator) -> SampleBatch:
     prompt = _prompt_batch(model, prompt, num_samples)  # (B, P)
     B, _ = prompt.shape
     steps = _max_new_tokens(model, prompt.size(1), max_new_tokens)
@@ -130,7 +154,9 @@ def sample_naive(model: GPT, prompt: torch.Tensor | Sequence[int], *, eos_id: in
     for _ in range(steps):
         logits = model(sequence)[:, -1]  # (B, V)
         token, token_log_p, alive, done = _sample_step(logits, done, eos_id, pad_id, temperature, top_k, generator)
-        tokens.append(token), log_probs.append(token_log_p), mask.append(alive)
+        tokens.append(token)
+        log_probs.append(token_log_p)
+        mask.append(alive)
         sequence = torch.cat([sequence, token.unsqueeze(1)], dim=1)  # (B, P+t+1)
         if bool(done.all()):
             break

@@ -1,0 +1,386 @@
+# %% [markdown]
+"""
+# Lecture 10 — Fast environments
+
+**What it teaches.** Where the wall-clock time of PPO goes, and what an environment
+written as tensor code buys. Gymnasium's `SyncVectorEnv` keeps N ordinary environments
+and steps them one after another in a Python loop, so one step of N copies costs about
+N times one step of one. A *batched* environment keeps the state of all N copies in
+one tensor, (state_dim, N), and steps them with a fixed number of tensor operations —
+the cart-pole physics is a few dozen of them, whatever N is. Each tensor operation
+has a fixed cost of a few microseconds (Python, dispatch, allocation) plus a small
+cost per element, so one call costs nearly the same for 8 copies as for 4,096.
+
+The trainer does not care which it gets: both speak the `VecEnv` interface of
+`ppo/vec_env.py` (same autoreset contract, torch tensors in and out), and
+`PPOConfig.env_backend` picks one (`"gymnasium"` or `"torch"`). So the comparison is
+exact: the same `ppo.trainer.PPO`, the same hyperparameters, the same seed; only the
+object that steps the environments changes.
+
+**What it shows.**
+1. env-steps per second of stepping alone, against the number of copies N;
+2. why: the cost of one step call against N, next to the cost of one tiny tensor op;
+3. the cost split of one PPO iteration — rollout (env and the rest), advantages, update;
+4. why the trainer runs on one torch thread for networks this small;
+5. a race: wall-clock time until the mean return of the last 20 episodes reaches 475,
+   for both backends with the same configuration, evaluated on gymnasium's CartPole-v1.
+
+**Prerequisites.** Lecture 5 (the loop), lecture 6 (the torch CartPole kept its sweep short).
+
+**Library.** `envs/classic/` (`make_torch_vec_env`, `base.py` for the shared episode
+bookkeeping, `cartpole.py` for the physics), `ppo/vec_env.py` (`GymnasiumVecEnv`),
+`envs/factory.py` (backend choice), `ppo/presets.py` (`BACKEND_PRESETS`),
+`experiments/benchmark_envs.py` (`benchmark_stepping`; the command-line benchmark that
+also compares each backend's shipped defaults over many seeds).
+"""
+
+# %%
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from _common import Lecture, plt, print_table
+from envs.classic import make_torch_vec_env
+from envs.factory import make_vec_env
+from experiments.benchmark_envs import benchmark_stepping
+from ppo.evaluation import Policy, evaluate_policy
+from ppo.presets import BACKEND_PRESETS, build_config
+from ppo.trainer import PPO
+
+lecture = Lecture("10_fast_environments", __doc__)
+ENV_ID = "CartPole-v1"
+SOLVED = 475.0  # CartPole-v1's usual threshold, on the mean of the last 20 training episodes
+BACKEND_NAMES = {"sync": "gymnasium SyncVectorEnv", "numpy-vector": "gymnasium numpy-batched", "torch": "batched torch"}
+print(f"load average at the start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; torch threads: {torch.get_num_threads()}")
+
+# %% [markdown]
+"""
+## 1. Stepping alone
+
+`benchmark_stepping` draws one sequence of random actions in advance and hands it to
+every backend in its native form, so nothing but stepping is timed. The backends take
+turns in rounds and each figure is the median over rounds, so that load from other
+processes hits them alike. Three backends: gymnasium's `SyncVectorEnv` (N ordinary
+CartPoles), gymnasium's own numpy-batched CartPole (the one classic env gymnasium
+ships in batched form) and this project's torch CartPole.
+"""
+
+# %%
+NUM_ENVS = lecture.choose(full=(1, 8, 64, 512, 4096), quick=(8, 512))
+stepping_rows = benchmark_stepping(
+    ENV_ID, num_envs_list=NUM_ENVS, steps=lecture.choose(full=200, quick=40),
+    rounds=lecture.choose(full=5, quick=2), max_seconds=lecture.choose(full=0.5, quick=0.05),
+)
+BACKENDS = [backend for backend in BACKEND_NAMES if backend in stepping_rows[0]]
+for backend in BACKENDS:
+    print(f"  {backend:>12} = {BACKEND_NAMES[backend]}")
+print_table([{"N": row["num_envs"], **{f"{backend} steps/s": f"{row[backend]:,.0f}" for backend in BACKENDS},
+              "torch / sync": f"{row['torch/sync']:.1f}×"} for row in stepping_rows],
+            title=f"{ENV_ID}: env-steps per second of a random policy (one torch thread, median of rounds)")
+
+# %% [markdown]
+"""
+## 2. Where the speed-up comes from
+
+Divide N by the rate and you get the time of one `step` call. For the Python loop it
+grows in proportion to N: every copy pays the same per-env cost (the `sync µs/env-step`
+column stays put). For the batched env it grows slowly — the call is the same few
+dozen tensor operations whatever N is — until the per-element work starts to matter.
+The fixed part is set by what one tensor operation costs on this machine, measured
+below on a one-element tensor; at the smallest N it can make the batched env the
+slower one (compare the first rows). Gymnasium's numpy-batched CartPole is the same idea
+written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
+runs on a GPU as well.
+"""
+
+
+# %%
+def microseconds_per_call(function, repeats: int) -> float:
+    function()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        function()
+    return 1e6 * (time.perf_counter() - started) / repeats
+
+
+one_element = torch.zeros(1)
+tiny_op_us = statistics.median(microseconds_per_call(lambda: one_element * 2.0, 2000) for _ in range(5))
+call_rows = []
+for row in stepping_rows:
+    call_us = {backend: 1e6 * row["num_envs"] / row[backend] for backend in BACKENDS}
+    call_rows.append({"N": row["num_envs"], **{f"{backend} µs/call": f"{call_us[backend]:,.0f}" for backend in BACKENDS},
+                      **{f"{backend} µs/env-step": f"{call_us[backend] / row['num_envs']:.2f}" for backend in BACKENDS}})
+print_table(call_rows, title="The same measurements as time per step call (all N copies) and per env-step")
+torch_small = 1e6 * stepping_rows[0]["num_envs"] / stepping_rows[0]["torch"]
+print(f"\none tiny tensor op (multiply a 1-element tensor): {tiny_op_us:.1f} µs; a torch step call at "
+      f"N = {stepping_rows[0]['num_envs']} costs {torch_small:.0f} µs, the price of about "
+      f"{torch_small / tiny_op_us:.0f} such ops")
+
+figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+for backend in BACKENDS:
+    ns = [row["num_envs"] for row in stepping_rows]
+    axes[0].plot(ns, [row[backend] for row in stepping_rows], "-o", label=BACKEND_NAMES[backend])
+    axes[1].plot(ns, [1e6 * row["num_envs"] / row[backend] for row in stepping_rows], "-o", label=BACKEND_NAMES[backend])
+axes[0].set_ylabel("env-steps per second")
+axes[0].set_title("Throughput of stepping alone")
+axes[1].set_ylabel("µs per step call (all N copies)")
+axes[1].set_title("Cost of one call")
+for axis in axes:
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("number of copies N")
+    axis.legend(fontsize=8)
+lecture.save_figure(figure, "stepping.png")
+
+# %% [markdown]
+"""
+## 3. The cost of one PPO iteration
+
+Stepping is one part of an iteration. `PPO.train` runs three named steps —
+`collect_rollout`, `compute_advantages`, `update` — and we time each with
+`time.perf_counter`. Inside the rollout we also time the environment's `step` calls
+alone, with a thin wrapper around the env; the rest of the rollout is the policy
+network's forward pass and sampling for every step, and the bookkeeping.
+
+Both backends run the configuration tuned for the torch CartPole,
+`BACKEND_PRESETS[("CartPole-v1", "torch")]`, printed below: many copies, short
+rollouts, few large minibatches. With the same configuration the two rows differ in one
+thing only, so the difference between them is what the environment costs.
+"""
+
+
+# %%
+class TimedEnvs:
+    """A VecEnv that adds up the seconds spent in its step calls."""
+
+    def __init__(self, envs):
+        self.envs = envs
+        self.step_seconds = 0.0
+
+    def __getattr__(self, name):  # num_envs, spaces, reset, close, ... come from the wrapped envs
+        return getattr(self.envs, name)
+
+    def step(self, actions):
+        started = time.perf_counter()
+        result = self.envs.step(actions)
+        self.step_seconds += time.perf_counter() - started
+        return result
+
+
+CONFIG = build_config({"env_id": ENV_ID, "env_backend": "torch", "seed": 1, "tensorboard": False})
+print(f"torch preset {BACKEND_PRESETS[(ENV_ID, 'torch')]}")
+print(f"→ {CONFIG.num_envs} envs × {CONFIG.num_steps} steps = {CONFIG.batch_size} samples per iteration, "
+      f"{CONFIG.update_epochs} epochs × {CONFIG.num_minibatches} minibatches of {CONFIG.minibatch_size}")
+
+
+def make_envs(backend: str, num_envs: int):
+    return make_torch_vec_env(ENV_ID, num_envs) if backend == "torch" else make_vec_env(ENV_ID, num_envs, "gymnasium")
+
+
+def time_iterations(backend: str, iterations: int) -> dict:
+    envs = TimedEnvs(make_envs(backend, CONFIG.num_envs))
+    trainer = PPO(CONFIG.replace(env_backend=backend), envs=envs, progress=False)
+    parts = {"env step": [], "rest of rollout": [], "advantages": [], "update": []}
+    for _ in range(iterations):
+        envs.step_seconds = 0.0
+        started = time.perf_counter()
+        trainer.collect_rollout()
+        rolled = time.perf_counter()
+        advantages, returns = trainer.compute_advantages()
+        estimated = time.perf_counter()
+        trainer.update(advantages, returns)
+        updated = time.perf_counter()
+        parts["env step"].append(envs.step_seconds)
+        parts["rest of rollout"].append(rolled - started - envs.step_seconds)
+        parts["advantages"].append(estimated - rolled)
+        parts["update"].append(updated - estimated)
+    envs.close()
+    return {name: 1e3 * statistics.median(values) for name, values in parts.items()}  # milliseconds
+
+
+ITERATIONS = lecture.choose(full=8, quick=2)
+split = {backend: time_iterations(backend, ITERATIONS) for backend in ("gymnasium", "torch")}
+split_rows = []
+for backend, parts in split.items():
+    total = sum(parts.values())
+    split_rows.append({"backend": backend, **{f"{name} ms": parts[name] for name in parts}, "iteration ms": total,
+                       "env share": f"{parts['env step'] / total:.0%}",
+                       "steps/s": f"{CONFIG.batch_size / total * 1e3:,.0f}"})
+print_table(split_rows, title=f"One PPO iteration, {CONFIG.batch_size} samples (median of {ITERATIONS} iterations)")
+gym_total, torch_total = (sum(split[b].values()) for b in ("gymnasium", "torch"))
+print(f"iteration speed-up from the backend alone: {gym_total / torch_total:.2f}×; "
+      f"env stepping {split['gymnasium']['env step'] / max(split['torch']['env step'], 1e-9):.1f}× faster, "
+      f"everything else the same work")
+
+# %% [markdown]
+"""
+Read the table from left to right. The env columns are where the backends differ; the
+network's share of the rollout and the whole update are the same work in both rows.
+Once the environment is cheap, the update — K epochs of minibatch gradient steps — is
+what an iteration costs, and making the env faster still would change little: the
+speed-up of a whole iteration can never exceed total / (total − env time).
+
+## 4. One torch thread
+
+PyTorch splits large operations across threads. For this network (64–64 tanh MLPs)
+and these batches, each operation is microseconds of work; handing parts of it to
+another thread and waiting for them costs about as much as the work, and when the other
+core is busy with another process the wait can be much longer. `PPOConfig.num_threads`
+is 1 by default for that reason. Below: one `update` of the iteration above, the
+policy's forward pass for one rollout step, and — for contrast — a 1024×1024 matrix
+product, large enough for a second thread to have real work, each timed with 1 and 2
+threads, alternating.
+"""
+
+
+# %%
+def time_with_threads(threads: int, rounds: int) -> dict:
+    torch.set_num_threads(threads)
+    trainer = PPO(CONFIG.replace(num_threads=threads), progress=False)  # the trainer sets the thread count too
+    trainer.collect_rollout()
+    advantages, returns = trainer.compute_advantages()
+    obs = trainer.next_obs
+    big = torch.randn(1024, 1024)
+    timings = {"update (ms)": [], "forward for one rollout step (µs)": [], "1024×1024 matmul (ms)": []}
+    with torch.inference_mode():
+        trainer.model.act(obs)
+    for _ in range(rounds):
+        started = time.perf_counter()
+        trainer.update(advantages, returns)
+        timings["update (ms)"].append(1e3 * (time.perf_counter() - started))
+        with torch.inference_mode():
+            timings["forward for one rollout step (µs)"].append(microseconds_per_call(lambda: trainer.model.act(obs), 200))
+        timings["1024×1024 matmul (ms)"].append(microseconds_per_call(lambda: big @ big, 5) / 1e3)
+    trainer.envs.close()
+    return timings
+
+
+ROUNDS = lecture.choose(full=4, quick=1)
+thread_timings = {1: {}, 2: {}}
+for _ in range(ROUNDS):  # alternate, so load from other processes hits both settings alike
+    for threads in (1, 2):
+        for name, values in time_with_threads(threads, 1).items():
+            thread_timings[threads].setdefault(name, []).extend(values)
+torch.set_num_threads(1)
+thread_rows = []
+for name in thread_timings[1]:
+    one, two = statistics.median(thread_timings[1][name]), statistics.median(thread_timings[2][name])
+    thread_rows.append({"operation": name, "1 thread": one, "2 threads": two, "2 threads / 1 thread": two / one})
+print_table(thread_rows, title=f"Timings with 1 and 2 torch threads (median of {ROUNDS} rounds; "
+                               f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+for row in thread_rows:
+    ratio = row["2 threads / 1 thread"]
+    verdict = f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
+    print(f"  {row['operation'].split(' (')[0]}: with a second thread {verdict}")
+
+figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+bottom = np.zeros(2)
+backends = list(split)
+for name, color in zip(split["torch"], ("tab:red", "tab:orange", "tab:gray", "tab:blue")):
+    heights = np.array([split[backend][name] for backend in backends])
+    axes[0].bar(backends, heights, bottom=bottom, color=color, label=name)
+    bottom += heights
+axes[0].set_ylabel("milliseconds per iteration")
+axes[0].set_title(f"One PPO iteration ({CONFIG.batch_size} samples)")
+axes[0].legend(fontsize=8)
+positions = np.arange(len(thread_rows))
+axes[1].bar(positions, [row["2 threads / 1 thread"] for row in thread_rows], color="tab:purple")
+axes[1].axhline(1.0, color="black", lw=1)
+axes[1].set_xticks(positions, [row["operation"].split(" (")[0] for row in thread_rows], fontsize=8)
+axes[1].set_ylabel("time with 2 threads / time with 1")
+axes[1].set_title("A second torch thread")
+lecture.save_figure(figure, "iteration_cost.png")
+
+# %% [markdown]
+"""
+## 5. The race
+
+Both backends train from the same configuration and seed until the mean return of the
+last 20 training episodes reaches 475 (or the step budget runs out). The torch env and
+gymnasium's draw different start states, so the two runs see different episodes and
+need different numbers of steps; the seconds per step are what the backend decides.
+Each policy is then evaluated greedily on gymnasium's own CartPole-v1
+(`ppo.evaluation.evaluate_policy`), whatever trained it.
+"""
+
+
+# %%
+def race(backend: str, total_timesteps: int) -> dict:
+    config = CONFIG.replace(env_backend=backend, total_timesteps=total_timesteps)
+    trainer = PPO(config, progress=False)
+    curve = []
+
+    def watch(ppo: PPO, metrics: dict) -> bool:
+        curve.append((metrics["time_s"], ppo.global_step, metrics["episode_return_recent"]))
+        return metrics["episode_return_recent"] >= SOLVED
+
+    trainer.train(callback=watch)
+    trainer.envs.close()
+    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), episodes=EVAL_EPISODES)
+    reached = curve[-1][2] >= SOLVED
+    return {"curve": curve, "reached": reached, "seconds": curve[-1][0], "steps": curve[-1][1],
+            "eval": returns}
+
+
+EVAL_EPISODES = lecture.choose(full=20, quick=2)
+BUDGET = lecture.choose(full=CONFIG.total_timesteps, quick=2 * CONFIG.batch_size)
+results = {backend: race(backend, BUDGET) for backend in ("gymnasium", "torch")}
+race_rows = []
+for backend, result in results.items():
+    returns = result["eval"]
+    race_rows.append({
+        "backend": backend,
+        "reached 475": "yes" if result["reached"] else f"no (budget {BUDGET:,} steps)",
+        "steps": f"{result['steps']:,}",
+        "training seconds": result["seconds"],
+        "steps/s": f"{result['steps'] / result['seconds']:,.0f}",
+        f"greedy eval ({EVAL_EPISODES} episodes)": f"{returns.mean():.1f} ± {returns.std():.1f}",
+    })
+print_table(race_rows, title=f"Race to a last-20 mean of {SOLVED:.0f} on {ENV_ID} (seed {CONFIG.seed}, same configuration)")
+gym_rate = results["gymnasium"]["steps"] / results["gymnasium"]["seconds"]
+torch_rate = results["torch"]["steps"] / results["torch"]["seconds"]
+print(f"steps per second, torch / gymnasium: {torch_rate / gym_rate:.2f}× "
+      f"(section 3 predicted {gym_total / torch_total:.2f}× from one iteration's cost split)")
+if all(result["reached"] for result in results.values()):
+    print(f"time to 475, gymnasium / torch: {results['gymnasium']['seconds'] / results['torch']['seconds']:.2f}× "
+          f"(steps to 475: gymnasium {results['gymnasium']['steps']:,}, torch {results['torch']['steps']:,})")
+
+figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+for backend, result in results.items():
+    seconds, steps, recent = zip(*result["curve"])
+    axes[0].plot(seconds, recent, label=backend)
+    axes[1].plot(steps, recent, label=backend)
+for axis, label in zip(axes, ("training seconds (wall-clock)", "environment steps")):
+    axis.axhline(SOLVED, color="black", ls="--", lw=1)
+    axis.set_xlabel(label)
+    axis.set_ylabel("return, last 20 episodes")
+    axis.legend(fontsize=8)
+axes[0].set_title("Against the clock")
+axes[1].set_title("Against samples")
+lecture.save_figure(figure, "race.png")
+
+# %% [markdown]
+"""
+## What to take away
+
+* A batched environment turns "N copies cost N times one" into "N copies cost little
+  more than one call" (sections 1–2: compare the µs/call columns). That is what makes
+  thousands of copies cheap — and at a handful of copies, the Python loop is as good.
+* In a PPO iteration on a CPU, the environment is one part of the cost. The speed-up of
+  training is bounded by the share the env had (section 3): compare the race's
+  steps-per-second ratio with the prediction printed under it.
+* Small networks want one thread (section 4, the printed ratios): the update is many
+  small operations, where a second thread has little to do and its waiting shows, all
+  the more when other processes share the cores.
+* Curves against samples (right panel of race.png) show whether the two backends learn
+  the same task; curves against seconds show what the backend buys.
+
+`python -m experiments.benchmark_envs` repeats sections 1 and 5 over more seeds and
+also compares each backend with its own shipped defaults.
+"""
+
+# %%
+lecture.finish()

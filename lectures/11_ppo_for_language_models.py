@@ -1,0 +1,378 @@
+# %% [markdown]
+"""
+# Lecture 11 — PPO for language models
+
+**What it teaches.** Text generation is an MDP, and PPO runs on it unchanged:
+
+    state   s_t = (prompt x, tokens y_0 … y_{t−1} generated so far)
+    action  a_t = y_t, the next token, drawn from π_θ(· | s_t) = softmax(z_t / τ)
+    episode ends at the EOS token (or at a length limit)
+    reward  r_t = −β · KL_t            at every token,
+                  + score(y)           added at the EOS token only
+
+where KL_t = log π_θ(y_t | s_t) − log π_ref(y_t | s_t) compares the policy with a frozen
+reference, the supervised (SFT) model PPO started from. Summed over a completion, the
+KL_t estimate KL(π_θ ‖ π_ref) for that prompt, so PPO maximises
+
+    J(π) = E_y~π[ score(y) ] − β · KL(π ‖ π_ref),
+
+whose maximiser is known exactly: π*(y) ∝ π_ref(y) · exp(score(y) / β). On our toy
+corpus every well-formed answer is one of ten foods, so π* can be computed and PPO's
+result checked against it — a yardstick real RLHF never has.
+
+The machinery is the one from CartPole: the clipped surrogate and the value loss of
+`ppo/losses.py`, GAE of `ppo/advantages.py` run along the token axis (γ = 1, the
+last real token terminal), the same KL estimators k1 and k3 as the "approx KL".
+
+The experiment is the seed notebook's: teach a model that completes "ravin likes " with
+"pizza" about one time in eight to say pizza, with a reward for exactly "pizza" + EOS.
+The notebook's run ended with a high pizza rate, a large KL and garbled completions;
+we measure ours — target rate, KL, entropy, well-formed rate — and set it next to π*.
+
+**Prerequisites.** Lectures 3–7; lecture 7's defects 4–8 are the LM-side pitfalls.
+
+**Library.** `ppo/lm/` — `tokenizer.py`, `model.py` (a tiny GPT), `sampling.py`,
+`pretrain.py` (`load_or_pretrain_sft`), `rollout.py` (sample, then score every token),
+`rewards.py` (per-token rewards), `rlhf_trainer.py` (`RLHFTrainer`), `optimum.py`
+(π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py` (the known distribution),
+`envs/token_task.py` (prompts and rule rewards); `ppo/losses.py` (`kl_per_sample`),
+`ppo/advantages.py` (`compute_gae`). Command line: `python -m experiments.rlhf`.
+"""
+
+# %%
+import math
+
+import torch
+
+from _common import Lecture, plt, print_table
+from envs import corpus
+from envs.token_task import task_prompts
+from ppo.advantages import compute_gae
+from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
+from ppo.lm.evaluation import evaluate_policy
+from ppo.lm.model import next_token_log_probs
+from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
+from ppo.lm.rewards import per_token_kl
+from ppo.lm.rlhf_config import RLHFConfig
+from ppo.lm.rlhf_trainer import RLHFTrainer
+from ppo.lm.rollout import completion_positions
+from ppo.lm.sampling import sample_texts
+
+lecture = Lecture("11_ppo_for_language_models", __doc__)
+PERSON, RELATION, TARGET = "ravin", "likes", "pizza"
+PROMPT = corpus.prompt(PERSON, RELATION)
+# --quick uses a much smaller SFT model (trained in seconds, cached like the default one)
+QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, lr=1e-2, warmup_steps=20,
+                           eval_interval=250)
+EVAL_SAMPLES = lecture.choose(full=1000, quick=200)
+
+# %% [markdown]
+"""
+## 1. The model: an SFT model of a corpus whose distribution we know
+
+`envs/corpus.py` draws sentences "person relation food" from a table of percentages.
+`load_or_pretrain_sft` trains the tiny GPT of `ppo/lm/model.py` on them by next-token
+prediction (once; the checkpoint is cached under a hash of its configuration). Because
+the table is known, so is what the model should have learned. For each food,
+π_ref(food + EOS | prompt) is a product of next-token probabilities — computed exactly
+(`ppo.lm.optimum.completion_probabilities`), no sampling involved.
+"""
+
+# %%
+sft_config = lecture.choose(full=PretrainConfig(), quick=QUICK_SFT)
+sft, tokenizer = load_or_pretrain_sft(sft_config, verbose=True)
+print(f"tokenizer: {tokenizer.vocab_size} tokens (BOS, EOS, PAD and {len(tokenizer.characters)} characters "
+      f"{''.join(tokenizer.characters)!r}); GPT: {sft.config.n_layer} layer(s), {sft.config.n_head} heads, "
+      f"width {sft.config.n_embd}, context {sft.config.block_size}, {sft.num_parameters():,} parameters")
+reference_probabilities = completion_probabilities(sft, tokenizer, PROMPT)
+truth = corpus.food_distribution(PERSON, RELATION)
+print_table([{"completion": food, "corpus p(food)": truth.get(food, 0.0), "SFT π_ref(food + EOS)": reference_probabilities[food]}
+             for food in (*corpus.FOODS, MALFORMED)], title=f"What the SFT model says after {PROMPT!r} (exact)")
+texts, ended = sample_texts(sft, tokenizer, PROMPT, 8, generator=torch.Generator().manual_seed(0))
+print("eight samples:", ", ".join(repr(text + ("⏎" if eos else "…")) for text, eos in zip(texts, ended)), "(⏎ = EOS)")
+
+# %% [markdown]
+"""
+## 2. One episode, token by token
+
+`RLHFTrainer` holds three copies of the SFT weights: the policy π_θ (trained), the
+reference π_ref (frozen) and a critic with a scalar value head (trained; the head starts
+at zero). One call to `collect` samples a batch of completions with the KV-cache
+sampler and then scores every token with a full forward pass at the sampling
+temperature: log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t), all zero after EOS.
+`rewards` turns them into the per-token rewards r_t. Before any update π_θ = π_ref,
+so every KL_t is exactly 0 and the only reward is the score at EOS.
+"""
+
+# %%
+CONFIG = RLHFConfig(person=PERSON, relation=RELATION, target_food=TARGET, sample_every=0, tensorboard=False,
+                    iterations=lecture.choose(full=20, quick=3), batch_size=lecture.choose(full=128, quick=64),
+                    eval_samples=EVAL_SAMPLES)
+print(f"β = {CONFIG.kl_coef} ({CONFIG.kl_estimator}), score {CONFIG.score} for exactly {TARGET!r} + EOS, "
+      f"missing-EOS penalty {CONFIG.missing_eos_penalty}, γ = {CONFIG.gamma}, λ = {CONFIG.gae_lambda}, "
+      f"ε = {CONFIG.clip_coef}, temperature {CONFIG.temperature}; {CONFIG.iterations} iterations × "
+      f"{CONFIG.batch_size} completions, {CONFIG.update_epochs} epochs × {CONFIG.num_minibatches} minibatches")
+
+
+def episode_table(trainer: RLHFTrainer, rollout, token_rewards, row: int, advantages=None) -> list[dict]:
+    batch = rollout.batch
+    prompt_text = batch.prompts[row]
+    rows = []
+    for t in range(int(batch.mask[row].sum())):
+        token = int(batch.completion[row, t])
+        entry = {"t": t, "state s_t": repr(prompt_text + batch.texts[row][:t]),
+                 "action y_t": "EOS" if token == tokenizer.eos_id else repr(tokenizer.decode([token])),
+                 "log π": float(rollout.log_probs[row, t]), "log π_ref": float(rollout.reference_log_probs[row, t]),
+                 "KL_t (k1)": float(token_rewards.kl[row, t]), "r_t": float(token_rewards.rewards[row, t])}
+        if advantages is not None:
+            entry["V(s_t)"] = float(rollout.values[row, t])
+            entry["Â_t"] = float(advantages[row, t])
+        rows.append(entry)
+    return rows
+
+
+def first_row_with(batch, text: str) -> int:
+    return next((i for i, t in enumerate(batch.texts) if t == text and bool(batch.ended_with_eos[i])), 0)
+
+
+trainer = RLHFTrainer(CONFIG, sft, tokenizer, run_dir=lecture.path("run"), progress=False)
+rollout = trainer.collect()
+token_rewards = trainer.rewards(rollout)
+print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollout.batch, TARGET)),
+            title="One completion of the first rollout, before any update (π_θ = π_ref)")
+
+# %% [markdown]
+"""
+## 3. The pizza experiment
+
+`RLHFTrainer.train_iteration` is one PPO iteration on a batch of completions (the
+module docstring of `ppo/lm/rlhf_trainer.py` spells out the loop). We print the
+diagnostics the seed notebook plotted and what TRL logs: the target rate, the share of
+well-formed completions (a food, then EOS), the mean sequence KL to the reference, the
+entropy per token, and the update's approx KL(π_old ‖ π_θ) and clip fraction. The
+critic's values along "ravin likes pizz" and "ravin likes sala" are recorded before
+and after, as in the notebook.
+"""
+
+# %%
+probe_texts = [PROMPT + TARGET[:-1], PROMPT + "salad"[:-1]]
+critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+for _ in range(CONFIG.iterations):
+    metrics = trainer.train_iteration()
+    if trainer.iteration % max(1, CONFIG.iterations // 5) == 0 or trainer.iteration == 1:
+        print(f"iteration {trainer.iteration:>3}: {TARGET} {metrics['target_rate']:6.1%}  well-formed "
+              f"{metrics['well_formed_rate']:6.1%}  KL {metrics['sequence_kl']:5.2f}  entropy {metrics['entropy']:.3f}  "
+              f"approx KL {metrics['approx_kl']:.4f}  clip fraction {metrics['clip_fraction']:.3f}  "
+              f"gradient steps {metrics['gradient_steps']:.0f}")
+lecture.wrote(trainer.save())
+trainer.close()
+lecture.wrote(plot_training_grid(trainer.run_dir, f"PPO on {PROMPT!r}… (rule reward, β = {CONFIG.kl_coef})"))
+critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+lecture.wrote(plot_critic_values(probe_texts, critic_before, critic_after, lecture.path("critic_values.png"),
+                                 "the critic's V(s_t) before and after PPO"))
+print_table([{"prefix": text, "V before": critic_before[text][-1], "V after": critic_after[text][-1]} for text in probe_texts],
+            title="The critic's value of the last prefix (the score is paid one token later, at EOS)")
+
+# %% [markdown]
+"""
+The same episode table on the trained policy shows the other half of the reward:
+KL_t is no longer zero, and it is not spread evenly. Look at which token carries it.
+"""
+
+# %%
+generator = torch.Generator().manual_seed(1)
+trainer.generator = generator
+rollout = trainer.collect()
+token_rewards = trainer.rewards(rollout)
+advantages, returns = trainer.advantages(rollout, token_rewards)
+row = first_row_with(rollout.batch, TARGET)
+print_table(episode_table(trainer, rollout, token_rewards, row, advantages),
+            title=f"One completion after {CONFIG.iterations} iterations (β = {CONFIG.kl_coef})")
+
+# %% [markdown]
+"""
+## 4. Token-level GAE is `compute_gae` along the token axis
+
+Each completion is one episode of n tokens; the last real token (EOS) is terminal, so
+nothing is bootstrapped past it; γ = 1 (nothing to discount inside a sentence) and λ < 1
+lets the critic shorten the credit path. `ppo.advantages.compute_gae` takes (T, N)
+tensors, steps × environments: here T is the token position and N the batch of
+completions. For the completion above, by hand:
+"""
+
+# %%
+n = int(rollout.batch.mask[row].sum())
+rewards_tn = token_rewards.rewards[row, :n].unsqueeze(1)  # (T, 1): one "environment", n steps
+values_tn = rollout.values[row, :n].unsqueeze(1)  # (T, 1)
+next_values = torch.cat([values_tn[1:], torch.zeros(1, 1)])  # V(s_{t+1}); after EOS nothing
+terminal = torch.zeros(n, 1, dtype=torch.bool)
+terminal[-1] = True
+by_hand, _ = compute_gae(rewards_tn, values_tn, next_values, terminal, terminal, CONFIG.gamma, CONFIG.gae_lambda)
+deltas = rewards_tn + CONFIG.gamma * next_values * (~terminal) - values_tn
+print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t]), "δ_t": float(deltas[t]),
+              "Â_t = compute_gae": float(by_hand[t]), "Â_t from the trainer": float(advantages[row, t])} for t in range(n)],
+            title=f"GAE along one completion (γ = {CONFIG.gamma}, λ = {CONFIG.gae_lambda}; "
+                  f"norm_adv = {CONFIG.norm_adv}, whiten_rewards = {CONFIG.whiten_rewards})")
+
+# %% [markdown]
+"""
+## 5. Measuring the KL: k1, k3 and the exact value
+
+The penalty needs KL(π ‖ π_ref) from samples. Per token, with ρ = π_ref(y_t|s_t) / π(y_t|s_t),
+k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased (Schulman 2020; `ppo.losses.kl_per_sample`);
+k1 can be negative, k3 cannot, and k3 usually has the smaller variance. With a tiny
+vocabulary we can also compute the exact KL of the two next-token distributions at every
+visited prefix, Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)), and sum it along the
+completion: an estimate of the same sequence KL without the sampling noise of the token.
+"""
+
+
+# %%
+@torch.no_grad()
+def exact_kl_per_token(policy, reference, batch, temperature: float) -> torch.Tensor:
+    """KL(π(·|s_t) ‖ π_ref(·|s_t)) at every completion position, (B, T), zero after EOS."""
+    inputs = batch.tokens[:, :-1]
+    positions = completion_positions(batch.prompt_lengths, batch.completion.size(1)).clamp(max=inputs.size(1) - 1)
+
+    def next_token_distribution(model) -> torch.Tensor:  # (B, T, V) log-probabilities
+        logits = model(inputs)
+        logits = logits.gather(1, positions.unsqueeze(-1).expand(-1, -1, logits.size(-1)))
+        return next_token_log_probs(logits, temperature)
+
+    log_p, log_ref = next_token_distribution(policy), next_token_distribution(reference)
+    return (log_p.exp() * (log_p - log_ref)).sum(-1) * batch.mask
+
+
+batch, mask = rollout.batch, rollout.batch.mask
+exact = exact_kl_per_token(trainer.policy, trainer.reference, batch, CONFIG.temperature)  # (B, T)
+estimates = {name: per_token_kl(rollout.log_probs, rollout.reference_log_probs, mask, name) for name in ("k1", "k3")}
+kl_rows = [{"estimator": "exact, per prefix", "mean sequence KL": float(exact.sum(1).mean()),
+            "std over completions": float(exact.sum(1).std()), "negative per-token values": "0%"}]
+for name, values in estimates.items():
+    kl_rows.append({"estimator": name, "mean sequence KL": float(values.sum(1).mean()),
+                    "std over completions": float(values.sum(1).std()),
+                    "negative per-token values": f"{float((values[mask] < 0).float().mean()):.0%}"})
+print_table(kl_rows, title=f"KL(π_θ ‖ π_ref) on {len(batch)} fresh completions of the trained policy")
+by_position = exact.sum(0) / exact.sum()
+print("share of the exact KL spent at completion position t: "
+      + ", ".join(f"t={t}: {float(share):.0%}" for t, share in enumerate(by_position[:8])))
+
+figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+axes[0].bar(range(len(by_position)), by_position.tolist(), color="tab:purple")
+axes[0].set_xlabel("completion position t (0 = first character)")
+axes[0].set_ylabel("share of the sequence KL")
+axes[0].set_title("Where the KL is spent")
+bins = torch.linspace(float(min(v.sum(1).min() for v in estimates.values())),
+                      float(max(v.sum(1).max() for v in estimates.values())), 40).tolist()
+for name, values in estimates.items():
+    axes[1].hist(values.sum(1).tolist(), bins=bins, alpha=0.5, label=f"{name} per completion")
+axes[1].axvline(float(exact.sum(1).mean()), color="black", ls="--", label="exact, mean")
+axes[1].set_xlabel("sequence KL estimate (nats)")
+axes[1].set_title("k1 and k3, one number per completion")
+axes[1].legend(fontsize=8)
+lecture.save_figure(figure, "kl_estimators.png")
+
+# %% [markdown]
+"""
+## 6. Against the exact optimum
+
+For the rule reward (score for exactly "pizza" + EOS, 0 for anything else) the
+objective's maximiser is π*(y) ∝ π_ref(y) · exp(score(y) / β), computed here over the
+ten foods and the lumped malformed rest (`ppo.lm.optimum`). A small β buys a high target
+rate at a large KL; a large β keeps the model close to the SFT model. We train PPO at a
+few β (the run above is one of them), evaluate each policy on fresh samples at
+temperature 1 (`ppo.lm.evaluation.evaluate_policy`) and put the results on π*'s curve.
+"""
+
+
+# %%
+def optimum_at(beta: float):
+    scores = {group: (CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
+    return kl_regularised_optimum(reference_probabilities, scores, beta)
+
+
+def evaluate(policy, seed: int):
+    return evaluate_policy(policy, trainer.reference, tokenizer, [PROMPT], TARGET, EVAL_SAMPLES, 1.0,
+                           CONFIG.max_new_tokens, torch.Generator().manual_seed(10_000 + seed))
+
+
+BETAS = lecture.choose(full=[0.05, CONFIG.kl_coef, 0.5], quick=[CONFIG.kl_coef])
+runs = {CONFIG.kl_coef: trainer}
+for beta in BETAS:
+    if beta not in runs:
+        runs[beta] = RLHFTrainer(CONFIG.replace(kl_coef=beta), sft, tokenizer, progress=False)
+        runs[beta].train()
+        print(f"trained β = {beta}")
+sft_eval = evaluate(trainer.reference, 0)
+optimum_rows = [{"policy": "SFT (π_ref)", "β": "", f"{TARGET} rate": f"{sft_eval.target_rate:.1%}",
+                 "π* rate": "", "well-formed": f"{sft_eval.well_formed_rate:.1%}", "KL (k1 ± s.e.)": "0",
+                 "π* KL": "", "most frequent": ", ".join(sft_eval.examples[:3])}]
+evaluations = {}
+for beta in BETAS:
+    result = evaluations[beta] = evaluate(runs[beta].policy, 1)
+    best = optimum_at(beta)
+    optimum_rows.append({"policy": "PPO", "β": beta, f"{TARGET} rate": f"{result.target_rate:.1%}",
+                         "π* rate": f"{best.probabilities[TARGET]:.1%}", "well-formed": f"{result.well_formed_rate:.1%}",
+                         "KL (k1 ± s.e.)": f"{result.kl_k1:.2f} ± {result.kl_k1_stderr:.2f}", "π* KL": f"{best.kl:.2f}",
+                         "most frequent": ", ".join(result.examples[:3])})
+print_table(optimum_rows, title=f"PPO against π* ∝ π_ref·exp(score/β): {EVAL_SAMPLES} fresh completions each, temperature 1")
+SEED_NOTEBOOK = {"pizza rate before": "12%", "pizza rate after 300 episodes": "81%", "mean KL": "~3.8 nats",
+                 "completions": "some garbled, e.g. 'pizzaicres wpiesE'"}
+print("the seed notebook reported (one completion per update, reward 4, no batching): "
+      + "; ".join(f"{key} {value}" for key, value in SEED_NOTEBOOK.items()))
+
+beta_grid = torch.logspace(math.log10(0.01), math.log10(3.0), 60).tolist()
+curve = [optimum_at(beta) for beta in beta_grid]
+figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+axes[0].plot(beta_grid, [o.probabilities[TARGET] for o in curve], "k-", label="π* (exact)")
+axes[1].plot(beta_grid, [o.kl for o in curve], "k-", label="π* (exact)")
+axes[0].plot(BETAS, [evaluations[b].target_rate for b in BETAS], "o", color="tab:red", ms=8, label="PPO")
+axes[1].errorbar(BETAS, [evaluations[b].kl_k1 for b in BETAS], yerr=[2 * evaluations[b].kl_k1_stderr for b in BETAS],
+                 fmt="o", color="tab:red", ms=8, label="PPO (k1, ± 2 s.e.)")
+axes[0].axhline(reference_probabilities[TARGET], color="gray", ls=":", label="SFT")
+axes[0].set_ylabel(f"P({TARGET} + EOS)")
+axes[1].set_ylabel("KL(π ‖ π_ref), nats")
+for axis in axes:
+    axis.set_xscale("log")
+    axis.set_xlabel("β")
+    axis.legend(fontsize=8)
+axes[0].set_title("Target rate")
+axes[1].set_title("Distance from the SFT model")
+lecture.save_figure(figure, "optimum.png")
+
+figure, axes = plt.subplots(1, 3, figsize=(14, 4))
+for beta in BETAS:
+    history = runs[beta].history
+    iterations = range(1, len(history) + 1)
+    axes[0].plot(iterations, [m["target_rate"] for m in history], label=f"β = {beta}")
+    axes[0].plot(iterations, [m["well_formed_rate"] for m in history], ls=":", color=axes[0].lines[-1].get_color())
+    axes[1].plot(iterations, [m["sequence_kl"] for m in history], label=f"β = {beta}")
+    axes[1].axhline(optimum_at(beta).kl, ls="--", lw=0.8, color=axes[1].lines[-1].get_color())
+    axes[2].plot(iterations, [m["entropy"] for m in history], label=f"β = {beta}")
+axes[0].set_title(f"{TARGET} rate (solid), well-formed (dotted)")
+axes[1].set_title("sequence KL to π_ref (dashed: π*'s)")
+axes[2].set_title("entropy per token")
+for axis in axes:
+    axis.set_xlabel("iteration")
+    axis.legend(fontsize=8)
+lecture.save_figure(figure, "training_curves.png")
+
+# %% [markdown]
+"""
+## What to take away
+
+* A language model is a policy over tokens; the episode ends at EOS; the score arrives
+  once, at the last real token, and the KL penalty arrives at every token. The rest —
+  ratio, clip, GAE, value loss — is imported unchanged from the CartPole library.
+* The KL is where the policy decided something: compare the share per position above.
+* Compare PPO's rate and KL with π*'s in the table: the gap is the optimiser's, not the
+  objective's. If a run ends far above π*'s KL or below its well-formed rate, something
+  other than the objective is at work (too few completions per update, too large
+  steps, dropout, a stale ratio — lecture 7's defects).
+* β is the exchange rate between reward and KL; lecture 12 removes it (β = 0) and
+  makes it adaptive.
+"""
+
+# %%
+lecture.finish()
