@@ -32,7 +32,7 @@ from ppo.config import ConfigError
 from ppo.lm import pretrain as sft_pretrain
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
 from ppo.lm.evaluation import evaluate_policy
-from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.optimum import MALFORMED, optimum_over_prompts, rule_scores
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer
@@ -53,7 +53,7 @@ def build_parser() -> OneLineArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_with_user_errors(PROG, lambda: _run(args), (ConfigError, CheckpointError, sft_pretrain.CheckpointError))
+    return run_with_user_errors(PROG, lambda: _run(args), (ConfigError, CheckpointError))
 
 
 def fresh_run_dir(base: Path) -> Path:
@@ -70,10 +70,9 @@ def _run(args) -> int:
     run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"rlhf-{config.target_food.replace(' ', '_')}-{config.reward}__seed{config.seed}")
     if (run_dir / "checkpoint.pt").exists():
         raise ConfigError(f"run_dir {run_dir} already holds a run; choose another --run-dir")
+    sft, tokenizer = sft_pretrain.load_or_pretrain_sft(cache_dir=args.sft_cache_dir, verbose=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    sft, tokenizer = sft_pretrain.load_or_pretrain_sft(cache_dir=args.sft_cache_dir, verbose=True)
     prompts = task_prompts(config.person, config.relation)
     summary: dict = {"config": config.to_dict(), "load_average_start": os.getloadavg()[0]}
 
@@ -175,24 +174,24 @@ def _food_scores(model: RewardModel, tokenizer, prompt: str) -> dict[str, float]
 
 @torch.no_grad()
 def _optimum(config: RLHFConfig, trainer: RLHFTrainer, tokenizer, prompts, reward_model) -> dict:
-    """π* ∝ π_ref·exp(r/β) per prompt (β = the final β), averaged over prompts."""
-    beta = trainer.kl_controller.beta
-    totals = {"target_rate": 0.0, "kl": 0.0, "expected_score": 0.0, "well_formed_rate": 0.0}
-    rng = random.Random(config.seed)
-    for prompt in prompts:
-        reference_probabilities = completion_probabilities(trainer.reference, tokenizer, prompt, config.temperature)
-        if reward_model is None:
-            scores = {group: config.score if group == config.target_food else 0.0 for group in reference_probabilities}
-        else:
+    """π* ∝ π_ref·exp(r/β) per prompt at the final β, averaged over the prompts."""
+    if reward_model is None:
+        scores_for = lambda prompt: rule_scores(config.target_food, config.score)  # noqa: E731
+    else:
+        rng = random.Random(config.seed)
+
+        def scores_for(prompt: str) -> dict[str, float]:
+            """The reward model's score of each food; malformed strings get its mean over random corruptions."""
             scores = _food_scores(reward_model, tokenizer, prompt)
             tokens, last = encode_texts(tokenizer, [prompt + corrupt(rng.choice(corpus.FOODS), rng) for _ in range(200)])
             scores[MALFORMED] = float(reward_model(tokens, last).mean())
-        optimum = kl_regularised_optimum(reference_probabilities, scores, beta)
-        totals["target_rate"] += optimum.probabilities[config.target_food] / len(prompts)
-        totals["well_formed_rate"] += (1 - optimum.probabilities[MALFORMED]) / len(prompts)
-        totals["kl"] += optimum.kl / len(prompts)
-        totals["expected_score"] += optimum.expected_score / len(prompts)
-    return {"beta": beta, **totals}
+            return scores
+
+    optimum = optimum_over_prompts(trainer.reference, tokenizer, prompts, scores_for, trainer.kl_controller.beta,
+                                   config.temperature)
+    return {"beta": optimum.beta, "target_rate": optimum.probabilities[config.target_food],
+            "well_formed_rate": 1.0 - optimum.probabilities[MALFORMED], "kl": optimum.kl,
+            "expected_score": optimum.expected_score, "probabilities": optimum.probabilities}
 
 
 @torch.no_grad()

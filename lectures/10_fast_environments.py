@@ -8,8 +8,9 @@ and steps them one after another in a Python loop, so one step of N copies costs
 N times one step of one. A *batched* environment keeps the state of all N copies in
 one tensor, (state_dim, N), and steps them with a fixed number of tensor operations —
 the cart-pole physics is a few dozen of them, whatever N is. Each tensor operation
-has a fixed cost of a few microseconds (Python, dispatch, allocation) plus a small
-cost per element, so one call costs nearly the same for 8 copies as for 4,096.
+has a fixed cost of some microseconds (Python, dispatch, allocation; measured below)
+plus a small cost per element, so one call costs nearly the same for a few copies as
+for thousands.
 
 The trainer does not care which it gets: both speak the `VecEnv` interface of
 `ppo/vec_env.py` (same autoreset contract, torch tensors in and out), and

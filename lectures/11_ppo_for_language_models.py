@@ -24,8 +24,9 @@ The machinery is the one from CartPole: the clipped surrogate and the value loss
 `ppo/losses.py`, GAE of `ppo/advantages.py` run along the token axis (γ = 1, the
 last real token terminal), the same KL estimators k1 and k3 as the "approx KL".
 
-The experiment is the seed notebook's: teach a model that completes "ravin likes " with
-"pizza" about one time in eight to say pizza, with a reward for exactly "pizza" + EOS.
+The experiment is the seed notebook's: teach a model that rarely completes "ravin likes "
+with "pizza" (section 1 gives the exact rate) to say pizza, with a reward for exactly
+"pizza" + EOS.
 The notebook's run ended with a high pizza rate, a large KL and garbled completions;
 we measure ours — target rate, KL, entropy, well-formed rate — and set it next to π*.
 
@@ -124,7 +125,7 @@ def episode_table(trainer: RLHFTrainer, rollout, token_rewards, row: int, advant
         entry = {"t": t, "state s_t": repr(prompt_text + batch.texts[row][:t]),
                  "action y_t": "EOS" if token == tokenizer.eos_id else repr(tokenizer.decode([token])),
                  "log π": float(rollout.log_probs[row, t]), "log π_ref": float(rollout.reference_log_probs[row, t]),
-                 "KL_t (k1)": float(token_rewards.kl[row, t]), "r_t": float(token_rewards.rewards[row, t])}
+                 "KL_t (k1)": float(token_rewards.kl[row, t]) + 0.0, "r_t": float(token_rewards.rewards[row, t]) + 0.0}  # no "-0"
         if advantages is not None:
             entry["V(s_t)"] = float(rollout.values[row, t])
             entry["Â_t"] = float(advantages[row, t])
@@ -221,10 +222,13 @@ print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t])
 
 The penalty needs KL(π ‖ π_ref) from samples. Per token, with ρ = π_ref(y_t|s_t) / π(y_t|s_t),
 k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased (Schulman 2020; `ppo.losses.kl_per_sample`);
-k1 can be negative, k3 cannot, and k3 usually has the smaller variance. With a tiny
-vocabulary we can also compute the exact KL of the two next-token distributions at every
-visited prefix, Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)), and sum it along the
-completion: an estimate of the same sequence KL without the sampling noise of the token.
+k1 can be negative, k3 cannot. k3 has the smaller variance while π and π_ref are close
+(ρ near 1). Once the policy has moved far, a rare token that π_ref likes much more than
+π does gives a huge ρ, and k3 a heavy tail. With a tiny vocabulary we can also compute
+the exact KL of the two next-token distributions at every visited prefix,
+Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)), and sum it along the completion: an estimate
+of the same sequence KL without the sampling noise of the token. Compare the three rows,
+and the spread of each.
 """
 
 
@@ -264,11 +268,13 @@ axes[0].set_xlabel("completion position t (0 = first character)")
 axes[0].set_ylabel("share of the sequence KL")
 axes[0].set_title("Where the KL is spent")
 bins = torch.linspace(float(min(v.sum(1).min() for v in estimates.values())),
-                      float(max(v.sum(1).max() for v in estimates.values())), 40).tolist()
+                      float(max(v.sum(1).max() for v in estimates.values())), 60).tolist()
 for name, values in estimates.items():
     axes[1].hist(values.sum(1).tolist(), bins=bins, alpha=0.5, label=f"{name} per completion")
 axes[1].axvline(float(exact.sum(1).mean()), color="black", ls="--", label="exact, mean")
 axes[1].set_xlabel("sequence KL estimate (nats)")
+axes[1].set_ylabel("completions (log scale)")
+axes[1].set_yscale("log")
 axes[1].set_title("k1 and k3, one number per completion")
 axes[1].legend(fontsize=8)
 lecture.save_figure(figure, "kl_estimators.png")

@@ -92,12 +92,12 @@ def test_checkpoint_round_trip_weights_only(trained, tmp_path):
 def test_corrupt_checkpoint_raises_clear_error(trained, tmp_path):
     path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY)
     path.write_bytes(path.read_bytes()[:200])  # truncated
-    with pytest.raises(CheckpointError, match="cannot read checkpoint"):
+    with pytest.raises(CheckpointError, match="is corrupt"):
         load_checkpoint(path)
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
     with pytest.raises(CheckpointError):
         load_checkpoint(tmp_path / "junk.pt")
-    with pytest.raises(CheckpointError, match="no checkpoint"):
+    with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
 
 
@@ -109,7 +109,7 @@ def test_mismatched_checkpoint_raises_clear_error(trained, tmp_path):
     with pytest.raises(CheckpointError, match="do not match"):
         load_checkpoint(path)
     torch.save({"something": "else"}, path)
-    with pytest.raises(CheckpointError, match="not an SFT checkpoint"):
+    with pytest.raises(CheckpointError, match="not a format-1 checkpoint"):
         load_checkpoint(path)
 
 

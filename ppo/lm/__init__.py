@@ -38,3 +38,35 @@ __all__ = [
     "sample_texts",
     "save_checkpoint",
 ]
+
+# PPO with a KL penalty to the SFT model (the RLHF side), built on the same core as CartPole:
+# ppo.lm.rollout -> ppo.lm.rewards -> ppo.advantages / ppo.losses, wired up in ppo.lm.rlhf_trainer.
+from ppo.lm.evaluation import PolicyEvaluation, evaluate_policy  # noqa: E402
+from ppo.lm.optimum import completion_probabilities, kl_regularised_optimum  # noqa: E402
+from ppo.lm.reward_model import RewardModel, bradley_terry_loss, pairwise_accuracy, train_reward_model  # noqa: E402
+from ppo.lm.rewards import assemble_rewards, per_token_kl, rule_scorer, sequence_kl  # noqa: E402
+from ppo.lm.rlhf_config import RLHFConfig  # noqa: E402
+from ppo.lm.rlhf_trainer import RLHFTrainer, load_policy  # noqa: E402
+from ppo.lm.rollout import CompletionBatch, Rollout, collect_rollout, sample_completions  # noqa: E402
+
+__all__ += [
+    "CompletionBatch",
+    "PolicyEvaluation",
+    "RLHFConfig",
+    "RLHFTrainer",
+    "RewardModel",
+    "Rollout",
+    "assemble_rewards",
+    "bradley_terry_loss",
+    "collect_rollout",
+    "completion_probabilities",
+    "evaluate_policy",
+    "kl_regularised_optimum",
+    "load_policy",
+    "pairwise_accuracy",
+    "per_token_kl",
+    "rule_scorer",
+    "sample_completions",
+    "sequence_kl",
+    "train_reward_model",
+]

@@ -21,6 +21,7 @@ KL = −log π_ref(best group).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -77,15 +78,27 @@ def kl_regularised_optimum(reference_probabilities: dict[str, float], scores: di
     return KLRegularisedOptimum(beta, probabilities, dict(reference_probabilities), kl, expected)
 
 
-def rule_optimum(reference: GPT, tokenizer: CharTokenizer, prompts: list[str], target_food: str,
-                 score: float, beta: float, temperature: float = 1.0) -> tuple[float, float, float]:
-    """(reference target rate, π* target rate, KL(π* ‖ π_ref)) for the rule reward, averaged over prompts."""
-    reference_rate = optimum_rate = kl = 0.0
+def optimum_over_prompts(reference: GPT, tokenizer: CharTokenizer, prompts: list[str],
+                         scores_for: Callable[[str], dict[str, float]], beta: float,
+                         temperature: float = 1.0) -> KLRegularisedOptimum:
+    """π* for each prompt (prompts drawn uniformly), averaged: mean probabilities, mean KL, mean E[r].
+
+    `scores_for(prompt)` gives r for every group of `completion_probabilities` (ten foods and
+    MALFORMED); for a rule reward that is the same dict for every prompt.
+    """
+    optima = []
     for prompt in prompts:
         reference_probabilities = completion_probabilities(reference, tokenizer, prompt, temperature)
-        scores = {group: (score if group == target_food else 0.0) for group in reference_probabilities}
-        optimum = kl_regularised_optimum(reference_probabilities, scores, beta)
-        reference_rate += reference_probabilities[target_food] / len(prompts)
-        optimum_rate += optimum.probabilities[target_food] / len(prompts)
-        kl += optimum.kl / len(prompts)
-    return reference_rate, optimum_rate, kl
+        optima.append(kl_regularised_optimum(reference_probabilities, scores_for(prompt), beta))
+    n = len(optima)
+
+    def mean_of(field: str) -> dict[str, float]:
+        return {g: sum(getattr(o, field)[g] for o in optima) / n for g in optima[0].probabilities}
+
+    return KLRegularisedOptimum(beta, mean_of("probabilities"), mean_of("reference_probabilities"),
+                                sum(o.kl for o in optima) / n, sum(o.expected_score for o in optima) / n)
+
+
+def rule_scores(target_food: str, score: float) -> dict[str, float]:
+    """r per group for the rule reward: `score` for the target food, 0 for other foods and malformed strings."""
+    return {group: (score if group == target_food else 0.0) for group in (*corpus.FOODS, MALFORMED)}
