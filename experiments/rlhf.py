@@ -67,7 +67,8 @@ def fresh_run_dir(base: Path) -> Path:
 def _run(args) -> int:
     config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
     torch.set_num_threads(config.num_threads)
-    run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"rlhf-{config.target_food.replace(' ', '_')}-{config.reward}__seed{config.seed}")
+    default_name = f"rlhf-{config.target_food.replace(' ', '_')}-{config.reward}__seed{config.seed}"
+    run_dir = args.run_dir or fresh_run_dir(Path("runs") / default_name)
     if (run_dir / "checkpoint.pt").exists():
         raise ConfigError(f"run_dir {run_dir} already holds a run; choose another --run-dir")
     sft, tokenizer = sft_pretrain.load_or_pretrain_sft(cache_dir=args.sft_cache_dir, verbose=True)
@@ -86,9 +87,9 @@ def _run(args) -> int:
     probe_texts = _probe_texts(prompts[0], config.target_food)
     critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 
-    print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of {', '.join(repr(p) for p in prompts)}, "
-          f"reward {config.reward}, β {config.kl_coef}{' adaptive → KL ' + str(config.kl_target) if config.adaptive_kl else ''}, "
-          f"critic {config.critic}, seed {config.seed}")
+    beta = f"β {config.kl_coef}" + (f" adaptive → KL {config.kl_target}" if config.adaptive_kl else "")
+    print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of "
+          f"{', '.join(repr(p) for p in prompts)}, reward {config.reward}, {beta}, critic {config.critic}, seed {config.seed}")
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
     ppo_wall, ppo_cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
@@ -119,8 +120,9 @@ def _run(args) -> int:
         for name in ("sft", "ppo"):
             summary[name]["learned_score"] = _mean_learned_score(reward_model, trainer, name, tokenizer, prompts, config)
             summary[name]["healthiness"] = _mean_healthiness(evaluations[name].food_rates)
-        print(f"learned score (normalised): SFT {summary['sft']['learned_score']:+.3f} → PPO {summary['ppo']['learned_score']:+.3f}; "
-              f"true healthiness (the hidden rule): SFT {summary['sft']['healthiness']:.3f} → PPO {summary['ppo']['healthiness']:.3f}; "
+        sft, ppo = summary["sft"], summary["ppo"]
+        print(f"learned score (normalised): SFT {sft['learned_score']:+.3f} → PPO {ppo['learned_score']:+.3f}; "
+              f"true healthiness (the hidden rule): SFT {sft['healthiness']:.3f} → PPO {ppo['healthiness']:.3f}; "
               f"held-out pairwise accuracy {summary['reward_model']['heldout_accuracy']:.1%}")
 
     print(f"PPO took {ppo_wall:.1f} s wall-clock ({ppo_cpu:.1f} s CPU, {config.num_threads} thread(s); "

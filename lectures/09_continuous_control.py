@@ -352,12 +352,13 @@ for name, change in SETTINGS.items():
 
 summary_rows = []
 for name, per_seed in results.items():
+    runs = list(per_seed.values())
     summary_rows.append({
         "setting": name,
-        f"greedy eval ({EVAL_EPISODES} ep.)": mean_and_spread(r["eval"] for r in per_seed.values()),
-        "training return": mean_and_spread(last_quarter(r["history"], "episode_return_recent") for r in per_seed.values()),
-        "explained variance": f"{sum(last_quarter(r['history'], 'explained_variance') for r in per_seed.values()) / len(per_seed):.2f}",
-        "final σ": f"{sum(math.exp(r['log_std']) for r in per_seed.values()) / len(per_seed):.2f}",
+        f"greedy eval ({EVAL_EPISODES} ep.)": mean_and_spread(r["eval"] for r in runs),
+        "training return": mean_and_spread(last_quarter(r["history"], "episode_return_recent") for r in runs),
+        "explained variance": f"{sum(last_quarter(r['history'], 'explained_variance') for r in runs) / len(runs):.2f}",
+        "final σ": f"{sum(math.exp(r['log_std']) for r in runs) / len(runs):.2f}",
     })
 print_table(summary_rows, title=f"{ENV_ID}, {BASE.total_timesteps:,} steps, seeds {SEEDS} "
                                 f"(mean ± std over seeds; training columns: last quarter of the run)")

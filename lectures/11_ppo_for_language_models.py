@@ -47,7 +47,6 @@ import torch
 
 from _common import Lecture, plt, print_table
 from envs import corpus
-from envs.token_task import task_prompts
 from ppo.advantages import compute_gae
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
 from ppo.lm.evaluation import evaluate_policy

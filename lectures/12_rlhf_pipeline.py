@@ -137,8 +137,10 @@ near-misses of foods and random strings of the corpus's characters:
 # %%
 rng = random.Random(0)
 characters = corpus.corpus_characters()
-probes = sorted({corrupt(rng.choice(corpus.FOODS), rng) for _ in range(lecture.choose(full=3000, quick=300))}
-                | {"".join(rng.choice(characters) for _ in range(rng.randint(1, 12))) for _ in range(lecture.choose(full=3000, quick=300))})
+PROBES_PER_KIND = lecture.choose(full=3000, quick=300)
+near_misses = {corrupt(rng.choice(corpus.FOODS), rng) for _ in range(PROBES_PER_KIND)}
+random_strings = {"".join(rng.choice(characters) for _ in range(rng.randint(1, 12))) for _ in range(PROBES_PER_KIND)}
+probes = sorted(near_misses | random_strings)
 probes = [text for text in probes if text.strip() and text not in corpus.FOODS]
 probe_scores = proxy_scores(probes)
 best_food = float(food_scores.max())
@@ -185,7 +187,8 @@ class RecordingScorer:
         self.true_means: list[float] = []
 
     def __call__(self, batch) -> torch.Tensor:
-        self.true_means.append(sum(healthiness(text, bool(eos)) for text, eos in zip(batch.texts, batch.ended_with_eos)) / len(batch))
+        true_scores = [healthiness(text, bool(eos)) for text, eos in zip(batch.texts, batch.ended_with_eos)]
+        self.true_means.append(sum(true_scores) / len(batch))
         return reward_model.score_batch(batch)
 
 
@@ -197,13 +200,14 @@ BASE = RLHFConfig(person=PERSON, relation=RELATION, reward="model", iterations=I
 def measure(policy, reference, seed: int = 0) -> dict:
     batch = sample_completions(policy, tokenizer, [PROMPT] * EVAL_SAMPLES, BASE.max_new_tokens, BASE.temperature,
                                torch.Generator().manual_seed(10_000 + seed))
+    completions = list(zip(batch.texts, batch.ended_with_eos.tolist()))  # (text, ended with EOS)
     proxy = torch.where(batch.ended_with_eos, reward_model.score_batch(batch), torch.tensor(BASE.missing_eos_penalty))
     kl = per_token_kl(score_completions(policy, batch, BASE.temperature).log_probs,
                       score_completions(reference, batch, BASE.temperature).log_probs, batch.mask, "k1").sum(1)
-    counts = Counter(text + ("" if eos else "…") for text, eos in zip(batch.texts, batch.ended_with_eos))
+    counts = Counter(text + ("" if eos else "…") for text, eos in completions)
     return {"proxy score r_φ": float(proxy.mean()),
-            "true score": sum(healthiness(t, bool(e)) for t, e in zip(batch.texts, batch.ended_with_eos)) / len(batch),
-            "well-formed": f"{sum(is_well_formed(t, bool(e)) for t, e in zip(batch.texts, batch.ended_with_eos)) / len(batch):.1%}",
+            "true score": sum(healthiness(text, eos) for text, eos in completions) / len(completions),
+            "well-formed": f"{sum(is_well_formed(text, eos) for text, eos in completions) / len(completions):.1%}",
             "KL to SFT": float(kl.mean()),
             "most frequent": ", ".join(f"{text!r}×{count}" for text, count in counts.most_common(3))}
 
@@ -270,17 +274,18 @@ and shorten the horizon (in completions) so that β can move within this short r
 fixed_kl = ppo_runs[BASE.kl_coef][0].history[-1]["sequence_kl"]
 KL_TARGET = 1.0  # nats; the fixed-β run settled at the KL printed below
 HORIZON = 256  # completions; short, so that β can move within this run (the table shows one batch's change)
-controller = AdaptiveKLController(beta=1.0, target=KL_TARGET, horizon=HORIZON)
 print_table([{"measured KL": kl, "e": min(max(kl / KL_TARGET - 1, -0.2), 0.2),
               "β after one batch (from 1.0)": AdaptiveKLController(1.0, KL_TARGET, HORIZON).update(kl, BATCH)}
              for kl in (0.0, KL_TARGET / 2, KL_TARGET, KL_TARGET * 1.1, KL_TARGET * 3)],
             title=f"The update rule, target {KL_TARGET} nats, n = {BATCH}, horizon {HORIZON}")
 ADAPTIVE_ITERATIONS = lecture.choose(full=60, quick=ITERATIONS)
-adaptive, adaptive_scorer, _ = run_ppo(BASE.replace(kl_target=KL_TARGET, kl_horizon=HORIZON, iterations=ADAPTIVE_ITERATIONS))
+adaptive, _, _ = run_ppo(BASE.replace(kl_target=KL_TARGET, kl_horizon=HORIZON, iterations=ADAPTIVE_ITERATIONS))
 betas = [m["beta"] for m in adaptive.history] + [adaptive.kl_controller.beta]
-print(f"{ADAPTIVE_ITERATIONS} iterations: β {betas[0]:.3g} → lowest {min(betas):.3g} → final {betas[-1]:.3g}; sequence KL "
-      f"of the last batch {adaptive.history[-1]['sequence_kl']:.2f}, lowest {min(m['sequence_kl'] for m in adaptive.history[1:] or adaptive.history):.2f} "
-      f"(target {KL_TARGET}; the fixed β = {BASE.kl_coef} run ended at {fixed_kl:.2f})")
+kl_curve = [m["sequence_kl"] for m in adaptive.history]
+last_batches = kl_curve[-max(1, len(kl_curve) // 6):]
+print(f"{ADAPTIVE_ITERATIONS} iterations: β {betas[0]:.3g} → lowest {min(betas):.3g} → final {betas[-1]:.3g}; "
+      f"sequence KL highest {max(kl_curve):.2f}, mean of the last {len(last_batches)} batches "
+      f"{sum(last_batches) / len(last_batches):.2f} (target {KL_TARGET}; the fixed β = {BASE.kl_coef} run ended at {fixed_kl:.2f})")
 print_table([{"policy": f"PPO, adaptive β → KL {KL_TARGET}", **measure(adaptive.policy, reference)}],
             title="The adaptive run on fresh samples")
 
@@ -379,8 +384,9 @@ def train_critic_free(kind: str, config: RLHFConfig, group_size: int) -> tuple[l
                 optimizer.step()
             if stop:
                 break
+        well_formed = [is_well_formed(text, bool(eos)) for text, eos in zip(batch.texts, batch.ended_with_eos)]
         history.append({"score": float(scores.mean()), "sequence_kl": float(sequence_kl.mean()),
-                        "well_formed_rate": sum(is_well_formed(t, bool(e)) for t, e in zip(batch.texts, batch.ended_with_eos)) / len(batch)})
+                        "well_formed_rate": sum(well_formed) / len(batch)})
     return history, policy, (time.perf_counter() - started) / config.iterations
 
 

@@ -82,18 +82,14 @@ def _csv_value(value):
     return value
 
 
-TENSORBOARD_GROUPS = {
-    "episode_": "charts",
-    "learning_rate": "charts",
-    "steps_per_second": "charts",
+UPDATE_DIAGNOSTICS = {  # TensorBoard's "losses/" group; every other scalar goes to "charts/"
+    "policy_loss", "value_loss", "entropy", "old_approx_kl", "approx_kl", "clip_fraction",
+    "value_clip_fraction", "explained_variance", "first_minibatch_ratio_error", "minibatch_updates",
 }
 
 
 def _tensorboard_tag(key: str) -> str:
-    for prefix, group in TENSORBOARD_GROUPS.items():
-        if key.startswith(prefix):
-            return f"{group}/{key}"
-    return f"losses/{key}"
+    return f"{'losses' if key in UPDATE_DIAGNOSTICS else 'charts'}/{key}"
 
 
 def read_metrics(path: str | Path) -> list[dict[str, float | None]]:
