@@ -6,15 +6,6 @@ import torch
 from ppo.lm.model import GPT, GPTConfig, completion_log_probs, log_probs_of, next_token_log_probs
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors run fastest on one thread, and far slower on two when other processes share the cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 CONFIG = GPTConfig(vocab_size=11, block_size=16, n_layer=2, n_head=2, n_embd=16)
 
 

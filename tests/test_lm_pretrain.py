@@ -20,15 +20,6 @@ from ppo.lm.pretrain import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors run fastest on one thread, and far slower on two when other processes share the cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 TINY = PretrainConfig(seed=0, corpus_size=6000, val_size=500, steps=120, batch_size=64, lr=1e-2,
                       warmup_steps=10, eval_interval=60, n_layer=1, n_head=2, n_embd=32)
 

@@ -5,15 +5,6 @@ from ppo.lm.model import GPT, GPTConfig, log_probs_of
 from ppo.lm.sampling import sample, sample_naive
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors run fastest on one thread, and far slower on two when other processes share the cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 CONFIG = GPTConfig(vocab_size=12, block_size=24, n_layer=2, n_head=2, n_embd=16)
 BOS, EOS, PAD = 0, 1, 2
 PROMPT = [BOS, 5, 6, 7]
