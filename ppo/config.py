@@ -72,7 +72,11 @@ class PPOConfig:
 
     # --- loss -------------------------------------------------------------------------
     clip_coef: float = field(default=0.2, metadata={"help": "surrogate clip ε"})
-    clip_vloss: bool = field(default=True, metadata={"help": "clip the value loss with ε as well"})
+    clip_vloss: bool = field(
+        default=True,
+        metadata={"help": "clip the value loss with ε as well (ε is then in units of the returns: "
+                  "it throttles the critic when returns are large and rewards are not scaled)"},
+    )
     ent_coef: float = field(default=0.01, metadata={"help": "entropy coefficient c_e"})
     vf_coef: float = field(default=0.5, metadata={"help": "value-loss coefficient c_v"})
 
