@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import sys
 import typing
+from pathlib import Path
 from typing import Callable, NoReturn
 
 USER_ERROR_EXIT_CODE = 2
@@ -62,6 +63,15 @@ def given_flags(namespace: argparse.Namespace, cls) -> dict:
     names = {field.name for field in dataclasses.fields(cls)}
     values = {name: value for name, value in vars(namespace).items() if name in names}
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
+
+
+def fresh_run_dir(base: Path) -> Path:
+    """`base`, or `base__2`, `base__3`, ... : the first that does not exist yet."""
+    candidate, number = base, 1
+    while candidate.exists():
+        number += 1
+        candidate = base.with_name(f"{base.name}__{number}")
+    return candidate
 
 
 def run_with_user_errors(prog: str, body: Callable[[], int | None], errors: tuple[type[BaseException], ...]) -> int:

@@ -26,7 +26,13 @@ import torch
 
 from envs import corpus
 from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, corrupt, preference_pairs, task_prompts
-from experiments.cli import OneLineArgumentParser, add_dataclass_flags, given_flags, run_with_user_errors
+from experiments.cli import (
+    OneLineArgumentParser,
+    add_dataclass_flags,
+    fresh_run_dir,
+    given_flags,
+    run_with_user_errors,
+)
 from ppo.checkpoint import CheckpointError, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm import pretrain as sft_pretrain
@@ -54,14 +60,6 @@ def build_parser() -> OneLineArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return run_with_user_errors(PROG, lambda: _run(args), (ConfigError, CheckpointError))
-
-
-def fresh_run_dir(base: Path) -> Path:
-    candidate, number = base, 1
-    while candidate.exists():
-        number += 1
-        candidate = base.with_name(f"{base.name}__{number}")
-    return candidate
 
 
 def _run(args) -> int:

@@ -16,7 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.cli import OneLineArgumentParser, add_dataclass_flags, given_flags, run_with_user_errors
+from experiments.cli import (
+    OneLineArgumentParser,
+    add_dataclass_flags,
+    fresh_run_dir,
+    given_flags,
+    run_with_user_errors,
+)
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 
@@ -38,15 +44,6 @@ def build_parser() -> OneLineArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig)"), PPOConfig)
     return parser
-
-
-def fresh_run_dir(base: Path) -> Path:
-    """`base`, or `base__2`, `base__3`, ... : the first that does not exist yet."""
-    candidate, number = base, 1
-    while candidate.exists():
-        number += 1
-        candidate = base.with_name(f"{base.name}__{number}")
-    return candidate
 
 
 def main(argv: list[str] | None = None) -> int:
