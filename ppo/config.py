@@ -136,12 +136,12 @@ class PPOConfig:
 
     def validate(self) -> "PPOConfig":
         """Raise ConfigError naming the first impossible value; return self when all is well."""
-        _positive("learning_rate", self.learning_rate)
-        _positive("clip_coef", self.clip_coef)
-        _positive("adam_eps", self.adam_eps)
-        _positive("max_grad_norm", self.max_grad_norm)
-        _positive("obs_clip", self.obs_clip)
-        _positive("reward_clip", self.reward_clip)
+        require_positive("learning_rate", self.learning_rate)
+        require_positive("clip_coef", self.clip_coef)
+        require_positive("adam_eps", self.adam_eps)
+        require_positive("max_grad_norm", self.max_grad_norm)
+        require_positive("obs_clip", self.obs_clip)
+        require_positive("reward_clip", self.reward_clip)
         for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps"):
             _positive_int(name, getattr(self, name))
         for name in ("gamma", "gae_lambda"):
@@ -153,7 +153,7 @@ class PPOConfig:
             if not (value >= 0 and math.isfinite(value)):
                 raise ConfigError(f"{name} = {value} must be a finite number ≥ 0")
         if self.target_kl is not None:
-            _positive("target_kl", self.target_kl)
+            require_positive("target_kl", self.target_kl)
         _positive_int("num_threads", self.num_threads)
         if self.checkpoint_every < 0:
             raise ConfigError(f"checkpoint_every = {self.checkpoint_every} must be ≥ 0 (0 = only at the end)")
@@ -176,7 +176,7 @@ class PPOConfig:
         return self
 
 
-def _positive(name: str, value: float) -> None:
+def require_positive(name: str, value: float) -> None:
     if not (value > 0 and math.isfinite(value)):
         raise ConfigError(f"{name} = {value} must be a finite number > 0")
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 from envs import corpus
-from ppo.config import ConfigError
+from ppo.config import ConfigError, require_positive
 
 REWARD_KINDS = ("rule", "model")
 CRITIC_KINDS = ("separate", "shared")
@@ -206,15 +206,15 @@ class RLHFConfig:
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} = {value} must be a finite number ≥ 0")
         if self.kl_target is not None:
-            _positive("kl_target", self.kl_target)
+            require_positive("kl_target", self.kl_target)
             if self.kl_coef <= 0:
                 raise ConfigError("the adaptive KL controller (kl_target set) needs kl_coef > 0 to start from")
         for name in ("learning_rate", "critic_learning_rate", "max_grad_norm", "clip_coef", "temperature",
                      "reward_model_learning_rate"):
-            _positive(name, getattr(self, name))
+            require_positive(name, getattr(self, name))
         for name in ("value_clip_coef", "target_kl"):
             if getattr(self, name) is not None:
-                _positive(name, getattr(self, name))
+                require_positive(name, getattr(self, name))
         for name in ("gamma", "gae_lambda", "reward_model_malformed_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name} = {getattr(self, name)} is outside [0, 1]")
@@ -232,11 +232,6 @@ class RLHFConfig:
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigError(f"{name} = {value!r} is not one of {', '.join(allowed)}")
-
-
-def _positive(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"{name} = {value} must be a finite number > 0")
 
 
 def _positive_int(name: str, value: int) -> None:
