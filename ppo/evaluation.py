@@ -2,7 +2,7 @@
 
 Evaluation always uses gymnasium's own implementation of the env, whatever backend
 trained the policy, with observation statistics frozen as they were at the end of
-training. Episodes are split evenly over a few parallel copies, each copy running a
+training. Episodes are split evenly over parallel copies (25 by default), each running a
 fixed quota, so short episodes are not over-counted (taking "the first n episodes to
 finish" from parallel envs would bias the mean towards short ones).
 """
@@ -77,7 +77,7 @@ def evaluate_policy(
     episodes: int = 100,
     greedy: bool = True,
     seed: int | None = None,
-    num_envs: int = 10,
+    num_envs: int = 25,
     env_id: str | None = None,
 ) -> np.ndarray:
     """Returns of `episodes` complete episodes on gymnasium's env (float array)."""

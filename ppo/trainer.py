@@ -39,7 +39,9 @@ from ppo.losses import (
     value_loss,
 )
 from ppo.networks import ActorCritic
+from ppo.malloc import keep_freed_memory
 from ppo.normalize import ObservationNormalizer, RewardScaler
+from ppo.optim import FlatAdam
 from ppo.storage import RolloutBuffer
 from ppo.vec_env import VecEnv
 
@@ -79,6 +81,7 @@ class PPO:
     ):
         self.config = config.validate()
         torch.set_num_threads(config.num_threads)
+        keep_freed_memory()  # reuse autograd's buffers instead of page-faulting them in each step
         torch.manual_seed(config.seed)
         self.device = resolve_device(config.device)
         if envs is None:
@@ -104,9 +107,10 @@ class PPO:
             ortho_init=config.ortho_init,
             log_std_init=config.log_std_init,
         ).to(self.device)
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps, fused=True
-        )  # fused: one kernel for all parameters instead of a Python loop over them
+        # Adam with global grad-norm clipping over one flat parameter vector (ppo/optim.py)
+        self.optimizer = FlatAdam(
+            self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps, max_grad_norm=config.max_grad_norm
+        )
         obs_shape = tuple(observation_space.shape)
         self.obs_normalizer = (
             ObservationNormalizer(obs_shape, config.obs_clip, device=self.device) if config.normalize_obs else None
@@ -216,56 +220,62 @@ class PPO:
         old_values = buffer.values.reshape(batch)
         advantages, returns = advantages.reshape(batch), returns.reshape(batch)
 
-        sums: dict[str, float] = {}
-        minibatches = 0
-        first_ratio_error = math.nan
+        losses, new_log_prob_list, old_log_prob_list = [], [], []  # per minibatch, summarised at the end
+        first_ratio_error = None
         stop = False
         for epoch in range(config.update_epochs):
             order = torch.randperm(batch, generator=self.shuffle_generator, device=self.device)
+            # One gather per tensor per epoch; each minibatch is then a contiguous slice of it.
+            shuffled = [x[order] for x in (obs, actions, old_log_probs, old_values, advantages, returns)]
             for start in range(0, batch, config.minibatch_size):
-                index = order[start : start + config.minibatch_size]
-                new_log_probs, entropy, new_values = self.model.evaluate_actions(obs[index], actions[index])
-                minibatch_advantages = advantages[index]
+                mb_obs, mb_actions, mb_old_log_probs, mb_old_values, mb_advantages, mb_returns = (
+                    x[start : start + config.minibatch_size] for x in shuffled
+                )
+                new_log_probs, entropy, new_values = self.model.evaluate_actions(mb_obs, mb_actions)
                 if config.norm_adv:
-                    minibatch_advantages = normalize_advantages(minibatch_advantages)
+                    mb_advantages = normalize_advantages(mb_advantages)
 
-                policy_loss = self.policy_loss(new_log_probs, old_log_probs[index], minibatch_advantages)
+                policy_loss = self.policy_loss(new_log_probs, mb_old_log_probs, mb_advantages)
                 critic_loss = value_loss(
-                    new_values, old_values[index], returns[index], config.clip_coef if config.clip_vloss else None
+                    new_values, mb_old_values, mb_returns, config.clip_coef if config.clip_vloss else None
                 )
                 entropy_mean = entropy_bonus(entropy)
-                loss = policy_loss - config.ent_coef * entropy_mean + config.vf_coef * critic_loss
+                loss = policy_loss + config.vf_coef * critic_loss
+                if config.ent_coef:  # with c_e = 0 the entropy is only logged: no backward through it
+                    loss = loss - config.ent_coef * entropy_mean
 
-                self.optimizer.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad()
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
-                self.optimizer.step()
+                self.optimizer.step()  # clips the global gradient norm to max_grad_norm first
 
-                with torch.no_grad():
-                    log_ratio = new_log_probs - old_log_probs[index]
-                    if minibatches == 0:
-                        first_ratio_error = float((log_ratio.exp() - 1).abs().max())
-                    approx_kl = float(kl_estimate(log_ratio, "k3"))
-                    for name, value in (
-                        ("policy_loss", float(policy_loss)),
-                        ("value_loss", float(critic_loss)),
-                        ("entropy", float(entropy_mean)),
-                        ("old_approx_kl", float(kl_estimate(log_ratio, "k1"))),
-                        ("approx_kl", approx_kl),
-                        ("clip_fraction", float(clip_fraction(new_log_probs, old_log_probs[index], self.clip_coef))),
-                    ):
-                        sums[name] = sums.get(name, 0.0) + value
-                minibatches += 1
-                if config.target_kl is not None and approx_kl > config.target_kl:
-                    stop = True
-                    break
+                losses.append(torch.stack([policy_loss.detach(), critic_loss.detach(), entropy_mean.detach()]))
+                new_log_prob_list.append(new_log_probs.detach())
+                old_log_prob_list.append(mb_old_log_probs)
+                if first_ratio_error is None:  # π_θ = π_old here, so this is ~1e-7 unless something is wrong
+                    first_ratio_error = (new_log_probs.detach() - mb_old_log_probs).exp().sub(1).abs().max()
+                if config.target_kl is not None:
+                    minibatch_kl = kl_estimate(new_log_probs.detach() - mb_old_log_probs, "k3")
+                    if float(minibatch_kl) > config.target_kl:
+                        stop = True
+                        break
             if stop:
                 break
 
-        metrics = {name: total / minibatches for name, total in sums.items()}
+        # Minibatches are equal-sized, so means over all samples are means of minibatch means.
+        new_log_probs, old_log_probs = torch.cat(new_log_prob_list), torch.cat(old_log_prob_list)
+        log_ratio = new_log_probs - old_log_probs
+        policy_loss, critic_loss, entropy_mean = torch.stack(losses).mean(dim=0).tolist()
+        metrics = {
+            "policy_loss": policy_loss,
+            "value_loss": critic_loss,
+            "entropy": entropy_mean,
+            "old_approx_kl": float(kl_estimate(log_ratio, "k1")),
+            "approx_kl": float(kl_estimate(log_ratio, "k3")),
+            "clip_fraction": float(clip_fraction(new_log_probs, old_log_probs, self.clip_coef)),
+        }
         metrics["explained_variance"] = explained_variance(old_values, returns)
-        metrics["first_minibatch_ratio_error"] = first_ratio_error
-        metrics["minibatch_updates"] = minibatches
+        metrics["first_minibatch_ratio_error"] = float(first_ratio_error)
+        metrics["minibatch_updates"] = len(losses)
         return metrics
 
     # ------------------------------------------------------------------ loop
@@ -289,8 +299,7 @@ class PPO:
                 self.iteration += 1
                 if config.anneal_lr:
                     fraction = 1.0 - (self.iteration - 1.0) / config.num_iterations
-                    for group in self.optimizer.param_groups:
-                        group["lr"] = fraction * config.learning_rate
+                    self.optimizer.lr = fraction * config.learning_rate
                 episode_returns, episode_lengths = self.collect_rollout()
                 advantages, returns = self.compute_advantages()
                 metrics = self.update(advantages, returns)
@@ -304,7 +313,7 @@ class PPO:
                     episode_return_mean=float(episode_returns.mean()) if episode_returns.numel() else math.nan,
                     episode_length_mean=float(episode_lengths.float().mean()) if episode_lengths.numel() else math.nan,
                     episode_return_recent=_mean(self.recent_returns),
-                    learning_rate=self.optimizer.param_groups[0]["lr"],
+                    learning_rate=self.optimizer.lr,
                     steps_per_second=self.global_step / max(self.train_seconds, 1e-9),
                 )
                 if logger is not None:

@@ -1,0 +1,122 @@
+"""Adam over one flat parameter vector, with global gradient-norm clipping built in.
+
+For parameters θ (all of a network's weights, as one vector), gradient g, step t:
+
+    g ← g · min(1, c / (‖g‖₂ + 10⁻⁶))          clip the global norm to c (if c is given)
+    m ← β₁ m + (1 − β₁) g                       first moment
+    v ← β₂ v + (1 − β₂) g²                      second moment
+    θ ← θ − α / (1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
+
+which is `torch.optim.Adam` followed by `torch.nn.utils.clip_grad_norm_`, written out.
+
+Why not torch.optim: PPO's networks are tiny (a few thousand weights), so an update step
+costs what its Python overhead costs. torch.optim walks a list of parameter tensors and
+its first use imports torch._dynamo (over a second of start-up on a small CPU);
+clip_grad_norm_ walks the list again. Here every parameter is a view into one
+contiguous vector, and so is every gradient, so the whole step is a handful of tensor
+operations on one vector: roughly 8× less overhead per step on a 2-core CPU
+(`python -m experiments.benchmark_optim`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import torch
+from torch import nn
+
+
+class FlatAdam:
+    """Adam on `parameters`, which are re-pointed into one contiguous vector.
+
+    After construction each parameter's `.data` and `.grad` are views into
+    `self.flat_params` and `self.flat_grads`. Gradients accumulate there in place, so
+    keep them allocated: `zero_grad()` zeros them (it never sets them to None). Moving the
+    module to another device afterwards would break the views; move it first.
+    """
+
+    def __init__(
+        self,
+        parameters: Iterable[nn.Parameter],
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        max_grad_norm: float | None = None,
+    ):
+        self.parameters = _unique(parameters)
+        if not self.parameters:
+            raise ValueError("FlatAdam got no parameters that require gradients")
+        first = self.parameters[0]
+        if any(p.dtype != first.dtype or p.device != first.device for p in self.parameters):
+            raise ValueError("FlatAdam needs every parameter on one device with one dtype")
+        self.lr = float(lr)
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        self.max_grad_norm = max_grad_norm
+        total = sum(p.numel() for p in self.parameters)
+        self.flat_params = torch.empty(total, dtype=first.dtype, device=first.device)
+        self.flat_grads = torch.zeros_like(self.flat_params)
+        offset = 0
+        for p in self.parameters:
+            size = p.numel()
+            self.flat_params[offset : offset + size].copy_(p.detach().reshape(-1))
+            p.data = self.flat_params[offset : offset + size].view_as(p)
+            p.grad = self.flat_grads[offset : offset + size].view_as(p)
+            offset += size
+        self.exp_avg = torch.zeros_like(self.flat_params)  # m
+        self.exp_avg_sq = torch.zeros_like(self.flat_params)  # v
+        self.steps = 0  # t
+
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Zero every gradient (`set_to_none` is accepted and ignored: the views stay)."""
+        self.flat_grads.zero_()
+
+    def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
+        """g ← g · min(1, max_norm / (‖g‖₂ + 10⁻⁶)); returns ‖g‖₂ before clipping."""
+        norm = torch.linalg.vector_norm(self.flat_grads)
+        self.flat_grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One Adam step on the current gradients (clipped first if max_grad_norm is set)."""
+        if self.max_grad_norm is not None:
+            self.clip_grad_norm(self.max_grad_norm)
+        self.steps += 1
+        grads = self.flat_grads
+        self.exp_avg.lerp_(grads, 1.0 - self.beta1)
+        self.exp_avg_sq.mul_(self.beta2).addcmul_(grads, grads, value=1.0 - self.beta2)
+        bias_correction1 = 1.0 - self.beta1**self.steps
+        bias_correction2 = 1.0 - self.beta2**self.steps
+        denominator = (self.exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
+        self.flat_params.addcdiv_(self.exp_avg, denominator, value=-self.lr / bias_correction1)
+
+    def state_dict(self) -> dict:
+        return {
+            "lr": self.lr,
+            "steps": self.steps,
+            "exp_avg": self.exp_avg.clone(),
+            "exp_avg_sq": self.exp_avg_sq.clone(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()`; ValueError if it belongs to a different parameter count."""
+        for key in ("exp_avg", "exp_avg_sq"):
+            if tuple(state[key].shape) != tuple(self.flat_params.shape):
+                raise ValueError(
+                    f"optimizer state {key} has shape {tuple(state[key].shape)}, expected {tuple(self.flat_params.shape)}"
+                )
+        self.lr = float(state["lr"])
+        self.steps = int(state["steps"])
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])
+
+
+def _unique(parameters: Iterable[nn.Parameter]) -> list[nn.Parameter]:
+    seen, unique = set(), []
+    for p in parameters:
+        if p.requires_grad and id(p) not in seen:
+            seen.add(id(p))
+            unique.append(p)
+    return unique
