@@ -81,8 +81,7 @@ snapshots = []  # the base run's rollouts, kept for defect 7
 
 
 def run(config: PPOConfig, keep_rollouts: bool = False) -> list[dict]:
-    envs = make_torch_vec_env(config.env_id, config.num_envs)
-    envs.max_episode_steps = TIME_LIMIT
+    envs = make_torch_vec_env(config.env_id, config.num_envs, max_episode_steps=TIME_LIMIT)
     history = []
 
     def record(ppo: PPO, metrics: dict) -> None:

@@ -283,6 +283,17 @@ def test_unknown_env_id_names_it_and_the_supported_ones():
     assert all(env_id in message for env_id in TORCH_ENV_IDS)
 
 
+def test_max_episode_steps_sets_the_time_limit_and_refuses_bad_values():
+    env = make_torch_vec_env("CartPole-v1", 3, seed=0, max_episode_steps=5)
+    env.reset(seed=0)
+    truncated = [bool(env.step(torch.ones(3, dtype=torch.int64)).truncated.all()) for _ in range(5)]
+    assert truncated == [False, False, False, False, True]  # pushed right: still upright after 5 steps
+    assert make_torch_vec_env("CartPole-v1", 3).max_episode_steps == 500
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match=f"max_episode_steps = {bad}"):
+            make_torch_vec_env("CartPole-v1", 3, max_episode_steps=bad)
+
+
 def test_step_before_reset_raises():
     env = make_torch_vec_env("CartPole-v1", 2)
     with pytest.raises(RuntimeError, match="reset"):
