@@ -38,6 +38,14 @@ class Policy:
             return self.model.greedy_action(obs)
         return self.model.distribution(obs).sample()
 
+    def env_actions(self, raw_obs: np.ndarray, action_space: gym.Space, greedy: bool = True) -> np.ndarray:
+        """Actions for a batch of gymnasium observations, as numpy; Box actions are
+        clipped to the bounds (the Gaussian is unbounded, the env is not)."""
+        action = self.act(torch.as_tensor(raw_obs, dtype=torch.float32), greedy).numpy()
+        if isinstance(action_space, gym.spaces.Box):
+            action = np.clip(action, action_space.low, action_space.high)
+        return action
+
 
 def load_policy(path) -> Policy:
     """Rebuild the policy of a checkpoint file or run folder (CheckpointError if unusable)."""
@@ -93,16 +101,11 @@ def evaluate_policy(
         [lambda: gym.make(env_id) for _ in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
-    low = high = None
-    if isinstance(envs.single_action_space, gym.spaces.Box):
-        low, high = envs.single_action_space.low, envs.single_action_space.high
     obs, _ = envs.reset(seed=seed)
     running = np.zeros(num_envs)
     returns: list[list[float]] = [[] for _ in range(num_envs)]
     while any(len(returns[i]) < quotas[i] for i in range(num_envs)):
-        action = policy.act(torch.as_tensor(obs, dtype=torch.float32), greedy).numpy()
-        if low is not None:
-            action = np.clip(action, low, high)
+        action = policy.env_actions(obs, envs.single_action_space, greedy)
         obs, reward, terminated, truncated, _ = envs.step(action)
         running += reward
         for i in np.flatnonzero(terminated | truncated):

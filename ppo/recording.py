@@ -19,7 +19,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from ppo.config import ConfigError
 from ppo.evaluation import EVAL_SEED_OFFSET, Policy
@@ -52,9 +51,6 @@ def run_rendered_episode(policy: Policy, seed: int, greedy: bool = True) -> tupl
     env_id = policy.config.env_id
     env = make_gymnasium_env(env_id, render_mode="rgb_array")
     try:
-        low = high = None
-        if isinstance(env.action_space, gym.spaces.Box):
-            low, high = env.action_space.low, env.action_space.high
         obs, _ = env.reset(seed=seed)
         try:
             frames = [env.render()]
@@ -66,9 +62,7 @@ def run_rendered_episode(policy: Policy, seed: int, greedy: bool = True) -> tupl
             ) from None
         total, done = 0.0, False
         while not done:
-            action = policy.act(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(0), greedy)[0].numpy()
-            if low is not None:
-                action = np.clip(action, low, high)
+            action = policy.env_actions(obs[None], env.action_space, greedy)[0]
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
             done = terminated or truncated
