@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from experiments.cli import OneLineArgumentParser, run_with_user_errors
+from ppo.malloc import keep_freed_memory
 
 PROG = "benchmark_envs"
 BACKENDS = ("sync", "numpy-vector", "torch")
@@ -271,6 +272,7 @@ def _run(args) -> int:
         raise ValueError(f"--device {args.device}: CUDA is not available")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    keep_freed_memory()  # the allocator setting the trainer uses, for every backend alike
     backends = tuple(backend for backend in BACKENDS if backend in args.backends)
     gym.spec(args.env_id)  # an unknown id fails here, before the header
     print(f"{args.env_id}: env-steps/s of a random policy, median of {args.rounds} rounds; "

@@ -53,6 +53,10 @@ class TorchClassicEnv(ABC):
     env_id: str
     max_episode_steps: int  # the TimeLimit that gymnasium.make(env_id) adds
     state_dim: int
+    # True where the observation is the state itself, only converted to float32 (CartPole,
+    # MountainCar): after a restart, observing the whole new state is then cheaper than
+    # copying final_obs and writing the fresh rows into it.
+    observation_is_state: bool = False
     single_observation_space: gym.spaces.Box
     single_action_space: gym.Space
 
@@ -93,7 +97,7 @@ class TorchClassicEnv(ABC):
 
     @abstractmethod
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        """(state_dim, n) state -> (n, obs_dim) contiguous float32 observation."""
+        """(state_dim, n) state -> (n, obs_dim) float32 observation (`_rows_to_observation`)."""
 
     # ----- the VecEnv interface ------------------------------------------------------
 
@@ -132,6 +136,8 @@ class TorchClassicEnv(ABC):
         fresh = self._initial_state(rows.numel())  # (state_dim, k)
         self._state.index_copy_(1, rows, fresh)  # next_state is ours to overwrite
         self.elapsed_steps.index_fill_(0, rows, 0)
+        if self.observation_is_state:  # one dtype pass over the state beats patching a copy
+            return self._observe(self._state)
         return final_obs.index_copy(0, rows, self._observe(fresh))  # (N, obs_dim)
 
     def _restart_by_mask(self, next_state, final_obs, done) -> torch.Tensor:
@@ -163,9 +169,14 @@ class TorchClassicEnv(ABC):
 
     @staticmethod
     def _rows_to_observation(rows: torch.Tensor) -> torch.Tensor:
-        """(obs_dim, n) component rows -> (n, obs_dim) contiguous float32 observation."""
-        obs = torch.empty(rows.shape[::-1], dtype=torch.float32, device=rows.device)
-        return obs.copy_(rows.T)
+        """(obs_dim, n) component rows -> (n, obs_dim) float32 observation, always a copy.
+
+        The result keeps the rows' memory order (column-major, strides (1, n)): converting
+        the dtype is then one pass over contiguous memory, where a row-major copy would
+        be a transposing gather costing more than the physics at n = 4096. Every torch
+        operation (and `.numpy()`) takes it as it is; `.contiguous()` gives row-major.
+        """
+        return rows.T.to(torch.float32, copy=True)  # copy: float32 physics must not alias the state
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.env_id!r}, num_envs={self.num_envs}, device={self.device})"

@@ -41,6 +41,7 @@ class TorchCartPole(TorchClassicEnv):
     env_id = "CartPole-v1"
     max_episode_steps = 500
     state_dim = 4
+    observation_is_state = True
 
     GRAVITY = 9.8
     CART_MASS = 1.0
@@ -82,9 +83,10 @@ class TorchCartPole(TorchClassicEnv):
         # x_acc = temp - m_p l theta_acc cos / M
         x_acc = torch.addcmul(temp, theta_acc, cos, value=-self.MASS_LENGTH_RATIO)
 
-        # Explicit Euler on the whole state at once: s <- s + tau ds/dt.
-        state_derivative = torch.stack((x_dot, x_acc, theta_dot, theta_acc))  # (4, N)
-        next_state = torch.add(state, state_derivative, alpha=self.TAU)  # (4, N)
+        # Explicit Euler, s <- s + tau ds/dt, written row by row into the new state.
+        next_state = torch.empty_like(state)  # (4, N)
+        for row, rate in enumerate((x_dot, x_acc, theta_dot, theta_acc)):
+            torch.add(state[row], rate, alpha=self.TAU, out=next_state[row])
 
         # |x| > 2.4 or |theta| > 12 degrees, both rows in one comparison.
         out_of_bounds = next_state[0::2].abs() > self._limits  # (2, N)

@@ -29,6 +29,7 @@ class TorchMountainCar(TorchClassicEnv):
     env_id = "MountainCar-v0"
     max_episode_steps = 200
     state_dim = 2
+    observation_is_state = True
 
     MIN_POSITION = -1.2
     MAX_POSITION = 0.6
