@@ -14,7 +14,7 @@ costs what its Python overhead costs. torch.optim walks a list of parameter tens
 its first use imports torch._dynamo (over a second of start-up on a small CPU);
 clip_grad_norm_ walks the list again. Here every parameter is a view into one
 contiguous vector, and so is every gradient, so the whole step is a handful of tensor
-operations on one vector: roughly 8× less overhead per step on a 2-core CPU
+operations on one vector: the optimizer part of a step is 4–8× faster on a 2-core CPU
 (`python -m experiments.benchmark_optim`).
 """
 
