@@ -32,8 +32,9 @@ class FlatAdam:
 
     After construction each parameter's `.data` and `.grad` are views into
     `self.flat_params` and `self.flat_grads`. Gradients accumulate there in place, so
-    keep them allocated: `zero_grad()` zeros them (it never sets them to None). Moving the
-    module to another device afterwards would break the views; move it first.
+    keep them allocated: zero them with this optimizer's `zero_grad()`, not the module's
+    (which sets them to None; `step()` then refuses to run). Moving the module to another
+    device afterwards would break the views; move it first.
     """
 
     def __init__(
@@ -64,12 +65,13 @@ class FlatAdam:
             p.data = self.flat_params[offset : offset + size].view_as(p)
             p.grad = self.flat_grads[offset : offset + size].view_as(p)
             offset += size
+        self._grad_views = [p.grad for p in self.parameters]
         self.exp_avg = torch.zeros_like(self.flat_params)  # m
         self.exp_avg_sq = torch.zeros_like(self.flat_params)  # v
         self.steps = 0  # t
 
-    def zero_grad(self, set_to_none: bool = False) -> None:
-        """Zero every gradient (`set_to_none` is accepted and ignored: the views stay)."""
+    def zero_grad(self) -> None:
+        """Zero every gradient in place (the views into the flat vector stay)."""
         self.flat_grads.zero_()
 
     def clip_grad_norm(self, max_norm: float) -> torch.Tensor:
@@ -81,6 +83,11 @@ class FlatAdam:
     @torch.no_grad()
     def step(self) -> None:
         """One Adam step on the current gradients (clipped first if max_grad_norm is set)."""
+        if any(p.grad is not view for p, view in zip(self.parameters, self._grad_views)):
+            raise RuntimeError(
+                "a parameter's .grad no longer points into FlatAdam's flat vector (module.zero_grad() "
+                "or set_to_none replaced it); zero gradients with the optimizer's zero_grad()"
+            )
         if self.max_grad_norm is not None:
             self.clip_grad_norm(self.max_grad_norm)
         self.steps += 1

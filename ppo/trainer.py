@@ -38,8 +38,8 @@ from ppo.losses import (
     normalize_advantages,
     value_loss,
 )
-from ppo.networks import ActorCritic
 from ppo.malloc import keep_freed_memory
+from ppo.networks import ActorCritic
 from ppo.normalize import ObservationNormalizer, RewardScaler
 from ppo.optim import FlatAdam
 from ppo.storage import RolloutBuffer
@@ -251,13 +251,12 @@ class PPO:
                 losses.append(torch.stack([policy_loss.detach(), critic_loss.detach(), entropy_mean.detach()]))
                 new_log_prob_list.append(new_log_probs.detach())
                 old_log_prob_list.append(mb_old_log_probs)
+                log_ratio = new_log_probs.detach() - mb_old_log_probs
                 if first_ratio_error is None:  # π_θ = π_old here, so this is ~1e-7 unless something is wrong
-                    first_ratio_error = (new_log_probs.detach() - mb_old_log_probs).exp().sub(1).abs().max()
-                if config.target_kl is not None:
-                    minibatch_kl = kl_estimate(new_log_probs.detach() - mb_old_log_probs, "k3")
-                    if float(minibatch_kl) > config.target_kl:
-                        stop = True
-                        break
+                    first_ratio_error = log_ratio.exp().sub(1).abs().max()
+                if config.target_kl is not None and float(kl_estimate(log_ratio, "k3")) > config.target_kl:
+                    stop = True
+                    break
             if stop:
                 break
 
@@ -272,10 +271,10 @@ class PPO:
             "old_approx_kl": float(kl_estimate(log_ratio, "k1")),
             "approx_kl": float(kl_estimate(log_ratio, "k3")),
             "clip_fraction": float(clip_fraction(new_log_probs, old_log_probs, self.clip_coef)),
+            "explained_variance": explained_variance(old_values, returns),
+            "first_minibatch_ratio_error": float(first_ratio_error),
+            "minibatch_updates": len(losses),
         }
-        metrics["explained_variance"] = explained_variance(old_values, returns)
-        metrics["first_minibatch_ratio_error"] = float(first_ratio_error)
-        metrics["minibatch_updates"] = len(losses)
         return metrics
 
     # ------------------------------------------------------------------ loop

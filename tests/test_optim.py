@@ -89,3 +89,12 @@ def test_state_dict_round_trip_and_mismatch(tmp_path):
     torch.testing.assert_close(restored.exp_avg, optimizer.exp_avg)
     with pytest.raises(ValueError, match="shape"):
         FlatAdam([torch.nn.Parameter(torch.ones(4))], lr=0.1).load_state_dict(optimizer.state_dict())
+
+
+def test_step_refuses_gradients_detached_from_the_flat_vector():
+    model = torch.nn.Linear(3, 2)
+    optimizer = FlatAdam(model.parameters(), lr=0.1)
+    model.zero_grad()  # nn.Module's zero_grad sets .grad to None
+    model(torch.randn(4, 3)).sum().backward()  # autograd allocates fresh gradients elsewhere
+    with pytest.raises(RuntimeError, match="zero_grad"):
+        optimizer.step()
