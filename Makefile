@@ -1,6 +1,6 @@
 # Two commands for a fresh machine:
 #   make demo   install, train PPO on CartPole-v1 with the defaults, evaluate, show the plot's path
-#   make test   install with the test extras and run the test suite
+#   make test   install with the test extras, check the import layers, run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -21,6 +21,7 @@ demo: install
 	$(BIN)/ppo-train --env-id CartPole-v1 --eval-episodes 100
 
 test: install-dev
+	$(BIN)/lint-imports --config setup.cfg
 	$(BIN)/python -m pytest -q
 
 test-slow: install-dev

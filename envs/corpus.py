@@ -15,6 +15,9 @@ That buys two things a real corpus never gives us:
    policy, the optimum of  E[r] - beta * KL(pi || pi_ref)  is known in closed form,
    pi*(food) ∝ pi_ref(food) * exp(r(food) / beta), so training can be checked
    against it instead of being judged by eye.
+
+`FOOD_CORPUS` is this corpus as pretraining sees it (`ppo.lm.pretrain.TextCorpus`:
+characters, a seeded sample, and a fingerprint for the cache key).
 """
 
 from __future__ import annotations
@@ -133,3 +136,19 @@ def corpus_characters() -> str:
     """All characters any sentence can contain, sorted (letters and space)."""
     words = PEOPLE + RELATIONS + FOODS
     return "".join(sorted(set(" ".join(words))))
+
+
+class FoodCorpus:
+    """The sentences of this module, with the methods pretraining asks of a corpus."""
+
+    def characters(self) -> str:
+        return corpus_characters()
+
+    def sample(self, n: int, seed: int) -> list[str]:
+        return sample_sentences(n, seed)
+
+    def fingerprint(self) -> dict:
+        return {"corpus": PERCENT_TABLE, "people": PEOPLE, "foods": FOODS}
+
+
+FOOD_CORPUS = FoodCorpus()

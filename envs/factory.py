@@ -1,16 +1,24 @@
-"""Build the training environments for an env id and a backend.
+"""Build the environments for an env id and a backend.
 
-Both backends return an object with the `ppo.vec_env.VecEnv` interface, so the trainer
-never asks which one it has. Gymnasium environments that live in optional extras
-(MuJoCo, Box2D) get a one-line message naming the extra to install.
+Every vector env made here speaks the core's `ppo.vec_env.VecEnv` interface, so the
+trainer never asks which backend it has. Gymnasium environments that live in optional
+extras (MuJoCo, Box2D) get a one-line message naming the extra to install.
+
+    make_vec_env("CartPole-v1", 64, "auto")         # the batched torch CartPole: N copies, one call
+    make_vec_env("Hopper-v5", 1, "gymnasium")       # gymnasium's SyncVectorEnv behind the same interface
+    gymnasium_env_factory("CartPole-v1")            # a function making one gymnasium env (evaluation)
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import gymnasium as gym
 
-from ppo.config import ConfigError
-from ppo.vec_env import GymnasiumVecEnv, VecEnv
+from envs.classic import TORCH_ENV_IDS, make_torch_vec_env
+from envs.gymnasium_vec_env import GymnasiumVecEnv
+
+BACKENDS = ("auto", "gymnasium", "torch")
 
 # The optional dependency group of this project that provides each gymnasium family.
 EXTRA_FOR_ENTRY_POINT = {
@@ -19,16 +27,14 @@ EXTRA_FOR_ENTRY_POINT = {
 }
 
 
-def torch_env_ids() -> tuple[str, ...]:
-    from envs.classic import TORCH_ENV_IDS
-
-    return tuple(TORCH_ENV_IDS)
+class EnvError(ValueError):
+    """An env id, backend or missing package the user can fix; the message is one line."""
 
 
 def check_env_id(env_id: str) -> None:
-    """ConfigError if gymnasium does not know `env_id`."""
+    """EnvError if gymnasium does not know `env_id`."""
     if env_id not in gym.registry:
-        raise ConfigError(
+        raise EnvError(
             f"env_id = {env_id!r} is not a registered gymnasium environment "
             f"(for example CartPole-v1, Acrobot-v1, Pendulum-v1, LunarLander-v3, HalfCheetah-v5)"
         )
@@ -36,12 +42,13 @@ def check_env_id(env_id: str) -> None:
 
 def resolve_backend(env_id: str, backend: str) -> str:
     """'auto' → 'torch' when a batched version of env_id exists, else 'gymnasium'."""
-    ids = torch_env_ids()
+    if backend not in BACKENDS:
+        raise EnvError(f"env_backend = {backend!r} is not one of {', '.join(BACKENDS)}")
     if backend == "auto":
-        return "torch" if env_id in ids else "gymnasium"
-    if backend == "torch" and env_id not in ids:
-        raise ConfigError(
-            f"env_id = {env_id!r} has no batched torch version; env_backend 'torch' supports {', '.join(ids)}"
+        return "torch" if env_id in TORCH_ENV_IDS else "gymnasium"
+    if backend == "torch" and env_id not in TORCH_ENV_IDS:
+        raise EnvError(
+            f"env_id = {env_id!r} has no batched torch version; env_backend 'torch' supports {', '.join(TORCH_ENV_IDS)}"
         )
     return backend
 
@@ -55,23 +62,30 @@ def missing_extra_message(env_id: str, error: Exception) -> str:
 
 
 def make_gymnasium_env(env_id: str, **kwargs) -> gym.Env:
-    """gym.make with the missing-extra error turned into a ConfigError."""
+    """gym.make with the missing-extra error turned into an EnvError."""
     check_env_id(env_id)
     try:
         return gym.make(env_id, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as error:
-        raise ConfigError(missing_extra_message(env_id, error)) from None
+        raise EnvError(missing_extra_message(env_id, error)) from None
 
 
-def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu") -> VecEnv:
+def gymnasium_env_factory(env_id: str, **kwargs) -> Callable[[], gym.Env]:
+    """A function that makes one gymnasium env (what evaluation and recording take).
+
+    It makes one env right away, so a missing extra is reported here and not later.
+    """
+    make_gymnasium_env(env_id, **kwargs).close()
+    return lambda: gym.make(env_id, **kwargs)
+
+
+def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu"):
     """N copies of env_id behind the VecEnv interface, stepped by the chosen backend."""
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":
-        from envs.classic import make_torch_vec_env
-
         return make_torch_vec_env(env_id, num_envs, device=device)
     try:
         return GymnasiumVecEnv(env_id, num_envs, device=device)
     except (gym.error.DependencyNotInstalled, ImportError) as error:
-        raise ConfigError(missing_extra_message(env_id, error)) from None
+        raise EnvError(missing_extra_message(env_id, error)) from None

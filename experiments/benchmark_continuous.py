@@ -19,8 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.cli import OneLineArgumentParser, add_dataclass_flags, given_flags, run_with_user_errors
-from ppo.checkpoint import CheckpointError
+from experiments.cli import OneLineArgumentParser, add_dataclass_flags, configure_process, given_flags, run_with_user_errors
 from ppo.config import ConfigError, PPOConfig
 
 PROG = "benchmark_continuous"
@@ -51,16 +50,20 @@ def build_parser() -> OneLineArgumentParser:
 
 def train_and_evaluate(config: PPOConfig, eval_episodes: int, run_dir: Path | None) -> dict:
     """One seed: train, then the greedy evaluation of the final policy."""
+    from envs.factory import gymnasium_env_factory
+    from experiments.train import training_envs
     from ppo.evaluation import Policy, evaluate_policy
     from ppo.trainer import PPO
 
-    trainer = PPO(config, run_dir=run_dir, progress=False)
+    configure_process(config.num_threads)
+    trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=False)
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
     trainer.envs.close()
     trainer.model.eval()
-    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), eval_episodes)
+    policy = Policy(trainer.model, config, trainer.obs_normalizer)
+    returns = evaluate_policy(policy, gymnasium_env_factory(config.env_id), eval_episodes)
     return {
         "seed": config.seed,
         "eval_mean": float(returns.mean()),
@@ -73,11 +76,11 @@ def train_and_evaluate(config: PPOConfig, eval_episodes: int, run_dir: Path | No
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_with_user_errors(PROG, lambda: _benchmark(args), (ConfigError, CheckpointError))
+    return run_with_user_errors(PROG, lambda: _benchmark(args))
 
 
 def _benchmark(args) -> int:
-    from ppo.presets import build_config
+    from experiments.presets import build_config
 
     if args.eval_episodes <= 0:
         raise ConfigError(f"eval_episodes = {args.eval_episodes} must be a positive integer")

@@ -164,13 +164,15 @@ SOLVED_RETURN = 475.0  # CartPole-v1's threshold; the mean of the last 20 traini
 
 def train_one(env_id: str, backend: str, seed: int, eval_episodes: int) -> dict:
     """Train with the backend's shipped defaults; time-to-threshold, speed, final evaluation."""
+    from envs.factory import gymnasium_env_factory
+    from experiments.presets import build_config
+    from experiments.train import training_envs
     from ppo.evaluation import Policy, evaluate_policy
-    from ppo.presets import build_config
     from ppo.trainer import PPO
 
     started = time.perf_counter()
     config = build_config({"env_id": env_id, "env_backend": backend, "seed": seed, "tensorboard": False})
-    trainer = PPO(config, progress=False)
+    trainer = PPO(config, training_envs(config), progress=False)
     first_solved: list[float] = []
 
     def watch(ppo, metrics):
@@ -179,7 +181,8 @@ def train_one(env_id: str, backend: str, seed: int, eval_episodes: int) -> dict:
 
     trainer.train(callback=watch)
     command_seconds = time.perf_counter() - started
-    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), eval_episodes)
+    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), gymnasium_env_factory(env_id),
+                              eval_episodes)
     return {
         "backend": backend,
         "seed": seed,
@@ -272,7 +275,7 @@ def _run(args) -> int:
         raise ValueError(f"--device {args.device}: CUDA is not available")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    keep_freed_memory()  # the allocator setting the trainer uses, for every backend alike
+    keep_freed_memory()  # the allocator setting ppo-train makes, for every backend alike
     backends = tuple(backend for backend in BACKENDS if backend in args.backends)
     gym.spec(args.env_id)  # an unknown id fails here, before the header
     print(f"{args.env_id}: env-steps/s of a random policy, median of {args.rounds} rounds; "

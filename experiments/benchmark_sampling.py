@@ -59,10 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--batch-sizes must all be > 0, got {args.batch_sizes}")
     torch.set_num_threads(args.threads)
 
-    tokenizer = corpus_tokenizer()
+    tokenizer = corpus_tokenizer(corpus.FOOD_CORPUS)
     try:
-        config = PretrainConfig(n_layer=args.n_layer, n_embd=args.n_embd, n_head=args.n_head,
-                                block_size=args.block_size).gpt_config(tokenizer.vocab_size)
+        pretrain_config = PretrainConfig(n_layer=args.n_layer, n_embd=args.n_embd, n_head=args.n_head,
+                                         block_size=args.block_size).validate()
+        config = pretrain_config.gpt_config(tokenizer.vocab_size)
     except ValueError as exc:
         parser.error(str(exc))
     model = GPT(config, generator=torch.Generator().manual_seed(args.seed)).eval()

@@ -1,8 +1,9 @@
-"""Shared command-line plumbing: dataclass fields as flags, and user errors as one line.
+"""Shared command-line plumbing: dataclass fields as flags, user errors as one line, process settings.
 
 Every field of a config dataclass becomes a flag (`learning_rate` → `--learning-rate`)
 whose help text is the field's documentation. Flags the user did not give are absent
 from the parsed namespace, so presets can fill them in before the dataclass defaults.
+Every command builds its parser this way and runs its body under `run_with_user_errors`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import typing
 from pathlib import Path
 from typing import Callable, NoReturn
 
+from envs.factory import EnvError
+from ppo.checkpoint import CheckpointError
+from ppo.config import ConfigError, field_help
+
 USER_ERROR_EXIT_CODE = 2
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, CheckpointError, EnvError)
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
@@ -31,6 +37,17 @@ def _optional_float(text: str) -> float | None:
     return float(text)
 
 
+def configure_process(num_threads: int) -> None:
+    """Process-wide settings every training command makes before any work: torch's CPU
+    thread count, and glibc's malloc kept from returning autograd's buffers (ppo.malloc)."""
+    import torch
+
+    from ppo.malloc import keep_freed_memory
+
+    torch.set_num_threads(num_threads)
+    keep_freed_memory()
+
+
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
     """One flag per field of dataclass `cls`, default shown in the help, value omitted
     from the namespace unless given."""
@@ -41,7 +58,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, .
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
-        help_text = field.metadata.get("help", "")
+        help_text = field_help(cls, field.name)
         kwargs: dict = {"dest": field.name, "default": argparse.SUPPRESS}
         if hint is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
@@ -74,7 +91,9 @@ def fresh_run_dir(base: Path) -> Path:
     return candidate
 
 
-def run_with_user_errors(prog: str, body: Callable[[], int | None], errors: tuple[type[BaseException], ...]) -> int:
+def run_with_user_errors(
+    prog: str, body: Callable[[], int | None], errors: tuple[type[BaseException], ...] = USER_ERRORS
+) -> int:
     """Call body(); a user error becomes `prog: error: ...` on stderr and exit code 2."""
     try:
         return body() or 0

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 from experiments.cli import OneLineArgumentParser, run_with_user_errors
-from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError
 
 PROG = "ppo-eval"
@@ -39,13 +38,14 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
     """Evaluate, print one summary line, write eval.json next to the checkpoint."""
     import torch
 
+    from envs.factory import gymnasium_env_factory
     from ppo.evaluation import evaluate_policy, load_policy
 
     if episodes <= 0:
         raise ConfigError(f"episodes = {episodes} must be a positive integer")
     policy = load_policy(run_dir)
     torch.set_num_threads(policy.config.num_threads)  # a 64-wide network runs fastest on one thread
-    returns = evaluate_policy(policy, episodes, greedy=greedy, seed=seed)
+    returns = evaluate_policy(policy, gymnasium_env_factory(policy.config.env_id), episodes, greedy=greedy, seed=seed)
     result = {
         "env_id": policy.config.env_id,
         "episodes": int(len(returns)),
@@ -65,12 +65,15 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
 
 def record_run(run_dir: Path, greedy: bool = True, seed: int | None = None) -> dict:
     """Write one episode of the run's policy to RECORDING_NAME in the run folder."""
+    from envs.factory import gymnasium_env_factory
     from ppo.evaluation import load_policy
-    from ppo.recording import record_episode
+    from ppo.recording import prepare_headless_rendering, record_episode
 
     policy = load_policy(run_dir)
     folder = run_dir if run_dir.is_dir() else run_dir.parent
-    result = record_episode(policy, folder / RECORDING_NAME, seed=seed, greedy=greedy)
+    prepare_headless_rendering()  # before the first env is made: MuJoCo reads MUJOCO_GL when it is imported
+    make_env = gymnasium_env_factory(policy.config.env_id, render_mode="rgb_array")
+    result = record_episode(policy, make_env, folder / RECORDING_NAME, seed=seed, greedy=greedy)
     print(f"recorded one {'greedy' if greedy else 'sampled'} episode of {policy.config.env_id} "
           f"(return {result['return']:.1f}, {result['frames']} frames): {result['path']}")
     return result
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         evaluate_run(args.run_dir, args.episodes, not args.sample, args.seed)
         return 0
 
-    return run_with_user_errors(PROG, evaluate_and_record, (ConfigError, CheckpointError))
+    return run_with_user_errors(PROG, evaluate_and_record)
 
 
 if __name__ == "__main__":

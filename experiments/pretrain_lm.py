@@ -10,16 +10,23 @@ and the fraction of completions that are well-formed (an existing food followed 
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import math
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import torch
 
 from envs import corpus
+from experiments.cli import (
+    OneLineArgumentParser,
+    add_dataclass_flags,
+    configure_process,
+    given_flags,
+    run_with_user_errors,
+)
+from ppo.config import ConfigError
 from ppo.lm.model import completion_log_probs
 from ppo.lm.pretrain import (
     PretrainConfig,
@@ -28,47 +35,26 @@ from ppo.lm.pretrain import (
     evaluate_loss,
     load_or_pretrain_sft,
     pretrain,
-    save_checkpoint,
+    save_sft_checkpoint,
 )
 from ppo.lm.sampling import sample_texts
 
-HELP = {
-    "seed": "seed of the corpus draw, weight init and batch order",
-    "corpus_size": "sentences drawn from the known distribution (train + validation)",
-    "val_size": "sentences held out for the validation loss",
-    "steps": "optimizer steps",
-    "batch_size": "sentences per step",
-    "lr": "peak learning rate",
-    "min_lr_ratio": "final learning rate as a fraction of --lr (cosine decay)",
-    "warmup_steps": "steps of linear learning-rate warmup",
-    "weight_decay": "AdamW weight decay on matrices and embeddings",
-    "beta1": "AdamW first-moment decay",
-    "beta2": "AdamW second-moment decay",
-    "grad_clip": "clip the global gradient norm to this value (0 = off)",
-    "eval_interval": "steps between validation-loss reports",
-    "n_layer": "transformer blocks",
-    "n_head": "attention heads per block",
-    "n_embd": "embedding width",
-    "dropout": "dropout probability",
-    "block_size": "longest sequence in tokens",
-}
+PROG = "ppo-pretrain-lm"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ppo-pretrain-lm", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    for f in dataclasses.fields(PretrainConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
-                            help=HELP[f.name])
-    parser.add_argument("--out", default=None,
-                        help="also write the checkpoint to this path (default: only the cache)")
-    parser.add_argument("--cache-dir", default=None,
-                        help="checkpoint cache directory (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
-    parser.add_argument("--no-cache", action="store_true", help="always train; do not read or write the cache")
-    parser.add_argument("--samples", type=int, default=2000, help="completions sampled per person for the table")
-    parser.add_argument("--relation", default="likes", choices=corpus.RELATIONS, help="relation of the table")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (1 was fastest on a busy 2-core machine)")
+def build_parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    run = parser.add_argument_group("run")
+    run.add_argument("--out", type=Path, default=None,
+                     help="also write the checkpoint to this path (default: only the cache)")
+    run.add_argument("--cache-dir", type=Path, default=None,
+                     help="checkpoint cache directory (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
+    run.add_argument("--no-cache", action="store_true", help="always train; do not read or write the cache")
+    run.add_argument("--samples", type=int, default=2000, help="completions sampled per person for the table (default: 2000)")
+    run.add_argument("--relation", default="likes", choices=corpus.RELATIONS, help="relation of the table (default: likes)")
+    run.add_argument("--num-threads", type=int, default=1,
+                     help="torch CPU threads (default: 1, the fastest on a busy 2-core machine)")
+    add_dataclass_flags(parser.add_argument_group("pretraining (PretrainConfig)"), PretrainConfig)
     return parser
 
 
@@ -117,30 +103,29 @@ def print_report(model, tokenizer, relation: str, samples: int, seed: int) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    settings = {f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainConfig)}
-    try:
-        config = PretrainConfig(**settings)
-    except ValueError as exc:
-        parser.error(str(exc))
+    args = build_parser().parse_args(argv)
+    return run_with_user_errors(PROG, lambda: _pretrain(args))
+
+
+def _pretrain(args) -> int:
+    config = PretrainConfig(**given_flags(args, PretrainConfig)).validate()
     if args.samples <= 0:
-        parser.error(f"--samples must be > 0, got {args.samples}")
-    if args.threads <= 0:
-        parser.error(f"--threads must be > 0, got {args.threads}")
-    torch.set_num_threads(args.threads)
+        raise ConfigError(f"samples = {args.samples} must be a positive integer")
+    if args.num_threads <= 0:
+        raise ConfigError(f"num_threads = {args.num_threads} must be a positive integer")
+    configure_process(args.num_threads)
 
     start = time.perf_counter()
     if args.no_cache:
-        result = pretrain(config)
+        result = pretrain(corpus.FOOD_CORPUS, config)
         model, tokenizer = result.model, result.tokenizer
         metrics = {"val_loss": result.val_loss, "seconds": result.seconds}
     else:
-        model, tokenizer = load_or_pretrain_sft(config, cache_dir=args.cache_dir)
+        model, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, config, cache_dir=args.cache_dir)
         metrics = {}
     print(f"model ready after {time.perf_counter() - start:.1f}s (wall-clock)")
     if args.out:
-        save_checkpoint(args.out, model, tokenizer, config, metrics)
+        save_sft_checkpoint(model, tokenizer, args.out, config, metrics)
         print(f"wrote {args.out}")
 
     # The validation split is the first val_size sentences of the corpus draw, so it can be redrawn cheaply.
@@ -151,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
           f"uniform model log V = {math.log(tokenizer.vocab_size):.4f}   corpus entropy ~ {floor:.4f}")
     print_report(model, tokenizer, args.relation, args.samples, seed=config.seed)
     if not args.no_cache:
-        print(f"\ncheckpoint: {cached_checkpoint_path(config, args.cache_dir)}")
+        print(f"\ncheckpoint: {cached_checkpoint_path(corpus.FOOD_CORPUS, config, args.cache_dir)}")
     return 0
 
 

@@ -6,11 +6,13 @@
     python -m experiments.rlhf --reward model --person all       # the full pipeline: preferences → reward model → PPO
     python -m experiments.rlhf --critic shared --seed 3
 
-Every field of ppo.lm.rlhf_config.RLHFConfig is a flag. The SFT model comes from the cache
-(trained first if it is missing). The run folder gets config.json, metrics.csv, TensorBoard
-events, checkpoint.pt, training_grid.png, critic_values.png and summary.json. At the end the
-policy is measured on fresh samples at temperature 1 and compared with the SFT model and
-with the exact optimum of the KL-regularised objective.
+Every field of ppo.lm.rlhf_config.RLHFConfig (the trainer) and of
+experiments.food_task.FoodTaskConfig (the task) is a flag. The SFT model comes from the
+cache (trained first if it is missing). The run folder gets config.json (the trainer's
+settings), task.json, metrics.csv, TensorBoard events, checkpoint.pt, training_grid.png,
+critic_values.png and summary.json. At the end the policy is measured on fresh samples
+at temperature 1 and compared with the SFT model and with the exact optimum of the
+KL-regularised objective.
 """
 
 from __future__ import annotations
@@ -25,20 +27,22 @@ from pathlib import Path
 import torch
 
 from envs import corpus
-from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, corrupt, preference_pairs, task_prompts
+from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, corrupt, preference_pairs
 from experiments.cli import (
     OneLineArgumentParser,
     add_dataclass_flags,
+    configure_process,
     fresh_run_dir,
     given_flags,
     run_with_user_errors,
 )
-from ppo.checkpoint import CheckpointError, save_checkpoint
+from experiments.food_task import FoodTaskConfig, food_shares, food_task
+from ppo.checkpoint import save_checkpoint
 from ppo.config import ConfigError
-from ppo.lm import pretrain as sft_pretrain
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
-from ppo.lm.evaluation import evaluate_policy
+from ppo.lm.evaluation import evaluate_lm_policy
 from ppo.lm.optimum import MALFORMED, optimum_over_prompts, rule_scores
+from ppo.lm.pretrain import load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer
@@ -49,75 +53,90 @@ PROG = "ppo-rlhf"
 
 def build_parser() -> OneLineArgumentParser:
     parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    add_dataclass_flags(parser, RLHFConfig)
-    parser.add_argument("--run-dir", type=Path, default=None, help="run folder (default: runs/rlhf-<food>-<reward>__seed<N>)")
-    parser.add_argument("--sft-cache-dir", type=Path, default=None,
-                        help="where the SFT checkpoint is cached (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run = parser.add_argument_group("run")
+    run.add_argument("--run-dir", type=Path, default=None, help="run folder (default: runs/rlhf-<food>-<reward>__seed<N>)")
+    run.add_argument("--sft-cache-dir", type=Path, default=None,
+                     help="where the SFT checkpoint is cached (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
+    run.add_argument("--eval-samples", type=int, default=1_000,
+                     help="fresh completions (at temperature 1) for the final evaluation (default: 1000)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_dataclass_flags(parser.add_argument_group("the task (FoodTaskConfig)"), FoodTaskConfig)
+    add_dataclass_flags(parser.add_argument_group("PPO on the language model (RLHFConfig)"), RLHFConfig)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_with_user_errors(PROG, lambda: _run(args), (ConfigError, CheckpointError))
+    return run_with_user_errors(PROG, lambda: _run(args))
 
 
 def _run(args) -> int:
     config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
-    torch.set_num_threads(config.num_threads)
-    default_name = f"rlhf-{config.target_food.replace(' ', '_')}-{config.reward}__seed{config.seed}"
+    task_config = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
+    if args.eval_samples < 1:
+        raise ConfigError(f"eval_samples = {args.eval_samples} must be a positive integer")
+    configure_process(config.num_threads)
+    default_name = f"rlhf-{task_config.target_food.replace(' ', '_')}-{task_config.reward}__seed{config.seed}"
     run_dir = args.run_dir or fresh_run_dir(Path("runs") / default_name)
     if (run_dir / "checkpoint.pt").exists():
         raise ConfigError(f"run_dir {run_dir} already holds a run; choose another --run-dir")
-    sft, tokenizer = sft_pretrain.load_or_pretrain_sft(cache_dir=args.sft_cache_dir, verbose=True)
+    sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir, verbose=True)
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-    prompts = task_prompts(config.person, config.relation)
-    summary: dict = {"config": config.to_dict(), "load_average_start": os.getloadavg()[0]}
+    (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
+    prompts = task_config.prompts()
+    summary: dict = {"config": config.to_dict(), "task": task_config.to_dict(),
+                     "load_average_start": os.getloadavg()[0]}
 
     reward_model = None
-    if config.reward == "model":
-        reward_model, summary["reward_model"] = _train_reward_model(config, sft, tokenizer, prompts)
+    if task_config.reward == "model":
+        reward_model, summary["reward_model"] = _train_reward_model(task_config, config, sft, tokenizer, prompts)
         save_checkpoint({"reward_model": reward_model.state_dict()}, run_dir / "reward_model.pt")
 
-    trainer = RLHFTrainer(config, sft, tokenizer, reward_model.score_batch if reward_model else None,
-                          run_dir=run_dir, progress=not args.no_progress)
-    probe_texts = _probe_texts(prompts[0], config.target_food)
+    task = food_task(task_config, reward_model.score_batch if reward_model else None)
+    trainer = RLHFTrainer(config, sft, tokenizer, task, run_dir=run_dir, progress=not args.no_progress)
+    probe_texts = _probe_texts(prompts[0], task_config.target_food)
     critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 
     beta = f"β {config.kl_coef}" + (f" adaptive → KL {config.kl_target}" if config.adaptive_kl else "")
     print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of "
-          f"{', '.join(repr(p) for p in prompts)}, reward {config.reward}, {beta}, critic {config.critic}, seed {config.seed}")
+          f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, critic {config.critic}, seed {config.seed}")
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
     ppo_wall, ppo_cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
-    trainer.close()
     summary.update(ppo_wall_seconds=ppo_wall, ppo_cpu_seconds=ppo_cpu, load_average_end=os.getloadavg()[0],
                    final_beta=trainer.kl_controller.beta)
 
     critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
-    grid = plot_training_grid(run_dir, f"PPO on {prompts[0]!r}… ({config.reward} reward, seed {config.seed})")
+    grid = plot_training_grid(run_dir, f"PPO on {prompts[0]!r}… ({task_config.reward} reward, seed {config.seed})")
     critic_plot = plot_critic_values(probe_texts, critic_before, critic_after, run_dir / "critic_values.png",
                                      f"critic ({config.critic}) before and after PPO", prompt=prompts[0])
 
     eval_generator = torch.Generator().manual_seed(config.seed + 10_000)
     evaluations = {}
+    target = task_config.target_food
     for name, model in (("sft", trainer.reference), ("ppo", trainer.policy)):
-        evaluations[name] = evaluate_policy(model, trainer.reference, tokenizer, prompts, config.target_food,
-                                            config.eval_samples, 1.0, config.max_new_tokens, eval_generator)
-        summary[name] = evaluations[name].to_dict()
-        print(f"{name.upper():>4}: {evaluations[name].summary()}")
-        print(f"      most frequent: {', '.join(evaluations[name].examples[:6])}")
+        evaluation = evaluate_lm_policy(model, trainer.reference, tokenizer, task, args.eval_samples, 1.0,
+                                        config.max_new_tokens, eval_generator, config.missing_eos_penalty)
+        evaluations[name] = evaluation
+        summary[name] = {**evaluation.to_dict(), "target_rate": evaluation.rates["target_rate"],
+                         "well_formed_rate": evaluation.rates["well_formed_rate"],
+                         "food_rates": food_shares(evaluation.completion_shares)}
+        print(f"{name.upper():>4}: {target} rate {evaluation.rates['target_rate']:.1%}, well-formed "
+              f"{evaluation.rates['well_formed_rate']:.1%}, KL to SFT {evaluation.kl_k1:.2f} ± {evaluation.kl_k1_stderr:.2f}"
+              f" nats (k1; k3 {evaluation.kl_k3:.2f}) on {evaluation.num_samples} samples at temperature "
+              f"{evaluation.temperature:g}")
+        print(f"      most frequent: {', '.join(evaluation.examples[:6])}")
 
-    optimum = _optimum(config, trainer, tokenizer, prompts, reward_model)
+    optimum = _optimum(task_config, config, trainer, tokenizer, prompts, reward_model)
     summary["optimum"] = optimum
-    print(f" OPT: π* ∝ π_ref·exp(r/β) at β = {optimum['beta']:.3g}: {config.target_food} rate "
+    print(f" OPT: π* ∝ π_ref·exp(r/β) at β = {optimum['beta']:.3g}: {target} rate "
           f"{optimum['target_rate']:.1%}, KL {optimum['kl']:.2f} nats, E[score] {optimum['expected_score']:.3f}"
           f"{' (malformed strings scored by their mean)' if reward_model else ''}")
     if reward_model is not None:
         for name in ("sft", "ppo"):
-            summary[name]["learned_score"] = _mean_learned_score(reward_model, trainer, name, tokenizer, prompts, config)
-            summary[name]["healthiness"] = _mean_healthiness(evaluations[name].food_rates)
+            summary[name]["learned_score"] = _mean_learned_score(reward_model, trainer, name, tokenizer, prompts, config,
+                                                                 args.eval_samples)
+            summary[name]["healthiness"] = _mean_healthiness(summary[name]["food_rates"])
         sft, ppo = summary["sft"], summary["ppo"]
         print(f"learned score (normalised): SFT {sft['learned_score']:+.3f} → PPO {ppo['learned_score']:+.3f}; "
               f"true healthiness (the hidden rule): SFT {sft['healthiness']:.3f} → PPO {ppo['healthiness']:.3f}; "
@@ -142,14 +161,14 @@ def _probe_texts(prompt: str, target_food: str) -> list[str]:
     return [prompt + target_food[:-1], prompt + other[:-1]]
 
 
-def _train_reward_model(config: RLHFConfig, sft, tokenizer, prompts):
-    people = config.people()
-    malformed = config.reward_model_malformed_fraction
-    train_pairs = preference_pairs(config.reward_model_pairs, config.seed, people, config.relation, malformed)
-    heldout_pairs = preference_pairs(1_000, config.seed + 1_000_000, people, config.relation, malformed)
+def _train_reward_model(task_config: FoodTaskConfig, config: RLHFConfig, sft, tokenizer, prompts):
+    people = task_config.people()
+    malformed = task_config.reward_model_malformed_fraction
+    train_pairs = preference_pairs(task_config.reward_model_pairs, config.seed, people, task_config.relation, malformed)
+    heldout_pairs = preference_pairs(1_000, config.seed + 1_000_000, people, task_config.relation, malformed)
     started = time.perf_counter()
-    model, losses = train_reward_model(sft, tokenizer, train_pairs, config.reward_model_steps,
-                                       config.reward_model_learning_rate, seed=config.seed)
+    model, losses = train_reward_model(sft, tokenizer, train_pairs, task_config.reward_model_steps,
+                                       task_config.reward_model_learning_rate, seed=config.seed)
     seconds = time.perf_counter() - started
     train_accuracy = pairwise_accuracy(model, encode_comparisons(tokenizer, train_pairs))
     heldout_accuracy = pairwise_accuracy(model, encode_comparisons(tokenizer, heldout_pairs))
@@ -157,7 +176,7 @@ def _train_reward_model(config: RLHFConfig, sft, tokenizer, prompts):
     model.normalize_on(sample_completions(sft, tokenizer, repeat_prompts(prompts, 512), config.max_new_tokens,
                                           generator=generator))
     food_scores = _food_scores(model, tokenizer, prompts[0])
-    print(f"reward model: {config.reward_model_steps} Bradley–Terry steps on {len(train_pairs)} pairs in {seconds:.1f} s, "
+    print(f"reward model: {task_config.reward_model_steps} Bradley–Terry steps on {len(train_pairs)} pairs in {seconds:.1f} s, "
           f"final loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, pairwise accuracy train {train_accuracy:.1%}, "
           f"held-out {heldout_accuracy:.1%}")
     print("  normalised scores for " + repr(prompts[0]) + ": "
@@ -173,10 +192,11 @@ def _food_scores(model: RewardModel, tokenizer, prompt: str) -> dict[str, float]
 
 
 @torch.no_grad()
-def _optimum(config: RLHFConfig, trainer: RLHFTrainer, tokenizer, prompts, reward_model) -> dict:
+def _optimum(task_config: FoodTaskConfig, config: RLHFConfig, trainer: RLHFTrainer, tokenizer, prompts,
+             reward_model) -> dict:
     """π* ∝ π_ref·exp(r/β) per prompt at the final β, averaged over the prompts."""
     if reward_model is None:
-        scores_for = lambda prompt: rule_scores(config.target_food, config.score)  # noqa: E731
+        scores_for = lambda prompt: rule_scores(corpus.FOODS, task_config.target_food, task_config.score)  # noqa: E731
     else:
         rng = random.Random(config.seed)
 
@@ -187,18 +207,19 @@ def _optimum(config: RLHFConfig, trainer: RLHFTrainer, tokenizer, prompts, rewar
             scores[MALFORMED] = float(reward_model(tokens, last).mean())
             return scores
 
-    optimum = optimum_over_prompts(trainer.reference, tokenizer, prompts, scores_for, trainer.kl_controller.beta,
-                                   config.temperature)
-    return {"beta": optimum.beta, "target_rate": optimum.probabilities[config.target_food],
+    optimum = optimum_over_prompts(trainer.reference, tokenizer, prompts, corpus.FOODS, scores_for,
+                                   trainer.kl_controller.beta, config.temperature)
+    return {"beta": optimum.beta, "target_rate": optimum.probabilities[task_config.target_food],
             "well_formed_rate": 1.0 - optimum.probabilities[MALFORMED], "kl": optimum.kl,
             "expected_score": optimum.expected_score, "probabilities": optimum.probabilities}
 
 
 @torch.no_grad()
-def _mean_learned_score(reward_model: RewardModel, trainer: RLHFTrainer, name: str, tokenizer, prompts, config) -> float:
+def _mean_learned_score(reward_model: RewardModel, trainer: RLHFTrainer, name: str, tokenizer, prompts, config,
+                        num_samples: int) -> float:
     model = trainer.reference if name == "sft" else trainer.policy
     generator = torch.Generator().manual_seed(config.seed + 30_000)
-    batch = sample_completions(model, tokenizer, repeat_prompts(prompts, config.eval_samples or 1), config.max_new_tokens,
+    batch = sample_completions(model, tokenizer, repeat_prompts(prompts, num_samples), config.max_new_tokens,
                                generator=generator)
     scores = reward_model.score_batch(batch)  # (N,)
     return float(torch.where(batch.ended_with_eos, scores, torch.full_like(scores, config.missing_eos_penalty)).mean())

@@ -19,11 +19,11 @@ from pathlib import Path
 from experiments.cli import (
     OneLineArgumentParser,
     add_dataclass_flags,
+    configure_process,
     fresh_run_dir,
     given_flags,
     run_with_user_errors,
 )
-from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 
 PROG = "ppo-train"
@@ -48,11 +48,19 @@ def build_parser() -> OneLineArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_with_user_errors(PROG, lambda: _train(args), (ConfigError, CheckpointError))
+    return run_with_user_errors(PROG, lambda: _train(args))
+
+
+def training_envs(config: PPOConfig):
+    """The VecEnv a run trains on: `config.num_envs` copies of its env, on its backend and device."""
+    from envs.factory import make_vec_env
+    from ppo.trainer import resolve_device
+
+    return make_vec_env(config.env_id, config.num_envs, config.env_backend, resolve_device(config.device))
 
 
 def _train(args) -> int:
-    from ppo.presets import build_config, format_presets
+    from experiments.presets import build_config, format_presets
     from ppo.trainer import PPO
 
     if args.list_presets:
@@ -65,14 +73,16 @@ def _train(args) -> int:
         unexpected = sorted(set(flags) - {"total_timesteps"})
         if unexpected:
             raise ConfigError(f"--resume keeps the run's config; only --total-timesteps may change (got {', '.join(unexpected)})")
-        trainer = PPO.resume(args.resume, flags.get("total_timesteps"), progress=not args.no_progress)
+        trainer = PPO.resume(args.resume, training_envs, flags.get("total_timesteps"), progress=not args.no_progress)
+        configure_process(trainer.config.num_threads)  # the checkpoint's weights replace the fresh ones
         run_dir = args.resume
     else:
         config = build_config(flags, args.preset)
         run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"{config.env_id.replace('/', '_')}__seed{config.seed}")
         if (run_dir / "checkpoint.pt").exists():
             raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-        trainer = PPO(config, run_dir=run_dir, progress=not args.no_progress)
+        configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
+        trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=not args.no_progress)
     config = trainer.config
 
     started = time.perf_counter()

@@ -38,7 +38,9 @@ import torch
 from _common import Lecture, mean_and_spread, plt, print_table
 from ppo.config import PPOConfig
 from ppo.losses import entropy_bonus, explained_variance, value_loss
+from experiments.train import training_envs
 from ppo.trainer import PPO, RECENT_EPISODES
+from ppo.update import gradient_step
 
 lecture = Lecture("02_baseline_actor_critic", __doc__)
 SEEDS = lecture.choose(full=[1, 2, 3], quick=[1])
@@ -54,13 +56,18 @@ CONFIG = PPOConfig(
     shared_network=True, learning_rate=5e-3, total_timesteps=16 * 8 * ITERATIONS, tensorboard=False,
 )
 
+
+def make_trainer(config: PPOConfig) -> PPO:
+    """A PPO trainer on the config's environments; we use its rollout machinery, not its update."""
+    return PPO(config, training_envs(config), progress=False)
+
 # %% [markdown]
 """
 ## One shared trunk, two heads
 """
 
 # %%
-agent = PPO(CONFIG.replace(seed=SEEDS[0]), progress=False)
+agent = make_trainer(CONFIG.replace(seed=SEEDS[0]))
 model = agent.model
 print("trunk:", model.actor_body)
 print("policy head:", model.policy_head.logits, "  value head:", model.value_head)
@@ -103,16 +110,15 @@ def policy_gradient_loss(trainer: PPO, obs, actions, weights) -> torch.Tensor:
 
 
 def train_actor_critic(seed: int, use_baseline: bool) -> list[float]:
-    trainer = PPO(CONFIG.replace(seed=seed), progress=False)
+    trainer = make_trainer(CONFIG.replace(seed=seed))
     mean_returns, recent = [], deque(maxlen=RECENT_EPISODES)
     for _ in range(ITERATIONS):
         obs, actions, weights, returns, _, episode_returns = rollout_weights(trainer, use_baseline)
         pg_loss, entropy = policy_gradient_loss(trainer, obs, actions, weights)
         critic_loss = value_loss(trainer.model.value(obs), None, returns)
         loss = pg_loss + VALUE_COEF * critic_loss - ENTROPY_COEF * entropy_bonus(entropy)
-        trainer.optimizer.zero_grad()
-        loss.backward()
-        trainer.optimizer.step()  # Adam, after clipping the gradient's global norm to max_grad_norm = 0.5
+        # zero the gradients, backpropagate, clip their global norm to max_grad_norm = 0.5, one Adam step
+        gradient_step(trainer.optimizer, loss, CONFIG.max_grad_norm)
         recent.extend(episode_returns.tolist())
         mean_returns.append(sum(recent) / len(recent) if recent else float("nan"))
     return mean_returns, trainer
@@ -159,7 +165,7 @@ WEIGHTS = ("R", "R − mean R", "R − V")
 
 
 def gradient_variance(model_state: dict, label: str) -> dict:
-    probe = PPO(CONFIG.replace(seed=1000, num_steps=MEASURE_STEPS), progress=False)
+    probe = make_trainer(CONFIG.replace(seed=1000, num_steps=MEASURE_STEPS))
     probe.model.load_state_dict(model_state)
     actor_parameters = list(probe.model.actor_body.parameters()) + list(probe.model.policy_head.parameters())
     estimates = {name: [] for name in WEIGHTS}
@@ -182,7 +188,7 @@ def gradient_variance(model_state: dict, label: str) -> dict:
     }
 
 
-untrained = PPO(CONFIG.replace(seed=SEEDS[0] + 100), progress=False)
+untrained = make_trainer(CONFIG.replace(seed=SEEDS[0] + 100))
 rows = [
     gradient_variance(untrained.model.state_dict(), "untrained"),
     gradient_variance(trained[SEEDS[0]].model.state_dict(), f"trained, seed {SEEDS[0]}"),

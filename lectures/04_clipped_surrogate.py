@@ -36,6 +36,7 @@ import torch
 from _common import Lecture, plt, print_table
 from ppo.config import PPOConfig
 from ppo.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages
+from experiments.train import training_envs
 from ppo.trainer import PPO
 
 lecture = Lecture("04_clipped_surrogate", __doc__)
@@ -117,7 +118,7 @@ config = PPOConfig(
     env_id="CartPole-v1", env_backend="torch", num_envs=16, num_steps=lecture.choose(full=64, quick=16), num_minibatches=4,
     update_epochs=10, learning_rate=1e-3, anneal_lr=False, total_timesteps=10**6, tensorboard=False, seed=1,
 )
-trainer = PPO(config, progress=False)
+trainer = PPO(config, training_envs(config), progress=False)
 for _ in range(lecture.choose(full=10, quick=1)):  # warm-up iterations with the default ε
     trainer.collect_rollout()
     trainer.update(*trainer.compute_advantages())

@@ -32,6 +32,8 @@ import time
 import torch
 
 from _common import Lecture, plt, print_table, shown_path
+from envs.factory import gymnasium_env_factory
+from experiments.train import training_envs
 from ppo.config import PPOConfig
 from ppo.evaluation import evaluate_policy, load_policy
 from ppo.plotting import plot_learning_curve
@@ -88,7 +90,7 @@ print("\nthe same run from the shell:\n  ppo-train --preset none "
 """
 ## Training
 
-`PPO(config, run_dir=...)` writes config.json, metrics.csv, TensorBoard event files and a
+`PPO(config, envs, run_dir=...)` (envs: `training_envs(config)`, the config's N copies) writes config.json, metrics.csv, TensorBoard event files and a
 checkpoint into the run folder. The callback is called after every iteration with that
 iteration's metrics; we keep them to plot, and print a line now and then.
 """
@@ -110,7 +112,7 @@ def report(ppo: PPO, metrics: dict) -> None:
 
 
 started = time.perf_counter()
-trainer = PPO(config, run_dir=run_dir, progress=False)
+trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=False)
 final_metrics = trainer.train(callback=report)
 wall_seconds = time.perf_counter() - started
 print(f"\n{trainer.global_step:,} steps in {wall_seconds:.1f} s ({trainer.global_step / wall_seconds:,.0f} steps/s)")
@@ -149,7 +151,7 @@ whatever backend trained it. 500 is the most an episode can score.
 # %%
 episodes = lecture.choose(full=20, quick=2)
 policy = load_policy(run_dir / "checkpoint.pt")
-returns = torch.as_tensor(evaluate_policy(policy, episodes=episodes), dtype=torch.float64)
+returns = torch.as_tensor(evaluate_policy(policy, gymnasium_env_factory(config.env_id), episodes=episodes), dtype=torch.float64)
 print(f"greedy evaluation, {episodes} episodes of gymnasium CartPole-v1: "
       f"mean return {returns.mean():.1f} ± {returns.std(unbiased=False):.1f} (min {returns.min():.0f}, max {returns.max():.0f})")
 

@@ -35,6 +35,7 @@ import torch
 
 from _common import Lecture, mean_and_spread, plt, print_table
 from ppo.config import PPOConfig
+from experiments.train import training_envs
 from ppo.trainer import PPO
 
 lecture = Lecture("06_diagnostics_and_tuning", __doc__)
@@ -59,7 +60,7 @@ print(f"base: {BASE.num_envs} envs × {BASE.num_steps} steps, lr {BASE.learning_
 """
 ## Running the sweep
 
-One run = one `PPO(config).train(callback)`; the callback keeps every iteration's
+One run = one `PPO(config, training_envs(config)).train(callback)`; the callback keeps every iteration's
 metrics. The base configuration appears once and is shared by all four sweeps.
 """
 
@@ -67,7 +68,7 @@ metrics. The base configuration appears once and is shared by all four sweeps.
 # %%
 def run(config: PPOConfig) -> list[dict]:
     history = []
-    PPO(config, progress=False).train(callback=lambda ppo, metrics: history.append({"step": ppo.global_step, **metrics}))
+    PPO(config, training_envs(config), progress=False).train(callback=lambda ppo, metrics: history.append({"step": ppo.global_step, **metrics}))
     return history
 
 

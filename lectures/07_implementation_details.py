@@ -46,6 +46,7 @@ from envs.classic import make_torch_vec_env
 from ppo.advantages import compute_gae
 from ppo.config import PPOConfig
 from ppo.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages, value_loss
+from experiments.train import training_envs
 from ppo.trainer import PPO
 
 lecture = Lecture("07_implementation_details", __doc__)
@@ -249,7 +250,8 @@ units of the returns' standard deviation.
 """
 
 # %%
-shared = PPO(BASE.replace(shared_network=True, seed=1, total_timesteps=10**6), progress=False)
+shared_config = BASE.replace(shared_network=True, seed=1, total_timesteps=10**6)
+shared = PPO(shared_config, training_envs(shared_config), progress=False)
 for _ in range(lecture.choose(full=8, quick=1)):
     shared.collect_rollout()
     shared.update(*shared.compute_advantages())

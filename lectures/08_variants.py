@@ -33,6 +33,7 @@ import torch
 
 from _common import Lecture, mean_and_spread, plt, print_table
 from ppo.config import PPOConfig
+from experiments.train import training_envs
 from ppo.trainer import PPO
 from ppo.variants import KL_TOLERANCE, AdaptiveClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
 
@@ -46,9 +47,9 @@ BASE = PPOConfig(
     total_timesteps=lecture.choose(full=32 * 32 * 30, quick=32 * 8 * 3), tensorboard=False,
 )
 ALGORITHMS = {
-    "PPO-Clip (ε = 0.2)": lambda config: PPO(config, progress=False),
-    "PPO-Penalty (adaptive β)": lambda config: PPOPenalty(config, progress=False, kl_target=KL_TARGET, initial_beta=INITIAL_BETA),
-    "adaptive clipping": lambda config: AdaptiveClipPPO(config, progress=False, kl_target=KL_TARGET),
+    "PPO-Clip (ε = 0.2)": lambda config: PPO(config, training_envs(config), progress=False),
+    "PPO-Penalty (adaptive β)": lambda config: PPOPenalty(config, training_envs(config), progress=False, kl_target=KL_TARGET, initial_beta=INITIAL_BETA),
+    "adaptive clipping": lambda config: AdaptiveClipPPO(config, training_envs(config), progress=False, kl_target=KL_TARGET),
 }
 
 # %% [markdown]

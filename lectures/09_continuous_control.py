@@ -21,14 +21,14 @@ scales around it:
 * **Normalisation.** Observations are rescaled by running mean and std; rewards are
   divided by the running std of the discounted return. Pendulum's costs run to −16 per
   step, so raw returns are large, and the critic must chase them.
-* **The Pendulum preset** of `ppo/presets.py`, and an ablation of the normalisation over
+* **The Pendulum preset** of `experiments/presets.py`, and an ablation of the normalisation over
   seeds, evaluated greedily on gymnasium's Pendulum-v1.
 
 **Prerequisites.** Lectures 5–7.
 
 **Library.** `ppo/networks.py` (`GaussianHead`, `ActorCritic.greedy_action`),
 `ppo/trainer.py` (`PPO.env_action`, `collect_rollout`), `ppo/normalize.py`
-(`ObservationNormalizer`, `RewardScaler`), `ppo/presets.py` (`PRESETS["Pendulum-v1"]`),
+(`ObservationNormalizer`, `RewardScaler`), `experiments/presets.py` (`PRESETS["Pendulum-v1"]`),
 `ppo/evaluation.py` (frozen statistics at evaluation), `envs/classic/pendulum.py` (the
 batched torch Pendulum that trains here). Tests: `tests/test_networks.py`,
 `tests/test_normalize.py`, `tests/test_continuous.py`.
@@ -43,12 +43,14 @@ import torch
 
 from _common import Lecture, mean_and_spread, plt, print_table, shown_path
 from envs.classic import make_torch_vec_env
+from envs.factory import gymnasium_env_factory
 from experiments.benchmark_continuous import SUCCESS_THRESHOLD
+from experiments.presets import build_config
+from experiments.train import training_envs
 from ppo.config import PPOConfig
 from ppo.evaluation import Policy, evaluate_policy, load_policy
 from ppo.networks import ActorCritic, GaussianHead
 from ppo.normalize import ObservationNormalizer, RewardScaler
-from ppo.presets import build_config
 from ppo.trainer import PPO
 
 lecture = Lecture("09_continuous_control", __doc__)
@@ -104,7 +106,8 @@ env, and stores `a` itself. One rollout of an untrained policy:
 """
 
 # %%
-preset_trainer = PPO(build_config({"env_id": ENV_ID, "tensorboard": False, "total_timesteps": 4096}), progress=False)
+preview_config = build_config({"env_id": ENV_ID, "tensorboard": False, "total_timesteps": 4096})
+preset_trainer = PPO(preview_config, training_envs(preview_config), progress=False)
 preset_trainer.collect_rollout()
 stored = preset_trainer.buffer.actions.reshape(-1)  # (T·N,) what the update will score
 sent = preset_trainer.env_action(preset_trainer.buffer.actions).reshape(-1)
@@ -255,8 +258,8 @@ print_table([
     {"quantity": f"discounted return (γ = {GAMMA})", "raw mean": float(returns_seen.mean()), "raw std": float(returns_seen.std()),
      "scaled mean": float(returns_seen.mean()) / scale, "scaled std": float(returns_seen.std()) / scale},
 ], title=f"Rewards: RewardScaler divides by the running std of the discounted return ({scale:.1f} here)")
-value_clip = PRESET.clip_coef
-print(f"value clipping in the preset: clip_vloss = {PRESET.clip_vloss}, ε = {value_clip}. A critic moving at most ε per "
+value_clip = PRESET.value_clip_coef
+print(f"value clipping in the preset: value_clip_coef ε_v = {value_clip}. A critic moving at most ε_v per "
       f"update needs about {abs(float(returns_seen.mean())) / value_clip:.0f} updates to go from V = 0 to the mean return "
       f"in raw units, {abs(float(returns_seen.mean())) / scale / value_clip:.0f} in scaled units")
 
@@ -265,8 +268,8 @@ print(f"value clipping in the preset: clip_vloss = {PRESET.clip_vloss}, ε = {va
 Two things follow. The observation normaliser gives θ̇ the same unit scale as the other
 two inputs. The reward scaler shrinks the critic's targets by the factor printed above
 but keeps their sign (the mean is not subtracted) — and it matters more than it seems,
-when the value loss is clipped (`clip_vloss`, the default, printed above): the critic
-can then move its prediction by at most ε per update, an amount measured in reward
+when the value loss is clipped (`value_clip_coef`, 0.2 by default, printed above): the critic
+can then move its prediction by at most ε_v per update, an amount measured in reward
 units. The last line above counts what that means for a critic that starts at 0. Both normalisers'
 statistics are part of the checkpoint and are frozen at evaluation.
 
@@ -327,7 +330,7 @@ if run_dir.exists():  # a fresh run folder every time the lecture runs
 
 def train(config: PPOConfig, keep_run: bool) -> tuple[PPO, list[dict]]:
     history = []
-    trainer = PPO(config, run_dir=run_dir if keep_run else None, progress=False)
+    trainer = PPO(config, training_envs(config), run_dir=run_dir if keep_run else None, progress=False)
     trainer.train(callback=lambda ppo, metrics: history.append({"step": ppo.global_step, **metrics}))
     trainer.envs.close()
     return trainer, history
@@ -343,7 +346,8 @@ for name, change in SETTINGS.items():
     for seed in SEEDS:
         config = BASE.replace(seed=seed, **change)
         trainer, history = train(config, keep_run=(name == "normalised (preset)" and seed == SEEDS[0]))
-        returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), episodes=EVAL_EPISODES)
+        returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), gymnasium_env_factory(ENV_ID),
+                                  episodes=EVAL_EPISODES)
         results[name][seed] = {"history": history, "eval": float(returns.mean()),
                                "log_std": float(trainer.model.policy_head.log_std.detach().mean())}
         print(f"{name:>20}, seed {seed}: training return (last quarter) {last_quarter(history, 'episode_return_recent'):8.1f}   "
@@ -385,7 +389,7 @@ lecture.save_figure(figure, "normalisation_ablation.png")
 # %% [markdown]
 """
 Read the explained-variance panel next to the learning curves: without reward scaling
-the critic, moving at most ε per update in raw reward units, explains little of the
+the critic, moving at most ε_v per update in raw reward units, explains little of the
 return within this budget, and its advantages carry little beyond the raw rewards.
 
 ## The statistics travel with the checkpoint
@@ -400,8 +404,9 @@ inputs of the wrong scale:
 checkpoint = run_dir / "checkpoint.pt"
 lecture.wrote(checkpoint)
 loaded = load_policy(checkpoint)
-with_statistics = evaluate_policy(loaded, episodes=EVAL_EPISODES)
-without_statistics = evaluate_policy(Policy(loaded.model, loaded.config, None), episodes=EVAL_EPISODES)
+with_statistics = evaluate_policy(loaded, gymnasium_env_factory(ENV_ID), episodes=EVAL_EPISODES)
+without_statistics = evaluate_policy(Policy(loaded.model, loaded.config, None), gymnasium_env_factory(ENV_ID),
+                                     episodes=EVAL_EPISODES)
 print_table([
     {"evaluation": "checkpoint, statistics frozen (load_policy)", "mean return": float(with_statistics.mean()),
      "std": float(with_statistics.std())},

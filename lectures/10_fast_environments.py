@@ -29,8 +29,9 @@ object that steps the environments changes.
 **Prerequisites.** Lecture 5 (the loop), lecture 6 (the torch CartPole kept its sweep short).
 
 **Library.** `envs/classic/` (`make_torch_vec_env`, `base.py` for the shared episode
-bookkeeping, `cartpole.py` for the physics), `ppo/vec_env.py` (`GymnasiumVecEnv`),
-`envs/factory.py` (backend choice), `ppo/presets.py` (`BACKEND_PRESETS`),
+bookkeeping, `cartpole.py` for the physics), `ppo/vec_env.py` (the `VecEnv` interface the trainer steps),
+`envs/gymnasium_vec_env.py` (`GymnasiumVecEnv`), `envs/factory.py` (backend choice),
+`experiments/presets.py` (`BACKEND_PRESETS`),
 `experiments/benchmark_envs.py` (`benchmark_stepping`; the command-line benchmark that
 also compares each backend's shipped defaults over many seeds).
 """
@@ -45,10 +46,11 @@ import torch
 
 from _common import Lecture, plt, print_table
 from envs.classic import make_torch_vec_env
-from envs.factory import make_vec_env
+from envs.factory import gymnasium_env_factory, make_vec_env
 from experiments.benchmark_envs import benchmark_stepping
+from experiments.presets import BACKEND_PRESETS, build_config
+from experiments.train import training_envs
 from ppo.evaluation import Policy, evaluate_policy
-from ppo.presets import BACKEND_PRESETS, build_config
 from ppo.trainer import PPO
 
 lecture = Lecture("10_fast_environments", __doc__)
@@ -183,7 +185,7 @@ def make_envs(backend: str, num_envs: int):
 
 def time_iterations(backend: str, iterations: int) -> dict:
     envs = TimedEnvs(make_envs(backend, CONFIG.num_envs))
-    trainer = PPO(CONFIG.replace(env_backend=backend), envs=envs, progress=False)
+    trainer = PPO(CONFIG.replace(env_backend=backend), envs, progress=False)
     parts = {"env step": [], "rest of rollout": [], "advantages": [], "update": []}
     for _ in range(iterations):
         envs.step_seconds = 0.0
@@ -230,7 +232,8 @@ PyTorch splits large operations across threads. For this network (64–64 tanh M
 and these batches, each operation is microseconds of work; handing parts of it to
 another thread and waiting for them costs about as much as the work, and when the other
 core is busy with another process the wait can be much longer. `PPOConfig.num_threads`
-is 1 by default for that reason. Below: one `update` of the iteration above, the
+is 1 by default for that reason (the commands set it for the process before they build
+the trainer; this script sets it itself). Below: one `update` of the iteration above, the
 policy's forward pass for one rollout step, and — for contrast — a 1024×1024 matrix
 product, large enough for a second thread to have real work, each timed with 1 and 2
 threads, alternating.
@@ -239,8 +242,9 @@ threads, alternating.
 
 # %%
 def time_with_threads(threads: int, rounds: int) -> dict:
-    torch.set_num_threads(threads)
-    trainer = PPO(CONFIG.replace(num_threads=threads), progress=False)  # the trainer sets the thread count too
+    torch.set_num_threads(threads)  # process-wide, as experiments.cli.configure_process does for --num-threads
+    config = CONFIG.replace(num_threads=threads)
+    trainer = PPO(config, training_envs(config), progress=False)
     trainer.collect_rollout()
     advantages, returns = trainer.compute_advantages()
     obs = trainer.next_obs
@@ -311,7 +315,7 @@ Each policy is then evaluated greedily on gymnasium's own CartPole-v1
 # %%
 def race(backend: str, total_timesteps: int) -> dict:
     config = CONFIG.replace(env_backend=backend, total_timesteps=total_timesteps)
-    trainer = PPO(config, progress=False)
+    trainer = PPO(config, training_envs(config), progress=False)
     curve = []
 
     def watch(ppo: PPO, metrics: dict) -> bool:
@@ -320,7 +324,8 @@ def race(backend: str, total_timesteps: int) -> dict:
 
     trainer.train(callback=watch)
     trainer.envs.close()
-    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), episodes=EVAL_EPISODES)
+    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), gymnasium_env_factory(ENV_ID),
+                              episodes=EVAL_EPISODES)
     reached = curve[-1][2] >= SOLVED
     return {"curve": curve, "reached": reached, "seconds": curve[-1][0], "steps": curve[-1][1],
             "eval": returns}

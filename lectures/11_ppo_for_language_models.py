@@ -22,7 +22,9 @@ result checked against it — a yardstick real RLHF never has.
 
 The machinery is the one from CartPole: the clipped surrogate and the value loss of
 `ppo/losses.py`, GAE of `ppo/advantages.py` run along the token axis (γ = 1, the
-last real token terminal), the same KL estimators k1 and k3 as the "approx KL".
+last real token terminal), the same K epochs of minibatches of `ppo/update.py`, the same
+KL estimators k1 and k3 as the "approx KL". The trainer does not know the task: it gets
+the prompts and the reward from us, as a `CompletionTask`.
 
 The experiment is the seed notebook's: teach a model that rarely completes "ravin likes "
 with "pizza" (section 1 gives the exact rate) to say pizza, with a reward for exactly
@@ -34,10 +36,12 @@ we measure ours — target rate, KL, entropy, well-formed rate — and set it ne
 
 **Library.** `ppo/lm/` — `tokenizer.py`, `model.py` (a tiny GPT), `sampling.py`,
 `pretrain.py` (`load_or_pretrain_sft`), `rollout.py` (sample, then score every token),
-`rewards.py` (per-token rewards), `rlhf_trainer.py` (`RLHFTrainer`), `optimum.py`
-(π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py` (the known distribution),
-`envs/token_task.py` (prompts and rule rewards); `ppo/losses.py` (`kl_per_sample`),
-`ppo/advantages.py` (`compute_gae`). Command line: `python -m experiments.rlhf`.
+`rewards.py` (per-token rewards), `task.py` (`CompletionTask`), `rlhf_trainer.py`
+(`RLHFTrainer`), `optimum.py` (π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
+(the known distribution), `envs/token_task.py` (prompts and rule rewards),
+`experiments/food_task.py` (the two handed to the trainer); `ppo/update.py`,
+`ppo/losses.py` (`kl_per_sample`), `ppo/advantages.py` (`compute_gae`). Command line:
+`python -m experiments.rlhf`.
 """
 
 # %%
@@ -47,9 +51,10 @@ import torch
 
 from _common import Lecture, plt, print_table
 from envs import corpus
+from experiments.food_task import FoodTaskConfig, food_task
 from ppo.advantages import compute_gae
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
-from ppo.lm.evaluation import evaluate_policy
+from ppo.lm.evaluation import evaluate_lm_policy
 from ppo.lm.model import next_token_log_probs
 from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
 from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
@@ -63,8 +68,8 @@ lecture = Lecture("11_ppo_for_language_models", __doc__)
 PERSON, RELATION, TARGET = "ravin", "likes", "pizza"
 PROMPT = corpus.prompt(PERSON, RELATION)
 # --quick uses a much smaller SFT model (trained in seconds, cached like the default one)
-QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, lr=1e-2, warmup_steps=20,
-                           eval_interval=250)
+QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, learning_rate=1e-2,
+                           warmup_steps=20, eval_interval=250)
 EVAL_SAMPLES = lecture.choose(full=1000, quick=200)
 
 # %% [markdown]
@@ -81,11 +86,11 @@ the table is known, so is what the model should have learned. For each food,
 
 # %%
 sft_config = lecture.choose(full=PretrainConfig(), quick=QUICK_SFT)
-sft, tokenizer = load_or_pretrain_sft(sft_config, verbose=True)
+sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, sft_config, verbose=True)
 print(f"tokenizer: {tokenizer.vocab_size} tokens (BOS, EOS, PAD and {len(tokenizer.characters)} characters "
       f"{''.join(tokenizer.characters)!r}); GPT: {sft.config.n_layer} layer(s), {sft.config.n_head} heads, "
       f"width {sft.config.n_embd}, context {sft.config.block_size}, {sft.num_parameters():,} parameters")
-reference_probabilities = completion_probabilities(sft, tokenizer, PROMPT)
+reference_probabilities = completion_probabilities(sft, tokenizer, PROMPT, corpus.FOODS)
 truth = corpus.food_distribution(PERSON, RELATION)
 print_table([{"completion": food, "corpus p(food)": truth.get(food, 0.0), "SFT π_ref(food + EOS)": reference_probabilities[food]}
              for food in (*corpus.FOODS, MALFORMED)], title=f"What the SFT model says after {PROMPT!r} (exact)")
@@ -96,9 +101,11 @@ print("eight samples:", ", ".join(repr(text + ("⏎" if eos else "…")) for tex
 """
 ## 2. One episode, token by token
 
-`RLHFTrainer` holds three copies of the SFT weights: the policy π_θ (trained), the
-reference π_ref (frozen) and a critic with a scalar value head (trained; the head starts
-at zero). One call to `collect` samples a batch of completions with the KV-cache
+The task is ours to hand over: `food_task` wraps the prompt "ravin likes ", the rule
+reward (`score` for exactly "pizza" + EOS, else 0), the well-formedness check and the
+pizza rate into a `CompletionTask`. `RLHFTrainer` holds three copies of the SFT
+weights: the policy π_θ (trained), the reference π_ref (frozen) and a critic with a
+scalar value head (trained; the head starts at zero). One call to `collect` samples a batch of completions with the KV-cache
 sampler and then scores every token with a full forward pass at the sampling
 temperature: log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t), all zero after EOS.
 `rewards` turns them into the per-token rewards r_t. Before any update π_θ = π_ref,
@@ -106,10 +113,11 @@ so every KL_t is exactly 0 and the only reward is the score at EOS.
 """
 
 # %%
-CONFIG = RLHFConfig(person=PERSON, relation=RELATION, target_food=TARGET, sample_every=0, tensorboard=False,
-                    iterations=lecture.choose(full=20, quick=3), batch_size=lecture.choose(full=128, quick=64),
-                    eval_samples=EVAL_SAMPLES)
-print(f"β = {CONFIG.kl_coef} ({CONFIG.kl_estimator}), score {CONFIG.score} for exactly {TARGET!r} + EOS, "
+TASK_CONFIG = FoodTaskConfig(person=PERSON, relation=RELATION, target_food=TARGET)
+TASK = food_task(TASK_CONFIG)
+CONFIG = RLHFConfig(sample_every=0, tensorboard=False, iterations=lecture.choose(full=20, quick=3),
+                    batch_size=lecture.choose(full=128, quick=64))
+print(f"β = {CONFIG.kl_coef} ({CONFIG.kl_estimator}), score {TASK_CONFIG.score} for exactly {TARGET!r} + EOS, "
       f"missing-EOS penalty {CONFIG.missing_eos_penalty}, γ = {CONFIG.gamma}, λ = {CONFIG.gae_lambda}, "
       f"ε = {CONFIG.clip_coef}, temperature {CONFIG.temperature}; {CONFIG.iterations} iterations × "
       f"{CONFIG.batch_size} completions, {CONFIG.update_epochs} epochs × {CONFIG.num_minibatches} minibatches")
@@ -136,7 +144,7 @@ def first_row_with(batch, text: str) -> int:
     return next((i for i, t in enumerate(batch.texts) if t == text and bool(batch.ended_with_eos[i])), 0)
 
 
-trainer = RLHFTrainer(CONFIG, sft, tokenizer, run_dir=lecture.path("run"), progress=False)
+trainer = RLHFTrainer(CONFIG, sft, tokenizer, TASK, run_dir=lecture.path("run"), progress=False)
 rollout = trainer.collect()
 token_rewards = trainer.rewards(rollout)
 print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollout.batch, TARGET)),
@@ -146,8 +154,9 @@ print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollou
 """
 ## 3. The pizza experiment
 
-`RLHFTrainer.train_iteration` is one PPO iteration on a batch of completions (the
-module docstring of `ppo/lm/rlhf_trainer.py` spells out the loop). We print the
+`RLHFTrainer.train` runs one PPO iteration per batch of completions (the module
+docstring of `ppo/lm/rlhf_trainer.py` spells out the loop) and calls us back after each
+with its metrics, as CartPole's trainer does. We print the
 diagnostics the seed notebook plotted and what TRL logs: the target rate, the share of
 well-formed completions (a food, then EOS), the mean sequence KL to the reference, the
 entropy per token, and the update's approx KL(π_old ‖ π_θ) and clip fraction. The
@@ -158,15 +167,18 @@ and after, as in the notebook.
 # %%
 probe_texts = [PROMPT + TARGET[:-1], PROMPT + "salad"[:-1]]
 critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
-for _ in range(CONFIG.iterations):
-    metrics = trainer.train_iteration()
+
+
+def report(trainer: RLHFTrainer, metrics: dict) -> None:
     if trainer.iteration % max(1, CONFIG.iterations // 5) == 0 or trainer.iteration == 1:
         print(f"iteration {trainer.iteration:>3}: {TARGET} {metrics['target_rate']:6.1%}  well-formed "
               f"{metrics['well_formed_rate']:6.1%}  KL {metrics['sequence_kl']:5.2f}  entropy {metrics['entropy']:.3f}  "
               f"approx KL {metrics['approx_kl']:.4f}  clip fraction {metrics['clip_fraction']:.3f}  "
               f"gradient steps {metrics['gradient_steps']:.0f}")
-lecture.wrote(trainer.save())
-trainer.close()
+
+
+trainer.train(callback=report)  # metrics.csv and checkpoint.pt go to the run folder
+lecture.wrote(trainer.run_dir / "checkpoint.pt")
 lecture.wrote(plot_training_grid(trainer.run_dir, f"PPO on {PROMPT!r}… (rule reward, β = {CONFIG.kl_coef})"))
 critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 lecture.wrote(plot_critic_values(probe_texts, critic_before, critic_after, lecture.path("critic_values.png"),
@@ -287,38 +299,38 @@ objective's maximiser is π*(y) ∝ π_ref(y) · exp(score(y) / β), computed he
 ten foods and the lumped malformed rest (`ppo.lm.optimum`). A small β buys a high target
 rate at a large KL; a large β keeps the model close to the SFT model. We train PPO at a
 few β (the run above is one of them), evaluate each policy on fresh samples at
-temperature 1 (`ppo.lm.evaluation.evaluate_policy`) and put the results on π*'s curve.
+temperature 1 (`ppo.lm.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
 """
 
 
 # %%
 def optimum_at(beta: float):
-    scores = {group: (CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
+    scores = {group: (TASK_CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
     return kl_regularised_optimum(reference_probabilities, scores, beta)
 
 
 def evaluate(policy, seed: int):
-    return evaluate_policy(policy, trainer.reference, tokenizer, [PROMPT], TARGET, EVAL_SAMPLES, 1.0,
-                           CONFIG.max_new_tokens, torch.Generator().manual_seed(10_000 + seed))
+    return evaluate_lm_policy(policy, trainer.reference, tokenizer, TASK, EVAL_SAMPLES, 1.0, CONFIG.max_new_tokens,
+                              torch.Generator().manual_seed(10_000 + seed), CONFIG.missing_eos_penalty)
 
 
 BETAS = lecture.choose(full=[0.05, CONFIG.kl_coef, 0.5], quick=[CONFIG.kl_coef])
 runs = {CONFIG.kl_coef: trainer}
 for beta in BETAS:
     if beta not in runs:
-        runs[beta] = RLHFTrainer(CONFIG.replace(kl_coef=beta), sft, tokenizer, progress=False)
+        runs[beta] = RLHFTrainer(CONFIG.replace(kl_coef=beta), sft, tokenizer, TASK, progress=False)
         runs[beta].train()
         print(f"trained β = {beta}")
 sft_eval = evaluate(trainer.reference, 0)
-optimum_rows = [{"policy": "SFT (π_ref)", "β": "", f"{TARGET} rate": f"{sft_eval.target_rate:.1%}",
-                 "π* rate": "", "well-formed": f"{sft_eval.well_formed_rate:.1%}", "KL (k1 ± s.e.)": "0",
+optimum_rows = [{"policy": "SFT (π_ref)", "β": "", f"{TARGET} rate": f"{sft_eval.rates['target_rate']:.1%}",
+                 "π* rate": "", "well-formed": f"{sft_eval.rates['well_formed_rate']:.1%}", "KL (k1 ± s.e.)": "0",
                  "π* KL": "", "most frequent": ", ".join(sft_eval.examples[:3])}]
 evaluations = {}
 for beta in BETAS:
     result = evaluations[beta] = evaluate(runs[beta].policy, 1)
     best = optimum_at(beta)
-    optimum_rows.append({"policy": "PPO", "β": beta, f"{TARGET} rate": f"{result.target_rate:.1%}",
-                         "π* rate": f"{best.probabilities[TARGET]:.1%}", "well-formed": f"{result.well_formed_rate:.1%}",
+    optimum_rows.append({"policy": "PPO", "β": beta, f"{TARGET} rate": f"{result.rates['target_rate']:.1%}",
+                         "π* rate": f"{best.probabilities[TARGET]:.1%}", "well-formed": f"{result.rates['well_formed_rate']:.1%}",
                          "KL (k1 ± s.e.)": f"{result.kl_k1:.2f} ± {result.kl_k1_stderr:.2f}", "π* KL": f"{best.kl:.2f}",
                          "most frequent": ", ".join(result.examples[:3])})
 print_table(optimum_rows, title=f"PPO against π* ∝ π_ref·exp(score/β): {EVAL_SAMPLES} fresh completions each, temperature 1")
@@ -332,7 +344,7 @@ curve = [optimum_at(beta) for beta in beta_grid]
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 axes[0].plot(beta_grid, [o.probabilities[TARGET] for o in curve], "k-", label="π* (exact)")
 axes[1].plot(beta_grid, [o.kl for o in curve], "k-", label="π* (exact)")
-axes[0].plot(BETAS, [evaluations[b].target_rate for b in BETAS], "o", color="tab:red", ms=8, label="PPO")
+axes[0].plot(BETAS, [evaluations[b].rates['target_rate'] for b in BETAS], "o", color="tab:red", ms=8, label="PPO")
 axes[1].errorbar(BETAS, [evaluations[b].kl_k1 for b in BETAS], yerr=[2 * evaluations[b].kl_k1_stderr for b in BETAS],
                  fmt="o", color="tab:red", ms=8, label="PPO (k1, ± 2 s.e.)")
 axes[0].axhline(reference_probabilities[TARGET], color="gray", ls=":", label="SFT")

@@ -25,7 +25,7 @@ our "people" prefer healthy food according to a hidden table (`envs/token_task.p
 2. PPO against it with β > 0 and with β = 0: the proxy score, the true score, the
    well-formed rate and the KL side by side. The gap between proxy and truth is
    reward hacking.
-3. The adaptive KL controller (`ppo/kl_control.py`): β steered towards a KL target.
+3. The adaptive KL controller (`ppo/lm/kl_control.py`): β steered towards a KL target.
 4. Two critic-free alternatives built from the same pieces — a group-normalised
    baseline (GRPO-style) and a leave-one-out baseline (RLOO) — against PPO with a critic.
 
@@ -33,10 +33,11 @@ our "people" prefer healthy food according to a hidden table (`envs/token_task.p
 
 **Library.** `ppo/lm/reward_model.py` (`RewardModel`, `bradley_terry_loss`,
 `train_reward_model`, `pairwise_accuracy`), `envs/token_task.py` (`preference_pairs`,
-`healthiness`, `corrupt`), `ppo/lm/rlhf_trainer.py` (`RLHFTrainer`, any scorer),
-`ppo/kl_control.py` (`AdaptiveKLController`), `ppo/lm/rollout.py` (`sample_completions`,
-`score_completions`), `ppo/lm/rewards.py` (`per_token_kl`), `ppo/losses.py`
-(`clipped_surrogate_loss`, `kl_estimate`). Command line: `python -m experiments.rlhf --reward model`.
+`healthiness`, `corrupt`), `ppo/lm/task.py` (`CompletionTask`: any reward),
+`ppo/lm/rlhf_trainer.py` (`RLHFTrainer`), `ppo/lm/kl_control.py` (`AdaptiveKLController`),
+`ppo/lm/rollout.py` (`sample_completions`, `score_completions`), `ppo/lm/rewards.py`
+(`per_token_kl`), `ppo/update.py` (`run_update`), `ppo/losses.py`
+(`clipped_surrogate_loss`). Command line: `python -m experiments.rlhf --reward model`.
 """
 
 # %%
@@ -49,20 +50,23 @@ import torch
 from _common import Lecture, plt, print_table
 from envs import corpus
 from envs.token_task import HEALTHINESS, corrupt, healthiness, is_well_formed, preference_pairs
-from ppo.kl_control import AdaptiveKLController
+from experiments.food_task import FoodTaskConfig, food_task
+from ppo.lm.kl_control import AdaptiveKLController
 from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
 from ppo.lm.reward_model import bradley_terry_loss, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rewards import per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer, copy_with_value_head
-from ppo.lm.rollout import repeat_prompts, sample_completions, score_completions
-from ppo.losses import clipped_surrogate_loss, kl_estimate
+from ppo.lm.rollout import TokenBatch, repeat_prompts, sample_completions, score_completions
+from ppo.losses import clipped_surrogate_loss
+from ppo.optim import FlatAdam, linear_annealing
+from ppo.update import MinibatchLoss, run_update
 
 lecture = Lecture("12_rlhf_pipeline", __doc__)
 PERSON, RELATION = "ravin", "likes"
 PROMPT = corpus.prompt(PERSON, RELATION)
-QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, lr=1e-2, warmup_steps=20,
-                           eval_interval=250)
+QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, learning_rate=1e-2,
+                           warmup_steps=20, eval_interval=250)
 EVAL_SAMPLES = lecture.choose(full=1000, quick=128)
 ITERATIONS = lecture.choose(full=40, quick=2)
 BATCH = lecture.choose(full=128, quick=32)
@@ -76,7 +80,8 @@ corpus in the corpus's proportions, and almost always spells them right.
 """
 
 # %%
-sft, tokenizer = load_or_pretrain_sft(lecture.choose(full=PretrainConfig(), quick=QUICK_SFT), verbose=True)
+sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, lecture.choose(full=PretrainConfig(), quick=QUICK_SFT),
+                                      verbose=True)
 print(f"SFT model: {sft.num_parameters():,} parameters")
 
 # %% [markdown]
@@ -168,9 +173,10 @@ lecture.save_figure(figure, "reward_model.png")
 """
 ## 3. Stage 3: PPO against the reward model, with and without the KL penalty
 
-`RLHFTrainer` accepts any scorer: a function from a batch of completions to one score
-each. We pass the reward model's `score_batch`, wrapped so that it also records the
-hidden rule's score of the same batch — a number PPO never sees. Two runs, identical but
+`RLHFTrainer` accepts any task with any reward: a function from a batch of completions
+to one score each. We hand it the food task with the reward model's `score_batch` as
+the reward, wrapped so that it also records the hidden rule's score of the same batch —
+a number PPO never sees. Two runs, identical but
 for β: the default penalty, and none.
 
 `measure` evaluates a policy on fresh samples: the proxy score (with the missing-EOS
@@ -192,8 +198,8 @@ class RecordingScorer:
         return reward_model.score_batch(batch)
 
 
-BASE = RLHFConfig(person=PERSON, relation=RELATION, reward="model", iterations=ITERATIONS, batch_size=BATCH,
-                  sample_every=0, tensorboard=False, eval_samples=EVAL_SAMPLES)
+BASE = RLHFConfig(iterations=ITERATIONS, batch_size=BATCH, sample_every=0, tensorboard=False)
+TASK_CONFIG = FoodTaskConfig(person=PERSON, relation=RELATION, reward="model")
 
 
 @torch.no_grad()
@@ -214,7 +220,7 @@ def measure(policy, reference, seed: int = 0) -> dict:
 
 def run_ppo(config: RLHFConfig) -> tuple[RLHFTrainer, RecordingScorer, float]:
     scorer = RecordingScorer()
-    trainer = RLHFTrainer(config, sft, tokenizer, scorer=scorer, progress=False)
+    trainer = RLHFTrainer(config, sft, tokenizer, food_task(TASK_CONFIG, reward=scorer), progress=False)
     started = time.perf_counter()
     trainer.train()
     return trainer, scorer, (time.perf_counter() - started) / config.iterations
@@ -260,7 +266,7 @@ the seed and the budget; the penalty removes the incentive either way.
 
 ## 4. An adaptive β
 
-A fixed β is an exchange rate you must guess. The controller of `ppo/kl_control.py`
+A fixed β is an exchange rate you must guess. The controller of `ppo/lm/kl_control.py`
 (Ziegler et al. 2019) steers it towards a KL target instead: after each batch of n
 completions with mean sequence KL,
 
@@ -329,8 +335,9 @@ others. With the sequence reward R_i = r_φ(y_i) − β · Σ_t KL_t(y_i):
 Every token of completion i gets the same Â_i; no value network, no GAE. (GRPO as
 published also moves the KL from the reward into the loss; here both keep it in the
 reward, so the only difference from PPO is the baseline.) Everything else is reused:
-the sampler, the per-token log-probs at temperature τ, the KL estimate and PPO's
-clipped surrogate with the same ε, epochs, minibatches and early stop.
+the sampler, the per-token log-probs at temperature τ, the KL estimate, PPO's clipped
+surrogate with the same ε, and the very update routine of both trainers
+(`ppo.update.run_update`: the same epochs, minibatches, gradient clipping and early stop).
 """
 
 
@@ -349,12 +356,21 @@ def train_critic_free(kind: str, config: RLHFConfig, group_size: int) -> tuple[l
     torch.manual_seed(config.seed)
     policy = copy_with_value_head(sft, value_head=False)
     frozen = copy_with_value_head(sft, value_head=False).requires_grad_(False)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=1e-5)
+    optimizer = FlatAdam(policy.parameters(), lr=config.learning_rate, eps=config.adam_eps)
     generator = torch.Generator().manual_seed(config.seed)
+
+    def minibatch_loss(minibatch: dict) -> MinibatchLoss:
+        """PPO's clipped surrogate on b completions; no value loss, no entropy term."""
+        tokens = TokenBatch(minibatch["tokens"], minibatch["prompt_lengths"], minibatch["completion"], minibatch["mask"])
+        new_log_probs = score_completions(policy, tokens, config.temperature).log_probs  # (b, T)
+        loss = clipped_surrogate_loss(new_log_probs, minibatch["log_probs"], minibatch["advantages"], config.clip_coef,
+                                      tokens.mask)
+        return MinibatchLoss(loss=loss, log_ratio=(new_log_probs.detach() - minibatch["log_probs"]) * tokens.mask,
+                             mask=tokens.mask, terms={"policy_loss": loss})
+
     history, started = [], time.perf_counter()
     for iteration in range(config.iterations):
-        for group in optimizer.param_groups:  # the same linear annealing as RLHFTrainer
-            group["lr"] = config.learning_rate * (1 - iteration / config.iterations)
+        optimizer.lr = linear_annealing(config.learning_rate, iteration, config.iterations)  # as RLHFTrainer
         with torch.no_grad():
             batch = sample_completions(policy, tokenizer, [PROMPT] * config.batch_size, config.max_new_tokens,
                                        config.temperature, generator)
@@ -365,25 +381,11 @@ def train_critic_free(kind: str, config: RLHFConfig, group_size: int) -> tuple[l
             sequence_kl = per_token_kl(old_log_probs, reference_log_probs, batch.mask, config.kl_estimator).sum(1)
             advantages = group_advantages(scores - config.kl_coef * sequence_kl, group_size, kind)  # (B,)
             token_advantages = advantages.unsqueeze(1) * batch.mask  # (B, T): Â_i at every real token
-        stop = False
-        for _ in range(config.update_epochs):
-            order = torch.randperm(config.batch_size, generator=generator)
-            for start in range(0, config.batch_size, config.minibatch_size):
-                rows = order[start : start + config.minibatch_size]
-                minibatch = batch.select(rows)
-                new_log_probs = score_completions(policy, minibatch, config.temperature).log_probs
-                approx_kl = kl_estimate((new_log_probs - old_log_probs[rows]).detach(), "k3", minibatch.mask)
-                if config.target_kl is not None and float(approx_kl) > config.target_kl:
-                    stop = True  # the same early stop as RLHFTrainer.update
-                    break
-                loss = clipped_surrogate_loss(new_log_probs, old_log_probs[rows], token_advantages[rows],
-                                              config.clip_coef, minibatch.mask)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
-                optimizer.step()
-            if stop:
-                break
+        samples = {"tokens": batch.tokens, "prompt_lengths": batch.prompt_lengths, "completion": batch.completion,
+                   "mask": batch.mask, "log_probs": old_log_probs, "advantages": token_advantages}
+        run_update(samples, minibatch_loss, optimizer, update_epochs=config.update_epochs,
+                   num_minibatches=config.num_minibatches, max_grad_norm=config.max_grad_norm,
+                   target_kl=config.target_kl, clip_coef=config.clip_coef, generator=generator)
         well_formed = [is_well_formed(text, bool(eos)) for text, eos in zip(batch.texts, batch.ended_with_eos)]
         history.append({"score": float(scores.mean()), "sequence_kl": float(sequence_kl.mean()),
                         "well_formed_rate": sum(well_formed) / len(batch)})

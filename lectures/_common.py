@@ -28,7 +28,11 @@ matplotlib.use("Agg")  # files only, no window
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from ppo.malloc import keep_freed_memory  # noqa: E402
+
+# The process-wide settings the training commands make (experiments/cli.py, configure_process):
 torch.set_num_threads(1)  # tiny networks: one thread is fastest, and the machine is shared
+keep_freed_memory()  # autograd's freed buffers stay in the process instead of being page-faulted in again
 
 OUTPUT_ROOT_VARIABLE = "LECTURE_OUTPUTS"
 

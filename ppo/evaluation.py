@@ -1,15 +1,20 @@
-"""Run a trained policy on the real gymnasium environment and report its returns.
+"""Run a trained policy on gymnasium environments and report its returns.
 
-Evaluation always uses gymnasium's own implementation of the env, whatever backend
-trained the policy, with observation statistics frozen as they were at the end of
-training. Episodes are split evenly over parallel copies (25 by default), each running a
-fixed quota, so short episodes are not over-counted (taking "the first n episodes to
-finish" from parallel envs would bias the mean towards short ones).
+    policy = load_policy("runs/CartPole-v1__seed1")                    # network, config, frozen obs statistics
+    returns = evaluate_policy(policy, lambda: gym.make("CartPole-v1"), episodes=100)
+
+The caller says which environment with a function that makes one copy (the commands use
+gymnasium's own implementation of the env, whatever backend trained the policy).
+Observation statistics stay frozen as they were at the end of training. Episodes are
+split evenly over parallel copies (25 by default), each running a fixed quota, so short
+episodes are not over-counted (taking "the first n episodes to finish" from parallel
+envs would bias the mean towards short ones).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -17,7 +22,7 @@ import torch
 
 from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.networks import ActorCritic
+from ppo.networks import ActorCritic, spaces_from_dict
 from ppo.normalize import ObservationNormalizer
 
 EVAL_SEED_OFFSET = 10_000  # evaluation episodes never reuse the training seeds
@@ -25,7 +30,7 @@ EVAL_SEED_OFFSET = 10_000  # evaluation episodes never reuse the training seeds
 
 @dataclass
 class Policy:
-    """What evaluation needs from a run: the network, its config, frozen obs statistics."""
+    """What acting needs from a run: the network, its config, frozen obs statistics."""
 
     model: ActorCritic
     config: PPOConfig
@@ -48,25 +53,18 @@ class Policy:
 
 
 def load_policy(path) -> Policy:
-    """Rebuild the policy of a checkpoint file or run folder (CheckpointError if unusable)."""
-    state = load_checkpoint(path, required_keys=("model", "config"))
-    try:
-        config = PPOConfig.from_dict(state["config"])
-    except (ConfigError, TypeError) as error:
-        raise CheckpointError(f"checkpoint {path} has an unusable config ({error})") from None
-    from envs.factory import make_gymnasium_env
+    """Rebuild the policy of a checkpoint file or run folder (CheckpointError if unusable).
 
-    env = make_gymnasium_env(config.env_id)
-    model = ActorCritic(
-        env.observation_space,
-        env.action_space,
-        hidden_sizes=tuple(config.hidden_sizes),
-        activation=config.activation,
-        shared=config.shared_network,
-        ortho_init=config.ortho_init,
-        log_std_init=config.log_std_init,
-    )
-    env.close()
+    The checkpoint holds everything needed: the config, the network's weights, the
+    observation and action spaces, and the observation statistics.
+    """
+    state = load_checkpoint(path, required_keys=("model", "config", "spaces"))
+    try:
+        config = PPOConfig.from_dict(state["config"]).validate()
+        observation_space, action_space = spaces_from_dict(state["spaces"])
+        model = ActorCritic.from_config(config, observation_space, action_space)
+    except (ConfigError, TypeError, ValueError) as error:
+        raise CheckpointError(f"checkpoint {path} has an unusable config ({error})") from None
     try:
         model.load_state_dict(state["model"])
     except RuntimeError as error:
@@ -74,7 +72,7 @@ def load_policy(path) -> Policy:
     model.eval()
     normalizer = None
     if state.get("obs_normalizer"):
-        normalizer = ObservationNormalizer(tuple(env.observation_space.shape))
+        normalizer = ObservationNormalizer(tuple(observation_space.shape))
         normalizer.load_state_dict(state["obs_normalizer"])
         normalizer.training = False
     return Policy(model, config, normalizer)
@@ -82,23 +80,22 @@ def load_policy(path) -> Policy:
 
 def evaluate_policy(
     policy: Policy,
+    make_env: Callable[[], gym.Env],
     episodes: int = 100,
     greedy: bool = True,
     seed: int | None = None,
     num_envs: int = 25,
-    env_id: str | None = None,
 ) -> np.ndarray:
-    """Returns of `episodes` complete episodes on gymnasium's env (float array)."""
-    from envs.factory import make_gymnasium_env
+    """Returns of `episodes` complete episodes on copies made by `make_env()` (float array).
 
-    env_id = env_id or policy.config.env_id
+    `seed` defaults to the run's seed + EVAL_SEED_OFFSET; copy i is seeded with seed + i.
+    """
     seed = policy.config.seed + EVAL_SEED_OFFSET if seed is None else seed
     num_envs = max(1, min(num_envs, episodes))
     quotas = np.full(num_envs, episodes // num_envs)
     quotas[: episodes % num_envs] += 1
-    make_gymnasium_env(env_id).close()  # a clear error for a missing extra
     envs = gym.vector.SyncVectorEnv(
-        [lambda: gym.make(env_id) for _ in range(num_envs)],
+        [make_env for _ in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
     obs, _ = envs.reset(seed=seed)

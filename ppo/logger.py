@@ -84,7 +84,8 @@ def _csv_value(value):
 
 UPDATE_DIAGNOSTICS = {  # TensorBoard's "losses/" group; every other scalar goes to "charts/"
     "policy_loss", "value_loss", "entropy", "old_approx_kl", "approx_kl", "clip_fraction",
-    "value_clip_fraction", "explained_variance", "first_minibatch_ratio_error", "minibatch_updates",
+    "value_clip_fraction", "explained_variance", "first_minibatch_ratio_error", "gradient_steps",
+    "early_stopped", "grad_norm",
 }
 
 

@@ -74,6 +74,16 @@ def value_loss(
     return 0.5 * masked_mean(squared_error, mask)
 
 
+def ppo_loss(
+    policy_loss: torch.Tensor, value_loss: torch.Tensor, entropy: torch.Tensor, vf_coef: float, ent_coef: float
+) -> torch.Tensor:
+    """L(θ) = L_policy − c_e · H + c_v · L_value; with c_e = 0 the entropy is left out of the graph."""
+    loss = policy_loss + vf_coef * value_loss
+    if ent_coef:
+        loss = loss - ent_coef * entropy
+    return loss
+
+
 def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """H[π_θ] averaged over samples; it enters the loss as −c_e · H to keep exploring."""
     return masked_mean(entropy, mask)
@@ -106,6 +116,19 @@ def kl_per_sample(log_ratio: torch.Tensor, estimator: str = "k3") -> torch.Tenso
     if estimator == "k3":
         return torch.expm1(log_ratio) - log_ratio
     raise ValueError(f"unknown KL estimator {estimator!r}; allowed: 'k1', 'k2', 'k3'")
+
+
+def value_clip_fraction(
+    new_values: torch.Tensor,
+    old_values: torch.Tensor,
+    clip_coef: float | None,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Share of samples whose value moved further than ε_v from V_old: E[ 1{|V_θ − V_old| > ε_v} ] (0 unclipped)."""
+    if clip_coef is None:
+        return torch.zeros((), dtype=new_values.dtype, device=new_values.device)
+    moved = ((new_values.detach() - old_values).abs() > clip_coef).to(new_values.dtype)
+    return masked_mean(moved, mask)
 
 
 def clip_fraction(

@@ -113,6 +113,33 @@ class GaussianHead(nn.Module):
         return self.mean(features)
 
 
+def spaces_to_dict(observation_space: gym.Space, action_space: gym.Space) -> dict:
+    """The two spaces as plain lists and numbers, for a weights_only checkpoint."""
+
+    def box(space: gym.spaces.Box) -> dict:
+        return {"type": "box", "low": space.low.tolist(), "high": space.high.tolist(), "dtype": str(space.dtype)}
+
+    action = {"type": "discrete", "n": int(action_space.n)} if isinstance(action_space, gym.spaces.Discrete) else box(action_space)
+    return {"observation": box(observation_space), "action": action}
+
+
+def spaces_from_dict(data: dict) -> tuple[gym.spaces.Box, gym.Space]:
+    """(observation space, action space) from `spaces_to_dict`; ValueError if it is not one."""
+
+    def space(entry: dict) -> gym.Space:
+        if entry["type"] == "discrete":
+            return gym.spaces.Discrete(int(entry["n"]))
+        if entry["type"] == "box":
+            low, high = np.array(entry["low"], dtype=entry["dtype"]), np.array(entry["high"], dtype=entry["dtype"])
+            return gym.spaces.Box(low, high, dtype=low.dtype)
+        raise ValueError(f"unknown space type {entry['type']!r}")
+
+    try:
+        return space(data["observation"]), space(data["action"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"not a description of two spaces ({error})") from None
+
+
 def observation_dim(space: gym.Space) -> int:
     if not isinstance(space, gym.spaces.Box):
         raise ValueError(f"observation space {space} is not supported; allowed: Box")
@@ -147,6 +174,19 @@ class ActorCritic(nn.Module):
         self.critic_body = self.actor_body if shared else mlp(in_dim, hidden_sizes, activation, ortho_init)
         self.policy_head = make_policy_head(action_space, hidden_sizes[-1], ortho_init, log_std_init)
         self.value_head = init_layer(nn.Linear(hidden_sizes[-1], 1), 1.0, ortho_init)
+
+    @classmethod
+    def from_config(cls, config, observation_space: gym.Space, action_space: gym.Space) -> "ActorCritic":
+        """The network a PPOConfig's network fields describe (hidden_sizes, activation, ...)."""
+        return cls(
+            observation_space,
+            action_space,
+            hidden_sizes=tuple(config.hidden_sizes),
+            activation=config.activation,
+            shared=config.shared_network,
+            ortho_init=config.ortho_init,
+            log_std_init=config.log_std_init,
+        )
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
         return self.policy_head(self.actor_body(obs))

@@ -1,8 +1,8 @@
 """Record one episode of a trained policy as an animated GIF.
 
-The episode runs on gymnasium's own env made with ``render_mode="rgb_array"``: after
-the reset and after every step, ``env.render()`` returns the picture as an
-(height, width, 3) uint8 array. The policy acts exactly as in evaluation (greedy by
+The episode runs on an env the caller makes, with ``render_mode="rgb_array"`` (the
+command passes gymnasium's own): after the reset and after every step, ``env.render()``
+returns the picture as an (height, width, 3) uint8 array. The policy acts exactly as in evaluation (greedy by
 default, observation statistics frozen, Box actions clipped to the bounds), and the
 frames are written at the env's own ``render_fps``, so the animation plays in real time.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -40,16 +41,16 @@ def prepare_headless_rendering() -> None:
         os.environ.setdefault("MUJOCO_GL", "egl")  # read when the first MuJoCo renderer is made
 
 
-def run_rendered_episode(policy: Policy, seed: int, greedy: bool = True) -> tuple[list[np.ndarray], float, int]:
-    """Play one episode on gymnasium's env; return (frames, return, render fps).
+def run_rendered_episode(
+    policy: Policy, make_env: Callable[[], gym.Env], seed: int, greedy: bool = True
+) -> tuple[list[np.ndarray], float, int]:
+    """Play one episode on `make_env()` (render_mode="rgb_array"); return (frames, return, render fps).
 
     frames[0] shows the start state and frames[t] the state after step t.
     """
-    from envs.factory import make_gymnasium_env
-
     prepare_headless_rendering()
     env_id = policy.config.env_id
-    env = make_gymnasium_env(env_id, render_mode="rgb_array")
+    env = make_env()
     try:
         obs, _ = env.reset(seed=seed)
         try:
@@ -93,13 +94,15 @@ def write_gif(frames: list[np.ndarray], path: str | Path, fps: int) -> Path:
     return path
 
 
-def record_episode(policy: Policy, path: str | Path, seed: int | None = None, greedy: bool = True) -> dict:
-    """Record one episode of `policy` to the GIF `path`; return what was recorded.
+def record_episode(
+    policy: Policy, make_env: Callable[[], gym.Env], path: str | Path, seed: int | None = None, greedy: bool = True
+) -> dict:
+    """Record one episode of `policy` on `make_env()` to the GIF `path`; return what was recorded.
 
     `seed` defaults to the first evaluation seed (the run's seed + EVAL_SEED_OFFSET).
     """
     _pillow_image_module()  # a missing extra is reported before the episode is played
     seed = policy.config.seed + EVAL_SEED_OFFSET if seed is None else seed
-    frames, episode_return, fps = run_rendered_episode(policy, seed, greedy)
+    frames, episode_return, fps = run_rendered_episode(policy, make_env, seed, greedy)
     write_gif(frames, path, fps)
     return {"path": str(path), "frames": len(frames), "return": episode_return, "fps": fps, "seed": seed}

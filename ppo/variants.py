@@ -115,7 +115,7 @@ class KLAdaptivePPO(PPO):
     def __init__(
         self,
         config: PPOConfig,
-        envs: VecEnv | None = None,
+        envs: VecEnv,
         run_dir: str | Path | None = None,
         progress: bool = True,
         kl_target: float = 0.01,
@@ -145,8 +145,8 @@ class KLAdaptivePPO(PPO):
     def state_dict(self) -> dict:
         return {**super().state_dict(), "adapted": self.adapted_values()}
 
-    def load_state(self, state: dict) -> None:
-        super().load_state(state)
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
         for name, value in state.get("adapted", {}).items():
             setattr(self, name, float(value))
 
@@ -154,7 +154,7 @@ class KLAdaptivePPO(PPO):
 class PPOPenalty(KLAdaptivePPO):
     """PPO-Penalty: the unclipped surrogate plus β · KL, with β adapted after each update."""
 
-    def __init__(self, config: PPOConfig, envs=None, run_dir=None, progress=True, kl_target=0.01, initial_beta=1.0):
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01, initial_beta=1.0):
         if not (initial_beta > 0 and math.isfinite(initial_beta)):
             raise ConfigError(f"initial_beta = {initial_beta} must be a finite number > 0")
         super().__init__(config, envs, run_dir, progress, kl_target)
@@ -173,10 +173,10 @@ class PPOPenalty(KLAdaptivePPO):
 class AdaptiveClipPPO(KLAdaptivePPO):
     """PPO-Clip whose ε is halved or doubled after each update to keep the KL near target.
 
-    Only the policy's ε adapts; value clipping (`clip_vloss`) keeps `config.clip_coef`.
+    Only the policy's ε adapts; value clipping keeps `config.value_clip_coef`.
     """
 
-    def __init__(self, config: PPOConfig, envs=None, run_dir=None, progress=True, kl_target=0.01,
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01,
                  min_clip: float = 0.02, max_clip: float = 0.5):
         if not (0 < min_clip <= max_clip):
             raise ConfigError(f"clip bounds [{min_clip}, {max_clip}] must satisfy 0 < min_clip ≤ max_clip")

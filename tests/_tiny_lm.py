@@ -13,10 +13,11 @@ import functools
 import pytest
 import torch
 
+from envs.corpus import FOOD_CORPUS
 from ppo.lm.pretrain import PretrainConfig, pretrain
 
 TINY_PRETRAIN = PretrainConfig(
-    seed=0, corpus_size=6_000, val_size=200, steps=250, batch_size=64, lr=1e-2, warmup_steps=20,
+    seed=0, corpus_size=6_000, val_size=200, steps=250, batch_size=64, learning_rate=1e-2, warmup_steps=20,
     eval_interval=250, n_layer=1, n_head=2, n_embd=32, block_size=26,
 )
 
@@ -24,7 +25,7 @@ TINY_PRETRAIN = PretrainConfig(
 @functools.cache
 def tiny_sft():
     """(model in eval mode, tokenizer); trained once, then shared by every test of the session."""
-    result = pretrain(TINY_PRETRAIN, verbose=False)
+    result = pretrain(FOOD_CORPUS, TINY_PRETRAIN, verbose=False)
     return result.model, result.tokenizer
 
 

@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
+from envs.factory import EnvError
 from experiments import evaluate, train
+from experiments.presets import build_config
 from ppo.config import ConfigError, PPOConfig
-from ppo.presets import build_config
 
 
 @pytest.mark.parametrize(
@@ -24,7 +25,10 @@ from ppo.presets import build_config
         ({"num_envs": 0}, "num_envs = 0 must be a positive integer"),
         ({"update_epochs": 0}, "update_epochs = 0"),
         ({"total_timesteps": 100}, "less than one rollout"),
-        ({"env_backend": "jax"}, "env_backend = 'jax' is not one of auto, gymnasium, torch"),
+        ({"max_grad_norm": float("nan")}, "max_grad_norm = nan must be a finite number > 0"),
+        ({"value_clip_coef": -0.2}, "value_clip_coef = -0.2"),
+        ({"gamma": "0.99"}, "gamma = '0.99' has the wrong type (expected float)"),
+        ({"hidden_sizes": (64, 0)}, "hidden_sizes = [64, 0] must be one or more positive widths"),
         ({"ent_coef": -1.0}, "ent_coef = -1.0"),
         ({"target_kl": 0.0}, "target_kl = 0.0"),
     ],
@@ -41,11 +45,13 @@ def test_defaults_are_valid_and_derived_sizes():
     assert (config.batch_size, config.minibatch_size, config.num_iterations) == (512, 128, 976)
 
 
-def test_unknown_env_id_and_unsupported_spaces():
-    with pytest.raises(ConfigError, match="'NoSuchEnv-v0' is not a registered gymnasium environment"):
+def test_unknown_env_id_backend_and_unsupported_spaces():
+    with pytest.raises(EnvError, match="'NoSuchEnv-v0' is not a registered gymnasium environment"):
         build_config({"env_id": "NoSuchEnv-v0"})
-    with pytest.raises(ConfigError, match="has no batched torch version"):
+    with pytest.raises(EnvError, match="has no batched torch version"):
         build_config({"env_id": "LunarLander-v3", "env_backend": "torch"})
+    with pytest.raises(EnvError, match="env_backend = 'jax' is not one of auto, gymnasium, torch"):
+        build_config({"env_backend": "jax"})
 
 
 def test_explicit_flags_override_presets():

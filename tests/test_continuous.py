@@ -14,13 +14,15 @@ import pytest
 import torch
 from torch.distributions import Normal
 
+from envs.factory import gymnasium_env_factory
+from envs.gymnasium_vec_env import GymnasiumVecEnv
+from experiments.train import training_envs
 from ppo.checkpoint import load_checkpoint, save_checkpoint
 from ppo.config import PPOConfig
 from ppo.evaluation import Policy, evaluate_policy, load_policy
 from ppo.networks import ActorCritic
 from ppo.normalize import ObservationNormalizer, RewardScaler, RunningMeanStd
 from ppo.trainer import PPO
-from ppo.vec_env import GymnasiumVecEnv
 
 OBS = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
 
@@ -90,7 +92,7 @@ def test_env_receives_the_clipped_action_and_the_buffer_keeps_the_sample():
     config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=32, num_minibatches=2,
                        total_timesteps=64, log_std_init=1.5)
     envs = ActionRecordingEnv("Pendulum-v1", 2)
-    trainer = PPO(config, envs=envs, progress=False)
+    trainer = PPO(config, envs, progress=False)
     trainer.collect_rollout()
     stored = trainer.buffer.actions  # (T, N, 1)
     sent = torch.stack(envs.sent)
@@ -102,7 +104,7 @@ def test_env_receives_the_clipped_action_and_the_buffer_keeps_the_sample():
 def test_greedy_evaluation_acts_with_the_mean_of_the_normalised_observation(tmp_path):
     config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=64, num_minibatches=2,
                        total_timesteps=128, normalize_obs=True, log_std_init=1.0, tensorboard=False)
-    trainer = PPO(config, run_dir=tmp_path, progress=False)
+    trainer = PPO(config, training_envs(config), run_dir=tmp_path, progress=False)
     trainer.train()
     policy = load_policy(tmp_path)
     obs = torch.randn(16, 3) * 3
@@ -176,7 +178,7 @@ def test_normalisation_statistics_survive_a_weights_only_checkpoint(tmp_path):
 def test_evaluation_uses_the_training_statistics_frozen(tmp_path):
     config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=64, num_minibatches=2,
                        total_timesteps=256, normalize_obs=True, normalize_reward=True, tensorboard=False)
-    trainer = PPO(config, run_dir=tmp_path, progress=False)
+    trainer = PPO(config, training_envs(config), run_dir=tmp_path, progress=False)
     trainer.train()
     saved = trainer.obs_normalizer.stats.state_dict()
     assert saved["count"] > 256  # it did learn statistics: every step's obs, and the reset
@@ -189,11 +191,11 @@ def test_evaluation_uses_the_training_statistics_frozen(tmp_path):
     assert policy.obs_normalizer is not None and not policy.obs_normalizer.training
     obs = torch.randn(8, 3) * 4
     torch.testing.assert_close(policy.obs_normalizer.normalize(obs), trainer.obs_normalizer.normalize(obs))
-    evaluate_policy(policy, episodes=2, num_envs=2)
+    evaluate_policy(policy, gymnasium_env_factory("Pendulum-v1"), episodes=2, num_envs=2)
     after = policy.obs_normalizer.stats.state_dict()
     assert torch.equal(after["mean"], saved["mean"]) and after["count"] == saved["count"]  # frozen
 
-    resumed = PPO.resume(tmp_path, progress=False)
+    resumed = PPO.resume(tmp_path, training_envs, progress=False)
     assert torch.equal(resumed.reward_scaler.stats.var, trainer.reward_scaler.stats.var)
 
 
@@ -207,10 +209,11 @@ LEARNING_RUN = dict(env_id="Pendulum-v1", env_backend="gymnasium", seed=1, total
 
 def test_short_pendulum_run_improves_clearly_on_the_untrained_policy():
     config = PPOConfig(**LEARNING_RUN)
-    trainer = PPO(config, progress=False)
+    trainer = PPO(config, training_envs(config), progress=False)
+    make_env = gymnasium_env_factory("Pendulum-v1")
 
     def greedy_mean() -> float:
-        return float(evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), episodes=10).mean())
+        return float(evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), make_env, episodes=10).mean())
 
     untrained = greedy_mean()
     trainer.train()

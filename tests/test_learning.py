@@ -4,18 +4,19 @@ A silently broken update (wrong sign, stale log-probs, advantages misaligned wit
 states) still runs without error; only a return threshold catches it.
 """
 
-import pytest
-
+from envs.factory import gymnasium_env_factory
+from experiments.presets import build_config
+from experiments.train import training_envs
 from ppo.evaluation import Policy, evaluate_policy
-from ppo.presets import build_config
 from ppo.trainer import PPO
 
 
 def train_and_evaluate(flags: dict, episodes: int = 100):
     config = build_config({"tensorboard": False, **flags})
-    trainer = PPO(config, progress=False)
+    trainer = PPO(config, training_envs(config), progress=False)
     metrics = trainer.train()
-    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer), episodes)
+    policy = Policy(trainer.model, config, trainer.obs_normalizer)
+    returns = evaluate_policy(policy, gymnasium_env_factory(config.env_id), episodes)
     return metrics, returns
 
 

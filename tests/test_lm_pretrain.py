@@ -5,28 +5,30 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from envs.corpus import FOOD_CORPUS
 from experiments import pretrain_lm
+from ppo.checkpoint import CheckpointError
+from ppo.config import ConfigError
 from ppo.lm import pretrain as pretrain_module
 from ppo.lm.pretrain import (
-    CheckpointError,
     PretrainConfig,
     cached_checkpoint_path,
-    learning_rate,
-    load_checkpoint,
     load_or_pretrain_sft,
+    load_sft_checkpoint,
     next_token_loss,
     pretrain,
-    save_checkpoint,
+    save_sft_checkpoint,
+    scheduled_learning_rate,
 )
 
 
-TINY = PretrainConfig(seed=0, corpus_size=6000, val_size=500, steps=120, batch_size=64, lr=1e-2,
+TINY = PretrainConfig(seed=0, corpus_size=6000, val_size=500, steps=120, batch_size=64, learning_rate=1e-2,
                       warmup_steps=10, eval_interval=60, n_layer=1, n_head=2, n_embd=32)
 
 
 @pytest.fixture(scope="module")
 def trained():
-    return pretrain(TINY, verbose=False)
+    return pretrain(FOOD_CORPUS, TINY, verbose=False)
 
 
 def test_short_pretraining_beats_the_uniform_model(trained):
@@ -38,14 +40,14 @@ def test_short_pretraining_beats_the_uniform_model(trained):
 
 def test_pretraining_is_seeded():
     short = replace(TINY, steps=10, eval_interval=10)
-    first, second = pretrain(short, verbose=False), pretrain(short, verbose=False)
-    other_seed = pretrain(replace(short, seed=1), verbose=False)
+    first, second = pretrain(FOOD_CORPUS, short, verbose=False), pretrain(FOOD_CORPUS, short, verbose=False)
+    other_seed = pretrain(FOOD_CORPUS, replace(short, seed=1), verbose=False)
     assert first.val_loss == second.val_loss != other_seed.val_loss
 
 
 def test_loss_ignores_pad_targets():
     torch.manual_seed(0)
-    tok = pretrain_module.corpus_tokenizer()
+    tok = pretrain_module.corpus_tokenizer(FOOD_CORPUS)
     model = pretrain_module.GPT(TINY.gpt_config(tok.vocab_size)).eval()
     batch = pretrain_module.encode_corpus(["sam likes soda", "priya hates ice cream"], tok, TINY.block_size)
     assert (batch[0] == tok.pad_id).sum() > 0  # the short sentence is padded
@@ -58,19 +60,19 @@ def test_loss_ignores_pad_targets():
 
 
 def test_learning_rate_schedule_by_hand():
-    cfg = PretrainConfig(steps=110, warmup_steps=10, lr=1.0, min_lr_ratio=0.1)
-    assert learning_rate(0, cfg) == pytest.approx(0.1)
-    assert learning_rate(9, cfg) == pytest.approx(1.0)
-    assert learning_rate(10, cfg) == pytest.approx(1.0)
-    assert learning_rate(60, cfg) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway: cos(pi/2) = 0
-    assert learning_rate(110, cfg) == pytest.approx(0.1)
+    cfg = PretrainConfig(steps=110, warmup_steps=10, learning_rate=1.0, min_lr_ratio=0.1)
+    assert scheduled_learning_rate(0, cfg) == pytest.approx(0.1)
+    assert scheduled_learning_rate(9, cfg) == pytest.approx(1.0)
+    assert scheduled_learning_rate(10, cfg) == pytest.approx(1.0)
+    assert scheduled_learning_rate(60, cfg) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway: cos(pi/2) = 0
+    assert scheduled_learning_rate(110, cfg) == pytest.approx(0.1)
 
 
 def test_checkpoint_round_trip_weights_only(trained, tmp_path):
-    path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY, {"val_loss": 1.5})
+    path = save_sft_checkpoint(trained.model, trained.tokenizer, tmp_path / "sft.pt", TINY, {"val_loss": 1.5})
     raw = torch.load(path, weights_only=True)  # plain containers only
     assert raw["pretrain_config"] == asdict(TINY) and isinstance(raw["gpt_config"], dict)
-    loaded = load_checkpoint(path)
+    loaded = load_sft_checkpoint(path)
     assert loaded.pretrain_config == TINY and loaded.tokenizer == trained.tokenizer
     assert loaded.metrics == {"val_loss": 1.5}
     idx = torch.tensor([trained.tokenizer.encode("ravin likes pizza")])
@@ -81,56 +83,65 @@ def test_checkpoint_round_trip_weights_only(trained, tmp_path):
 
 
 def test_corrupt_checkpoint_raises_clear_error(trained, tmp_path):
-    path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY)
+    path = save_sft_checkpoint(trained.model, trained.tokenizer, tmp_path / "sft.pt", TINY)
     path.write_bytes(path.read_bytes()[:200])  # truncated
     with pytest.raises(CheckpointError, match="is corrupt"):
-        load_checkpoint(path)
+        load_sft_checkpoint(path)
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint at all")
     with pytest.raises(CheckpointError):
-        load_checkpoint(tmp_path / "junk.pt")
+        load_sft_checkpoint(tmp_path / "junk.pt")
     with pytest.raises(CheckpointError, match="does not exist"):
-        load_checkpoint(tmp_path / "missing.pt")
+        load_sft_checkpoint(tmp_path / "missing.pt")
 
 
 def test_mismatched_checkpoint_raises_clear_error(trained, tmp_path):
-    path = save_checkpoint(tmp_path / "sft.pt", trained.model, trained.tokenizer, TINY)
+    path = save_sft_checkpoint(trained.model, trained.tokenizer, tmp_path / "sft.pt", TINY)
     payload = torch.load(path, weights_only=True)
     payload["gpt_config"]["n_embd"] = 64
     torch.save(payload, path)
     with pytest.raises(CheckpointError, match="do not match"):
-        load_checkpoint(path)
+        load_sft_checkpoint(path)
     torch.save({"something": "else"}, path)
     with pytest.raises(CheckpointError, match="not a format-1 checkpoint"):
-        load_checkpoint(path)
+        load_sft_checkpoint(path)  # the file format of ppo.checkpoint; the SFT payload has a version of its own
 
 
 def test_load_or_pretrain_caches_by_config(trained, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(pretrain_module, "pretrain", lambda config, verbose: calls.append(config) or trained)
+    monkeypatch.setattr(pretrain_module, "pretrain", lambda corpus, config, verbose: calls.append(config) or trained)
     monkeypatch.setenv("PPO_CACHE_DIR", str(tmp_path))
-    model, tok = load_or_pretrain_sft(TINY, verbose=False)  # trains (the stub) and saves
-    assert calls == [TINY] and cached_checkpoint_path(TINY).parent == tmp_path
-    assert cached_checkpoint_path(TINY).exists()
-    model2, tok2 = load_or_pretrain_sft(TINY, verbose=False)  # loads, no training
+    model, tok = load_or_pretrain_sft(FOOD_CORPUS, TINY, verbose=False)  # trains (the stub) and saves
+    assert calls == [TINY] and cached_checkpoint_path(FOOD_CORPUS, TINY).parent == tmp_path
+    assert cached_checkpoint_path(FOOD_CORPUS, TINY).exists()
+    model2, tok2 = load_or_pretrain_sft(FOOD_CORPUS, TINY, verbose=False)  # loads, no training
     assert calls == [TINY] and tok2 == tok
     other = replace(TINY, seed=1)
-    assert cached_checkpoint_path(other) != cached_checkpoint_path(TINY)
+    assert cached_checkpoint_path(FOOD_CORPUS, other) != cached_checkpoint_path(FOOD_CORPUS, TINY)
 
 
-def test_cli_rejects_bad_values(capsys):
-    for argv in (["--lr", "-1"], ["--steps", "0"]):
-        with pytest.raises(SystemExit) as info:
-            pretrain_lm.main(argv)
-        assert info.value.code == 2
-        err = capsys.readouterr().err
-        assert "must be > 0" in err and "Traceback" not in err
+@pytest.mark.parametrize("argv, message", [
+    (["--learning-rate", "-1"], "learning_rate = -1.0 must be a finite number > 0"),
+    (["--steps", "0"], "steps = 0 must be a positive integer"),
+    (["--weight-decay", "nan"], "weight_decay = nan must be a finite number ≥ 0"),
+    (["--max-grad-norm", "nan"], "max_grad_norm = nan must be a finite number > 0"),
+    (["--n-embd", "30", "--n-head", "4"], "n_embd = 30 is not divisible by n_head = 4"),
+    (["--lr", "1e-3"], "unrecognized arguments: --lr"),
+])
+def test_cli_rejects_bad_values_with_one_line_and_exit_code_2(argv, message, capsys, tmp_path):
+    try:
+        code = pretrain_lm.main([*argv, "--cache-dir", str(tmp_path)])
+    except SystemExit as stop:  # argparse's own errors exit from inside parse_args
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("ppo-pretrain-lm: error:") and message in err
+    assert not list(tmp_path.iterdir())  # nothing was trained or written
 
 
 def test_config_rejects_bad_values():
-    with pytest.raises(ValueError, match="lr"):
-        PretrainConfig(lr=-1.0)
-    with pytest.raises(ValueError, match="val_size"):
-        PretrainConfig(corpus_size=100, val_size=100)
+    with pytest.raises(ConfigError, match="learning_rate"):
+        PretrainConfig(learning_rate=-1.0).validate()
+    with pytest.raises(ConfigError, match="val_size"):
+        PretrainConfig(corpus_size=100, val_size=100).validate()
 
 
 def test_cli_trains_and_reports(tmp_path, capsys):
@@ -140,4 +151,4 @@ def test_cli_trains_and_reports(tmp_path, capsys):
     assert pretrain_lm.main(argv) == 0
     out = capsys.readouterr().out
     assert "ravin likes pizza" in out and "uniform model log V" in out
-    assert len(list(tmp_path.glob("sft-*.pt"))) == 1 and load_checkpoint(tmp_path / "copy.pt").pretrain_config
+    assert len(list(tmp_path.glob("sft-*.pt"))) == 1 and load_sft_checkpoint(tmp_path / "copy.pt").pretrain_config

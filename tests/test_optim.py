@@ -40,7 +40,7 @@ def test_matches_torch_adam_with_clipping_over_many_steps(shared):
     reference = ActorCritic(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), shared=shared)
     model = copy.deepcopy(reference)
     torch_adam = torch.optim.Adam(reference.parameters(), lr=1e-2, eps=1e-5)
-    flat_adam = FlatAdam(model.parameters(), lr=1e-2, eps=1e-5, max_grad_norm=0.5)
+    flat_adam = FlatAdam(model.parameters(), lr=1e-2, eps=1e-5)
     for step in range(60):
         obs, actions, weights = torch.randn(32, 4), torch.randint(0, 2, (32,)), torch.randn(32)
         for net, optimizer in ((reference, torch_adam), (model, flat_adam)):
@@ -50,6 +50,7 @@ def test_matches_torch_adam_with_clipping_over_many_steps(shared):
             loss.backward()
         torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
         torch_adam.step()
+        flat_adam.clip_grad_norm(0.5)
         flat_adam.step()
         learning_rate = 1e-2 * (1 - step / 60)  # the trainer anneals between updates
         torch_adam.param_groups[0]["lr"] = learning_rate
@@ -98,3 +99,28 @@ def test_step_refuses_gradients_detached_from_the_flat_vector():
     model(torch.randn(4, 3)).sum().backward()  # autograd allocates fresh gradients elsewhere
     with pytest.raises(RuntimeError, match="zero_grad"):
         optimizer.step()
+
+
+def test_parameter_groups_step_with_their_own_learning_rates_like_torch_adam():
+    torch.manual_seed(1)
+    policy, critic = torch.nn.Linear(3, 2), torch.nn.Linear(3, 1)
+    twins = copy.deepcopy(policy), copy.deepcopy(critic)
+    torch_adam = torch.optim.Adam([{"params": policy.parameters(), "lr": 1e-2}, {"params": critic.parameters(), "lr": 5e-2}],
+                                  eps=1e-5)
+    flat_adam = FlatAdam([{"params": twins[0].parameters(), "lr": 1e-2}, {"params": twins[1].parameters(), "lr": 5e-2}],
+                         eps=1e-5)
+    for step in range(20):
+        x = torch.randn(16, 3)
+        for (p, c), optimizer in (((policy, critic), torch_adam), (twins, flat_adam)):
+            loss = p(x).pow(2).mean() + (c(x) - 1).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+        torch_adam.step()
+        flat_adam.step()
+        fraction = 1 - (step + 1) / 20  # the annealing scales every group from its own initial rate
+        for group, initial in zip(torch_adam.param_groups, (1e-2, 5e-2)):
+            group["lr"] = initial * fraction
+        flat_adam.scale_learning_rates(fraction)
+    for expected, actual in zip([*policy.parameters(), *critic.parameters()], [*twins[0].parameters(), *twins[1].parameters()]):
+        torch.testing.assert_close(actual, expected, atol=1e-6, rtol=1e-5)
+    assert [group.lr for group in flat_adam.groups] == [1e-2 * fraction, 5e-2 * fraction]

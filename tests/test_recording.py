@@ -4,12 +4,16 @@ import sys
 
 import pytest
 
+from envs.factory import gymnasium_env_factory
 from experiments.evaluate import RECORDING_NAME, main
+from experiments.train import training_envs
 from ppo.config import ConfigError, PPOConfig
 from ppo.evaluation import evaluate_policy, load_policy
 from ppo.recording import record_episode
 from ppo.trainer import PPO
 
+CARTPOLE = gymnasium_env_factory("CartPole-v1")
+RENDERED_CARTPOLE = gymnasium_env_factory("CartPole-v1", render_mode="rgb_array")
 TINY_CARTPOLE = dict(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, num_steps=64, total_timesteps=512,
                      normalize_obs=True, tensorboard=False)
 
@@ -17,7 +21,8 @@ TINY_CARTPOLE = dict(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, 
 @pytest.fixture(scope="module")
 def cartpole_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("cartpole")
-    PPO(PPOConfig(**TINY_CARTPOLE), run_dir=run_dir, progress=False).train()
+    config = PPOConfig(**TINY_CARTPOLE)
+    PPO(config, training_envs(config), run_dir=run_dir, progress=False).train()
     return run_dir
 
 
@@ -33,7 +38,7 @@ def test_record_writes_every_frame_of_the_greedy_evaluation_episode(cartpole_run
     # frozen normalisation: CartPole pays 1 per step, and there is one frame per step
     # plus the start, each shown for 20 ms (render_fps 50). Pillow merges identical
     # consecutive frames and adds their durations, so compare the total play time.
-    (evaluation_return,) = evaluate_policy(load_policy(cartpole_run), episodes=1, seed=123, num_envs=1)
+    (evaluation_return,) = evaluate_policy(load_policy(cartpole_run), CARTPOLE, episodes=1, seed=123, num_envs=1)
     play_time_ms = 0
     for index in range(gif.n_frames):
         gif.seek(index)
@@ -45,8 +50,8 @@ def test_recorded_return_matches_evaluation_on_the_same_seed(cartpole_run, tmp_p
     pytest.importorskip("pygame")
     pytest.importorskip("PIL")
     policy = load_policy(cartpole_run)
-    result = record_episode(policy, tmp_path / "episode.gif", seed=7)
-    (evaluation_return,) = evaluate_policy(policy, episodes=1, seed=7, num_envs=1)
+    result = record_episode(policy, RENDERED_CARTPOLE, tmp_path / "episode.gif", seed=7)
+    (evaluation_return,) = evaluate_policy(policy, CARTPOLE, episodes=1, seed=7, num_envs=1)
     assert result["return"] == evaluation_return
     assert result["frames"] == evaluation_return + 1 and result["fps"] == 50
 
@@ -54,6 +59,6 @@ def test_recorded_return_matches_evaluation_on_the_same_seed(cartpole_run, tmp_p
 def test_missing_renderer_is_one_line_naming_the_extra(cartpole_run, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pygame", None)  # `import pygame` now raises ImportError
     with pytest.raises(ConfigError, match=r"optional extra 'record'") as error:
-        record_episode(load_policy(cartpole_run), tmp_path / "episode.gif")
+        record_episode(load_policy(cartpole_run), RENDERED_CARTPOLE, tmp_path / "episode.gif")
     assert "\n" not in str(error.value)
     assert not (tmp_path / "episode.gif").exists()

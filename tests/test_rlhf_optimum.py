@@ -41,7 +41,7 @@ def test_without_penalty_the_optimum_keeps_only_the_best_answer():
 def test_completion_probabilities_match_sampled_frequencies():
     model, tokenizer = tiny_sft()
     prompt = corpus.prompt("ravin", "likes")
-    exact = completion_probabilities(model, tokenizer, prompt)
+    exact = completion_probabilities(model, tokenizer, prompt, corpus.FOODS)
     assert sum(exact.values()) == pytest.approx(1.0) and exact[MALFORMED] < 0.2
     batch = sample_completions(model, tokenizer, [prompt] * 4000, max_new_tokens=12,
                                generator=torch.Generator().manual_seed(0))

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from ppo.kl_control import AdaptiveKLController, FixedKLController
+from ppo.lm.kl_control import AdaptiveKLController, FixedKLController
 from ppo.lm.rewards import assemble_rewards, last_token_index, per_token_kl
 from ppo.lm.rlhf_trainer import token_advantages
 

@@ -1,31 +1,36 @@
 """The PPO loop: ratio = 1 on the first minibatch, reproducibility, checkpoints, resuming."""
 
-import math
 
 import pytest
 import torch
 
+from envs.factory import gymnasium_env_factory
+from experiments.train import training_envs
 from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import PPOConfig
 from ppo.evaluation import evaluate_policy, load_policy
 from ppo.logger import read_metrics
 from ppo.trainer import PPO
 
+
+def make_trainer(config: PPOConfig, **kwargs) -> PPO:
+    return PPO(config, training_envs(config), **kwargs)
+
 SMALL = dict(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, num_steps=64, total_timesteps=1024, tensorboard=False)
 
 
 def test_first_minibatch_of_every_update_has_ratio_exactly_one():
-    trainer = PPO(PPOConfig(**SMALL), progress=False)
+    trainer = make_trainer(PPOConfig(**SMALL), progress=False)
     errors = []
     trainer.train(callback=lambda ppo, metrics: errors.append(metrics["first_minibatch_ratio_error"]))
     assert len(errors) == 4
-    assert max(errors) < 1e-6  # exp(log π_new − log π_old) = 1 up to float rounding
+    assert max(errors) == 0.0  # π_θ = π_old before the first step: the same forward pass, the same bits
 
 
 def test_same_seed_gives_identical_metrics_and_different_seed_differs():
     def run(seed):
         rows = []
-        PPO(PPOConfig(**SMALL, seed=seed), progress=False).train(callback=lambda ppo, m: rows.append(
+        make_trainer(PPOConfig(**SMALL, seed=seed), progress=False).train(callback=lambda ppo, m: rows.append(
             {k: v for k, v in m.items() if k not in ("time_s", "steps_per_second")}))
         return rows
 
@@ -38,12 +43,12 @@ def test_truncation_flag_reaches_the_buffer():
     # Pendulum-v1 always truncates at 200 steps: with bootstrapping the buffer keeps the
     # truncation separate; with the classic mistake it becomes a termination.
     config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=200, num_minibatches=2, total_timesteps=400)
-    trainer = PPO(config, progress=False)
+    trainer = make_trainer(config, progress=False)
     trainer.collect_rollout()
     assert trainer.buffer.truncated[-1].all() and not trainer.buffer.terminated.any()
     # the final observation kept for bootstrapping is not the reset observation that follows
     assert not torch.equal(trainer.buffer.final_obs[-1], trainer.next_obs)
-    trainer = PPO(config.replace(bootstrap_truncated=False), progress=False)
+    trainer = make_trainer(config.replace(bootstrap_truncated=False), progress=False)
     trainer.collect_rollout()
     assert trainer.buffer.terminated[-1].all() and not trainer.buffer.truncated.any()
 
@@ -51,7 +56,7 @@ def test_truncation_flag_reaches_the_buffer():
 def test_continuous_actions_are_stored_unclipped_and_sent_clipped():
     config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=64, num_minibatches=2,
                        total_timesteps=128, log_std_init=1.5)
-    trainer = PPO(config, progress=False)
+    trainer = make_trainer(config, progress=False)
     trainer.collect_rollout()
     actions = trainer.buffer.actions
     assert actions.abs().max() > 2.0  # σ = e^1.5 samples leave [−2, 2]
@@ -63,16 +68,16 @@ def test_continuous_actions_are_stored_unclipped_and_sent_clipped():
 
 def test_checkpoint_round_trip_and_resume(tmp_path):
     config = PPOConfig(**SMALL, checkpoint_every=2)
-    trainer = PPO(config, run_dir=tmp_path, progress=False)
+    trainer = make_trainer(config, run_dir=tmp_path, progress=False)
     trainer.train()
     state = load_checkpoint(tmp_path / "checkpoint.pt")
     assert state["global_step"] == 1024 and state["iteration"] == 4
     policy = load_policy(tmp_path)
     for name, tensor in trainer.model.state_dict().items():
         assert torch.equal(policy.model.state_dict()[name], tensor)
-    assert len(evaluate_policy(policy, episodes=3)) == 3
+    assert len(evaluate_policy(policy, gymnasium_env_factory("CartPole-v1"), episodes=3)) == 3
 
-    resumed = PPO.resume(tmp_path, total_timesteps=2048, progress=False)
+    resumed = PPO.resume(tmp_path, training_envs, total_timesteps=2048, progress=False)
     assert resumed.global_step == 1024
     resumed.train()
     rows = read_metrics(tmp_path / "metrics.csv")

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from experiments.train import training_envs
 from ppo.config import ConfigError, PPOConfig
 from ppo.losses import clipped_surrogate_loss
 from ppo.variants import (
@@ -22,6 +23,10 @@ from ppo.variants import (
 
 SMALL = dict(env_id="CartPole-v1", env_backend="torch", num_envs=8, num_steps=32, total_timesteps=1024,
              update_epochs=4, learning_rate=3e-3, tensorboard=False)
+
+
+def small_envs():
+    return training_envs(PPOConfig(**SMALL))
 
 
 def test_penalty_loss_hand_worked_two_samples():
@@ -84,14 +89,14 @@ def test_clip_coefficient_moves_opposite_to_beta_and_stays_in_bounds():
 
 
 def test_rollout_kl_is_zero_before_the_policy_moves():
-    trainer = PPOPenalty(PPOConfig(**SMALL), progress=False)
+    trainer = PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False)
     trainer.collect_rollout()
     assert trainer.rollout_kl() == pytest.approx(0.0, abs=1e-7)
 
 
 def test_penalty_trainer_applies_the_beta_rule_after_every_update():
     rows = []
-    trainer = PPOPenalty(PPOConfig(**SMALL), progress=False, kl_target=0.01, initial_beta=1.0)
+    trainer = PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False, kl_target=0.01, initial_beta=1.0)
     trainer.train(callback=lambda ppo, metrics: rows.append((metrics["beta"], metrics["kl_after_update"], ppo.beta)))
     assert len(rows) == 4
     assert rows[0][0] == 1.0
@@ -104,27 +109,27 @@ def test_penalty_trainer_applies_the_beta_rule_after_every_update():
 
 def test_adaptive_clip_trainer_uses_and_adapts_its_own_epsilon():
     rows = []
-    trainer = AdaptiveClipPPO(PPOConfig(**SMALL), progress=False, kl_target=0.01)
+    trainer = AdaptiveClipPPO(PPOConfig(**SMALL), small_envs(), progress=False, kl_target=0.01)
     trainer.train(callback=lambda ppo, metrics: rows.append((metrics["clip_coef"], metrics["kl_after_update"], ppo.clip_coef)))
     assert rows[0][0] == 0.2
     for used, kl, after in rows:
         assert after == update_clip_coefficient(used, kl, 0.01)
-    assert trainer.config.clip_coef == 0.2  # the config is not touched; value clipping keeps it
+    assert trainer.config.clip_coef == 0.2  # the config is not touched
 
 
 def test_adapted_coefficient_survives_a_checkpoint(tmp_path):
-    trainer = PPOPenalty(PPOConfig(**SMALL), progress=False)
+    trainer = PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False)
     trainer.beta = 0.125
     trainer.save(tmp_path / "checkpoint.pt")
-    restored = PPOPenalty(PPOConfig(**SMALL), progress=False)
+    restored = PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False)
     from ppo.checkpoint import load_checkpoint
 
-    restored.load_state(load_checkpoint(tmp_path / "checkpoint.pt", required_keys=("model",)))
+    restored.load_state_dict(load_checkpoint(tmp_path / "checkpoint.pt", required_keys=("model",)))
     assert restored.beta == 0.125
 
 
 def test_bad_variant_settings_get_a_one_line_error():
     with pytest.raises(ConfigError, match="kl_target"):
-        PPOPenalty(PPOConfig(**SMALL), progress=False, kl_target=0.0)
+        PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False, kl_target=0.0)
     with pytest.raises(ConfigError, match="initial_beta"):
-        PPOPenalty(PPOConfig(**SMALL), progress=False, initial_beta=-1.0)
+        PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False, initial_beta=-1.0)

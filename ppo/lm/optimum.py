@@ -9,13 +9,13 @@ whose maximiser is known in closed form (a Gibbs distribution tilted by the rewa
     π*(y) = π_ref(y) · exp(r(y) / β) / Z,          Z = Σ_y π_ref(y) · exp(r(y) / β)
     KL(π* ‖ π_ref) = E_π*[r] / β − log Z
 
-In this toy world every well-formed completion is one of ten foods, and the SFT model's
-probability of each, π_ref(food + EOS | x), is one forward pass. Everything else — the
-malformed strings — has the leftover mass 1 − Σ_food π_ref(food), and a rule reward gives
-all of it the same score, so the sum over y collapses to eleven terms, and because r is
-constant inside each group, the KL over whole strings equals the KL over these groups.
-As β → 0, π* keeps only the best-scoring group, re-weighted by π_ref inside it, with
-KL = −log π_ref(best group).
+When the reward pays for a short list of answers (in the food task: ten foods, each
+followed by EOS), the SFT model's probability of each, π_ref(answer + EOS | x), is one
+forward pass. Everything else — the malformed strings — has the leftover mass
+1 − Σ_answer π_ref(answer), and if the reward gives all of it the same score, the sum over
+y collapses to one term per answer plus one, and because r is constant inside each group,
+the KL over whole strings equals the KL over these groups. As β → 0, π* keeps only the
+best-scoring group, re-weighted by π_ref inside it, with KL = −log π_ref(best group).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import torch
 
-from envs import corpus
 from ppo.lm.model import GPT, completion_log_probs
 from ppo.lm.tokenizer import CharTokenizer
 
@@ -34,15 +33,15 @@ MALFORMED = "<malformed>"
 
 
 @torch.no_grad()
-def completion_probabilities(model: GPT, tokenizer: CharTokenizer, prompt: str,
+def completion_probabilities(model: GPT, tokenizer: CharTokenizer, prompt: str, answers: tuple[str, ...] | list[str],
                              temperature: float = 1.0) -> dict[str, float]:
-    """π(food + EOS | prompt) at temperature τ for every food, and the leftover mass under MALFORMED."""
+    """π(answer + EOS | prompt) at temperature τ for every answer, and the leftover mass under MALFORMED."""
     was_training = model.training
     model.eval()
-    foods = [tokenizer.encode(food, add_bos=False, add_eos=True) for food in corpus.FOODS]
-    log_probs = completion_log_probs(model, tokenizer.encode(prompt), foods, temperature)  # (F,)
+    encoded = [tokenizer.encode(answer, add_bos=False, add_eos=True) for answer in answers]
+    log_probs = completion_log_probs(model, tokenizer.encode(prompt), encoded, temperature)  # (F,)
     model.train(was_training)
-    probabilities = dict(zip(corpus.FOODS, log_probs.exp().tolist()))
+    probabilities = dict(zip(answers, log_probs.exp().tolist()))
     probabilities[MALFORMED] = max(0.0, 1.0 - sum(probabilities.values()))
     return probabilities
 
@@ -78,17 +77,17 @@ def kl_regularised_optimum(reference_probabilities: dict[str, float], scores: di
     return KLRegularisedOptimum(beta, probabilities, dict(reference_probabilities), kl, expected)
 
 
-def optimum_over_prompts(reference: GPT, tokenizer: CharTokenizer, prompts: list[str],
+def optimum_over_prompts(reference: GPT, tokenizer: CharTokenizer, prompts: list[str], answers: tuple[str, ...],
                          scores_for: Callable[[str], dict[str, float]], beta: float,
                          temperature: float = 1.0) -> KLRegularisedOptimum:
     """π* for each prompt (prompts drawn uniformly), averaged: mean probabilities, mean KL, mean E[r].
 
-    `scores_for(prompt)` gives r for every group of `completion_probabilities` (ten foods and
-    MALFORMED); for a rule reward that is the same dict for every prompt.
+    `scores_for(prompt)` gives r for every group of `completion_probabilities` (the answers
+    and MALFORMED); for a rule reward that is the same dict for every prompt.
     """
     optima = []
     for prompt in prompts:
-        reference_probabilities = completion_probabilities(reference, tokenizer, prompt, temperature)
+        reference_probabilities = completion_probabilities(reference, tokenizer, prompt, answers, temperature)
         optima.append(kl_regularised_optimum(reference_probabilities, scores_for(prompt), beta))
     n = len(optima)
 
@@ -99,6 +98,6 @@ def optimum_over_prompts(reference: GPT, tokenizer: CharTokenizer, prompts: list
                                 sum(o.kl for o in optima) / n, sum(o.expected_score for o in optima) / n)
 
 
-def rule_scores(target_food: str, score: float) -> dict[str, float]:
-    """r per group for the rule reward: `score` for the target food, 0 for other foods and malformed strings."""
-    return {group: (score if group == target_food else 0.0) for group in (*corpus.FOODS, MALFORMED)}
+def rule_scores(answers: tuple[str, ...], target: str, score: float) -> dict[str, float]:
+    """r per group for a rule reward: `score` for the target answer, 0 for other answers and malformed strings."""
+    return {group: (score if group == target else 0.0) for group in (*answers, MALFORMED)}

@@ -1,4 +1,4 @@
-"""Supervised pretraining (SFT) of the tiny GPT on the synthetic food corpus.
+"""Supervised pretraining (SFT) of the tiny GPT on a corpus of sentences.
 
 The model learns next-token prediction by minimising the cross-entropy
 
@@ -6,7 +6,10 @@ The model learns next-token prediction by minimising the cross-entropy
 
 with AdamW and a warmup + cosine learning-rate schedule. The trained model is the
 reference policy that PPO later fine-tunes; `load_or_pretrain_sft` trains it once per
-configuration and caches the checkpoint on disk.
+configuration and corpus and caches the checkpoint on disk.
+
+The corpus comes from the caller: anything with the `TextCorpus` methods (the food
+corpus of `envs/corpus.py` is one).
 """
 
 from __future__ import annotations
@@ -18,82 +21,101 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 
-from envs import corpus
-from ppo.checkpoint import CheckpointError
-from ppo.checkpoint import load_checkpoint as load_state
-from ppo.checkpoint import save_checkpoint as save_state
+from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ppo.config import (
+    ConfigBase,
+    ConfigError,
+    require_count,
+    require_fraction,
+    require_non_negative,
+    require_positive,
+)
 from ppo.lm.model import GPT, GPTConfig
 from ppo.lm.tokenizer import CharTokenizer
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+
+
+class TextCorpus(Protocol):
+    """What pretraining needs from a corpus."""
+
+    def characters(self) -> str:
+        """Every character a sentence can contain (the tokenizer's vocabulary)."""
+
+    def sample(self, n: int, seed: int) -> list[str]:
+        """n sentences; the same seed gives the same list."""
+
+    def fingerprint(self) -> dict:
+        """Plain data that changes whenever the corpus's distribution does (part of the cache key)."""
 
 
 @dataclass(frozen=True)
-class PretrainConfig:
+class PretrainConfig(ConfigBase):
     """Every setting of a pretraining run.
 
-    The defaults train in about 110 s of one CPU core and give a model whose distribution
-    over foods is within total variation ~0.02 of the corpus table. Gradient noise limits
-    that calibration: more steps and more sentences buy precision, a bigger model does not.
+    The defaults train in about a minute of one CPU core and give a model whose
+    distribution over foods is within total variation ~0.02 of the corpus table. Gradient
+    noise limits that calibration: more steps and more sentences buy precision, a bigger
+    model does not.
     """
 
-    seed: int = 0  # seeds the corpus draw, the weight init and the batch order
-    corpus_size: int = 800_000  # sentences drawn from the known distribution (train + validation)
-    val_size: int = 4_096  # of which held out for validation
-    steps: int = 2_000  # optimizer steps (steps * batch_size = 1.3 passes over the corpus)
-    batch_size: int = 512  # sentences per step
-    lr: float = 5e-3  # peak learning rate
-    min_lr_ratio: float = 0.0  # final lr = lr * min_lr_ratio; decaying to 0 stills the weights' jitter
-    warmup_steps: int = 50  # linear warmup from 0 to lr
-    weight_decay: float = 0.01  # AdamW decoupled weight decay on weight matrices and embeddings
-    beta1: float = 0.9  # AdamW first-moment decay
-    beta2: float = 0.99  # AdamW second-moment decay
-    grad_clip: float = 1.0  # clip the global gradient norm to this (0 = off)
-    eval_interval: int = 250  # steps between validation-loss measurements
-    n_layer: int = 1  # transformer blocks; one attention layer can already look back at the name
-    n_head: int = 2  # attention heads per block
-    n_embd: int = 32  # width of the residual stream
-    dropout: float = 0.0  # dropout probability (800k sentences, 160 distinct: nothing to overfit)
-    block_size: int = 32  # longest sequence the model accepts, in tokens
+    seed: int = field(default=0, metadata={"help": "seed of the corpus draw, the weight init and the batch order"})
+    corpus_size: int = field(default=800_000, metadata={"help": "sentences drawn from the corpus (train + validation)"})
+    val_size: int = field(default=4_096, metadata={"help": "of which held out for the validation loss"})
+    steps: int = field(default=2_000, metadata={"help": "optimizer steps"})
+    batch_size: int = field(default=512, metadata={"help": "sentences per step"})
+    learning_rate: float = field(default=5e-3, metadata={"help": "peak learning rate"})
+    min_lr_ratio: float = field(
+        default=0.0,
+        metadata={"help": "final learning rate as a fraction of the peak (cosine decay; 0 stills the weights' jitter)"},
+    )
+    warmup_steps: int = field(default=50, metadata={"help": "steps of linear warmup from 0 to the peak"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW decoupled weight decay on matrices and embeddings"})
+    beta1: float = field(default=0.9, metadata={"help": "AdamW first-moment decay"})
+    beta2: float = field(default=0.99, metadata={"help": "AdamW second-moment decay"})
+    max_grad_norm: float | None = field(
+        default=1.0, metadata={"help": "clip the global gradient norm to this; none = off"}
+    )
+    eval_interval: int = field(default=250, metadata={"help": "steps between validation-loss measurements"})
+    n_layer: int = field(default=1, metadata={"help": "transformer blocks (one attention layer can look back at the name)"})
+    n_head: int = field(default=2, metadata={"help": "attention heads per block"})
+    n_embd: int = field(default=32, metadata={"help": "width of the residual stream"})
+    dropout: float = field(default=0.0, metadata={"help": "dropout probability (800k sentences, 160 distinct: nothing to overfit)"})
+    block_size: int = field(default=32, metadata={"help": "longest sequence the model accepts, in tokens"})
 
-    def __post_init__(self):
-        positive = ["corpus_size", "val_size", "steps", "batch_size", "eval_interval",
-                    "n_layer", "n_head", "n_embd", "block_size"]
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+    def validate(self) -> PretrainConfig:
+        """Raise ConfigError naming the first impossible value; return self when all is well."""
+        self.check_types()
+        for name in ("corpus_size", "val_size", "steps", "batch_size", "eval_interval", "n_layer", "n_head",
+                     "n_embd", "block_size"):
+            require_count(name, getattr(self, name))
+        require_count("seed", self.seed, minimum=0)
+        require_count("warmup_steps", self.warmup_steps, minimum=0)
         if self.val_size >= self.corpus_size:
-            raise ValueError(f"val_size ({self.val_size}) must be smaller than corpus_size ({self.corpus_size})")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        for name in ("warmup_steps", "weight_decay", "grad_clip"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("beta1", "beta2"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+            raise ConfigError(f"val_size = {self.val_size} must be smaller than corpus_size = {self.corpus_size}")
+        require_positive("learning_rate", self.learning_rate)
+        if self.max_grad_norm is not None:
+            require_positive("max_grad_norm", self.max_grad_norm)
+        require_non_negative("weight_decay", self.weight_decay)
+        require_fraction("min_lr_ratio", self.min_lr_ratio)
+        for name in ("dropout", "beta1", "beta2"):
+            require_fraction(name, getattr(self, name), upper_open=True)
         if self.n_embd % self.n_head != 0:
-            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        needed = corpus.longest_sentence_length() + 2  # + BOS and EOS
-        if self.block_size < needed:
-            raise ValueError(f"block_size must be >= {needed} (longest sentence + BOS + EOS), got {self.block_size}")
+            raise ConfigError(f"n_embd = {self.n_embd} is not divisible by n_head = {self.n_head}")
+        return self
 
     def gpt_config(self, vocab_size: int) -> GPTConfig:
         return GPTConfig(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
                          n_head=self.n_head, n_embd=self.n_embd, dropout=self.dropout)
 
-    def short_hash(self) -> str:
-        """10 hex digits identifying this config, the corpus table and the checkpoint format."""
-        key = {"config": asdict(self), "corpus": corpus.PERCENT_TABLE, "people": corpus.PEOPLE,
-               "foods": corpus.FOODS, "format": CHECKPOINT_FORMAT}
+    def short_hash(self, corpus: TextCorpus) -> str:
+        """10 hex digits identifying this config, the corpus and the checkpoint format."""
+        key = {"config": asdict(self), "corpus": corpus.fingerprint(), "format": CHECKPOINT_FORMAT}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -110,7 +132,7 @@ class PretrainResult:
 
 @dataclass
 class SFTCheckpoint:
-    """What `load_checkpoint` returns."""
+    """What `load_sft_checkpoint` returns."""
 
     model: GPT
     tokenizer: CharTokenizer
@@ -121,9 +143,9 @@ class SFTCheckpoint:
 # ---------------------------------------------------------------- data
 
 
-def corpus_tokenizer() -> CharTokenizer:
-    """The tokenizer of the food corpus: BOS/EOS/PAD + every character a sentence can contain."""
-    return CharTokenizer(corpus.corpus_characters())
+def corpus_tokenizer(corpus: TextCorpus) -> CharTokenizer:
+    """The tokenizer of a corpus: BOS/EOS/PAD + every character a sentence can contain."""
+    return CharTokenizer(corpus.characters())
 
 
 def encode_corpus(sentences: list[str], tokenizer: CharTokenizer, block_size: int) -> torch.Tensor:
@@ -132,7 +154,7 @@ def encode_corpus(sentences: list[str], tokenizer: CharTokenizer, block_size: in
     encoded = [tokenizer.encode(s, add_bos=True, add_eos=True) for s in distinct]
     length = max(len(ids) for ids in encoded)
     if length > block_size:
-        raise ValueError(f"a sentence needs {length} tokens but block_size is {block_size}")
+        raise ConfigError(f"block_size = {block_size} is too small: a sentence needs {length} tokens (BOS and EOS included)")
     table = torch.full((len(distinct), length), tokenizer.pad_id, dtype=torch.long)  # (U, S)
     for row, ids in enumerate(encoded):
         table[row, : len(ids)] = torch.tensor(ids)
@@ -150,16 +172,17 @@ def next_token_loss(model: GPT, batch: torch.Tensor, pad_id: int) -> torch.Tenso
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=pad_id)
 
 
-def learning_rate(step: int, config: PretrainConfig) -> float:
+def scheduled_learning_rate(step: int, config: PretrainConfig) -> float:
     """lr_t = lr * t / warmup during warmup, then cosine decay to lr * min_lr_ratio at the last step:
 
     lr_t = lr_min + (lr - lr_min) * (1 + cos(pi * progress)) / 2,   progress = (t - warmup) / (steps - warmup)
     """
+    lr = config.learning_rate
     if step < config.warmup_steps:
-        return config.lr * (step + 1) / config.warmup_steps
+        return lr * (step + 1) / config.warmup_steps
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-    min_lr = config.lr * config.min_lr_ratio
-    return min_lr + (config.lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+    min_lr = lr * config.min_lr_ratio
+    return min_lr + (lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
 def make_optimizer(model: GPT, config: PretrainConfig) -> torch.optim.AdamW:
@@ -169,7 +192,7 @@ def make_optimizer(model: GPT, config: PretrainConfig) -> torch.optim.AdamW:
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(config.beta1, config.beta2))
+    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=(config.beta1, config.beta2))
 
 
 @torch.no_grad()
@@ -187,12 +210,12 @@ def evaluate_loss(model: GPT, data: torch.Tensor, pad_id: int, chunk: int = 2048
     return total / count
 
 
-def pretrain(config: PretrainConfig | None = None, verbose: bool = True) -> PretrainResult:
-    """Train a GPT from scratch on sentences of envs.corpus; returns the model in eval mode."""
-    config = config or PretrainConfig()
+def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: bool = True) -> PretrainResult:
+    """Train a GPT from scratch on sentences of `corpus`; returns the model in eval mode."""
+    config = (config or PretrainConfig()).validate()
     start_time = time.perf_counter()
-    tokenizer = corpus_tokenizer()
-    sentences = corpus.sample_sentences(config.corpus_size, seed=config.seed)
+    tokenizer = corpus_tokenizer(corpus)
+    sentences = corpus.sample(config.corpus_size, seed=config.seed)
     data = encode_corpus(sentences, tokenizer, config.block_size)  # (N, S)
     train_data, val_data = data[config.val_size :], data[: config.val_size]  # (N_train, S), (N_val, S)
 
@@ -208,15 +231,15 @@ def pretrain(config: PretrainConfig | None = None, verbose: bool = True) -> Pret
     running_loss = []
     model.train()
     for step in range(config.steps):
-        lr = learning_rate(step, config)
+        lr = scheduled_learning_rate(step, config)
         for group in optimizer.param_groups:
             group["lr"] = lr
         rows = torch.randint(len(train_data), (config.batch_size,), generator=generator)  # (B,)
         loss = next_token_loss(model, train_data[rows], tokenizer.pad_id)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        if config.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
         optimizer.step()
         running_loss.append(loss.item())
 
@@ -238,8 +261,8 @@ def pretrain(config: PretrainConfig | None = None, verbose: bool = True) -> Pret
 # ---------------------------------------------------------------- checkpoints
 
 
-def save_checkpoint(path: str | os.PathLike, model: GPT, tokenizer: CharTokenizer,
-                    config: PretrainConfig | None = None, metrics: dict | None = None) -> Path:
+def save_sft_checkpoint(model: GPT, tokenizer: CharTokenizer, path: str | os.PathLike,
+                        config: PretrainConfig | None = None, metrics: dict | None = None) -> Path:
     """Write model weights + configs + tokenizer atomically, through `ppo.checkpoint`.
 
     Everything besides tensors is a plain dict/list/str/number, so torch.load(weights_only=True) can read it.
@@ -250,27 +273,27 @@ def save_checkpoint(path: str | os.PathLike, model: GPT, tokenizer: CharTokenize
         "model_state": model.state_dict(),
         "gpt_config": asdict(model.config),
         "tokenizer": tokenizer.state_dict(),
-        "pretrain_config": None if config is None else asdict(config),
+        "pretrain_config": None if config is None else config.to_dict(),
         "metrics": dict(metrics or {}),
     }
-    save_state(payload, path)
+    save_checkpoint(payload, path)
     return path
 
 
 SFT_KEYS = ("sft_format", "model_state", "gpt_config", "tokenizer", "pretrain_config", "metrics")
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> SFTCheckpoint:
-    """Read a checkpoint written by save_checkpoint; raises CheckpointError if it is corrupt or inconsistent."""
+def load_sft_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> SFTCheckpoint:
+    """Read a checkpoint written by save_sft_checkpoint; CheckpointError if it is corrupt or inconsistent."""
     path = Path(path)
-    payload = load_state(path, required_keys=SFT_KEYS)
+    payload = load_checkpoint(path, required_keys=SFT_KEYS)
     if payload["sft_format"] != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} has SFT checkpoint format {payload['sft_format']}, expected {CHECKPOINT_FORMAT}")
     try:
         gpt_config = GPTConfig(**payload["gpt_config"])
         tokenizer = CharTokenizer.from_state_dict(payload["tokenizer"])
         stored = payload["pretrain_config"]
-        pretrain_config = None if stored is None else PretrainConfig(**stored)
+        pretrain_config = None if stored is None else PretrainConfig.from_dict(stored).validate()
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{path} has an invalid config: {exc}") from exc
     if tokenizer.vocab_size != gpt_config.vocab_size:
@@ -296,23 +319,24 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "ppo-from-scratch"
 
 
-def cached_checkpoint_path(config: PretrainConfig, cache_dir: str | os.PathLike | None = None) -> Path:
+def cached_checkpoint_path(corpus: TextCorpus, config: PretrainConfig,
+                           cache_dir: str | os.PathLike | None = None) -> Path:
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return cache_dir / f"sft-{config.short_hash()}.pt"
+    return cache_dir / f"sft-{config.short_hash(corpus)}.pt"
 
 
-def load_or_pretrain_sft(config: PretrainConfig | None = None, cache_dir: str | os.PathLike | None = None,
-                         verbose: bool = True) -> tuple[GPT, CharTokenizer]:
-    """The pretrained reference model for this config: loaded from the cache, or trained and cached.
+def load_or_pretrain_sft(corpus: TextCorpus, config: PretrainConfig | None = None,
+                         cache_dir: str | os.PathLike | None = None, verbose: bool = True) -> tuple[GPT, CharTokenizer]:
+    """The model pretrained on `corpus` with this config: loaded from the cache, or trained and cached.
 
-    The cache file name holds a hash of the config (and of the corpus table), so changing any
-    setting trains a new model. Returns (model in eval mode, tokenizer).
+    The cache file name holds a hash of the config and of the corpus's fingerprint, so
+    changing any setting trains a new model. Returns (model in eval mode, tokenizer).
     """
-    config = config or PretrainConfig()
-    path = cached_checkpoint_path(config, cache_dir)
+    config = (config or PretrainConfig()).validate()
+    path = cached_checkpoint_path(corpus, config, cache_dir)
     if path.exists():
         try:
-            checkpoint = load_checkpoint(path)
+            checkpoint = load_sft_checkpoint(path)
         except CheckpointError as exc:
             raise CheckpointError(f"{exc} (delete the file to retrain)") from exc
         if checkpoint.pretrain_config != config:
@@ -321,9 +345,9 @@ def load_or_pretrain_sft(config: PretrainConfig | None = None, cache_dir: str | 
             val_loss = checkpoint.metrics.get("val_loss", float("nan"))
             print(f"loaded pretrained model from {path} (val loss {val_loss:.4f})")
         return checkpoint.model, checkpoint.tokenizer
-    result = pretrain(config, verbose=verbose)
-    save_checkpoint(path, result.model, result.tokenizer, config,
-                    metrics={"val_loss": result.val_loss, "seconds": result.seconds})
+    result = pretrain(corpus, config, verbose=verbose)
+    save_sft_checkpoint(result.model, result.tokenizer, path, config,
+                        metrics={"val_loss": result.val_loss, "seconds": result.seconds})
     if verbose:
         print(f"saved pretrained model to {path}")
     return result.model, result.tokenizer

@@ -1,50 +1,52 @@
-"""Every setting of a PPO run on the tiny language model, with its default and meaning.
+"""Every setting of a PPO run on a language model, with its default and meaning.
+
+The update's settings (epochs, minibatches, learning rate, clipping, GAE, ...) are the
+ones `ppo.config.UpdateConfig` declares for CartPole too, with the same names and
+meanings; only some defaults differ here (redeclared below). The task — prompts and
+reward — is not a setting of the trainer: the caller passes a `ppo.lm.task.CompletionTask`.
 
 Derived sizes:
     minibatch_size = batch_size / num_minibatches      completions per gradient step
-    gradient steps per iteration = update_epochs · num_minibatches
+    gradient steps per iteration ≤ update_epochs · num_minibatches
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
-from envs import corpus
-from ppo.config import ConfigError, require_positive
+from ppo.config import (
+    ConfigError,
+    UpdateConfig,
+    require_count,
+    require_finite,
+    require_non_negative,
+    require_one_of,
+    require_positive,
+)
+from ppo.lm.rewards import KL_ESTIMATORS
 
-REWARD_KINDS = ("rule", "model")
 CRITIC_KINDS = ("separate", "shared")
-KL_ESTIMATORS = ("k1", "k3")
 
 
 @dataclass
-class RLHFConfig:
-    # --- the task -------------------------------------------------------------------------
-    target_food: str = field(default="pizza", metadata={"help": "the food the rule reward pays for"})
-    person: str = field(
-        default="ravin",
-        metadata={"help": "whose prompt: a person of the corpus, or 'all' (one prompt each)"},
+class RLHFConfig(UpdateConfig):
+    # --- rollout sizes --------------------------------------------------------------------------
+    iterations: int = field(default=20, metadata={"help": "rollout + update cycles"})
+    batch_size: int = field(default=128, metadata={"help": "completions B per rollout"})
+    max_new_tokens: int = field(
+        default=16,
+        metadata={"help": "completion length limit in tokens"},
     )
-    relation: str = field(default="likes", metadata={"help": "likes or hates"})
-    reward: str = field(
-        default="rule",
-        metadata={
-            "help": "rule (+score for the target food then EOS) or model (a reward model learned from "
-            "healthiness preferences)"
-        },
-    )
-    score: float = field(
+    temperature: float = field(
         default=1.0,
-        metadata={"help": "rule reward for a completion that is exactly the target food followed by EOS"},
-    )
-    missing_eos_penalty: float = field(
-        default=-1.0,
-        metadata={"help": "score of a completion that never emitted EOS"},
+        metadata={"help": "sampling temperature τ; log-probs are recomputed at the same τ"},
     )
 
-    # --- the KL penalty to the reference (SFT) model ------------------------------------------
+    # --- the reward: score at EOS, KL penalty to the reference (SFT) model at every token ---------
+    missing_eos_penalty: float = field(
+        default=-1.0,
+        metadata={"help": "score of a completion that never emitted EOS (replaces the task's reward)"},
+    )
     kl_coef: float = field(
         default=0.15,
         metadata={"help": "β of r_t = −β·KL_t (the initial β when adaptive); 0 = no penalty"},
@@ -64,53 +66,12 @@ class RLHFConfig:
         default="k1",
         metadata={"help": "per-token KL_t in the reward: k1 = log π − log π_ref, or k3"},
     )
-
-    # --- rollout and update sizes -------------------------------------------------------------
-    iterations: int = field(default=20, metadata={"help": "rollout + update cycles"})
-    batch_size: int = field(default=128, metadata={"help": "completions B per rollout"})
-    num_minibatches: int = field(default=2, metadata={"help": "minibatches per epoch (split by completion)"})
-    update_epochs: int = field(default=4, metadata={"help": "epochs K over each rollout"})
-    max_new_tokens: int = field(
-        default=16,
-        metadata={"help": "completion length limit in tokens (the longest food + EOS is 10)"},
-    )
-    temperature: float = field(
-        default=1.0,
-        metadata={"help": "sampling temperature τ; log-probs are recomputed at the same τ"},
-    )
-
-    # --- optimisation ---------------------------------------------------------------------------
-    learning_rate: float = field(default=3e-4, metadata={"help": "Adam learning rate of the policy"})
-    critic_learning_rate: float = field(
-        default=1e-3,
-        metadata={"help": "Adam learning rate of a separate critic"},
-    )
-    anneal_lr: bool = field(default=True, metadata={"help": "anneal the learning rates linearly to 0"})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient-norm clip, per model"})
-    target_kl: float | None = field(
-        default=0.02,
-        metadata={"help": "end an update early once a minibatch's approx KL(π_old ‖ π_θ) exceeds this; none = off"},
-    )
-    clip_coef: float = field(default=0.2, metadata={"help": "surrogate clip ε"})
-    value_clip_coef: float | None = field(
-        default=0.2,
-        metadata={"help": "value clip ε_v; none = unclipped value loss"},
-    )
-    vf_coef: float = field(default=0.1, metadata={"help": "value-loss coefficient c_v"})
-    ent_coef: float = field(default=0.0, metadata={"help": "entropy coefficient c_e"})
-    gamma: float = field(default=1.0, metadata={"help": "discount γ along the tokens"})
-    gae_lambda: float = field(default=0.95, metadata={"help": "GAE λ"})
-    norm_adv: bool = field(
-        default=False,
-        metadata={
-            "help": "whiten Â over the real tokens of the batch (blows up noise once every completion is the "
-            "same)"
-        },
-    )
     whiten_rewards: bool = field(
         default=False,
         metadata={"help": "scale the per-token rewards to unit variance (mean kept)"},
     )
+
+    # --- the critic -------------------------------------------------------------------------------
     critic: str = field(
         default="separate",
         metadata={
@@ -118,122 +79,47 @@ class RLHFConfig:
             " policy's trunk)"
         },
     )
-
-    # --- the learned reward model (reward = model) -----------------------------------------------
-    reward_model_pairs: int = field(
-        default=5_000,
-        metadata={"help": "synthetic preference pairs to train the reward model on"},
-    )
-    reward_model_malformed_fraction: float = field(
-        default=0.3,
-        metadata={
-            "help": "share of corrupted completions among the candidates of a preference pair (0 = only "
-            "foods: the reward model never sees a malformed string)"
-        },
-    )
-    reward_model_steps: int = field(default=400, metadata={"help": "Bradley–Terry training steps"})
-    reward_model_learning_rate: float = field(
-        default=2e-3,
-        metadata={
-            "help": "Adam learning rate of the reward model's trunk (its zero-initialised head: 10×), decayed"
-            " linearly to 0"
-        },
-    )
-
-    # --- bookkeeping ------------------------------------------------------------------------------
-    seed: int = field(
-        default=1,
-        metadata={"help": "seed of the weights of new heads, the sampling and the minibatch order"},
-    )
-    num_threads: int = field(
-        default=1,
-        metadata={"help": "torch CPU threads (the model is tiny: 1 is fastest on a busy machine)"},
+    critic_learning_rate: float = field(
+        default=1e-3,
+        metadata={"help": "Adam learning rate of a separate critic"},
     )
     sample_every: int = field(
         default=5,
         metadata={"help": "print sample completions every this many iterations; 0 = never"},
     )
-    eval_samples: int = field(
-        default=1_000,
-        metadata={"help": "fresh completions (at temperature 1) for the final evaluation"},
-    )
-    tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard event files"})
 
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
+    # --- the update's defaults for a language model (meanings: ppo.config.UpdateConfig) ------------
+    # Once one prompt has one answer, whitened advantages would blow the leftover noise up
+    # to unit variance: Â stays in reward units (norm_adv off); γ = 1 inside a sentence.
+    num_minibatches: int = 2
+    learning_rate: float = 3e-4
+    max_grad_norm: float | None = 1.0
+    target_kl: float | None = 0.02
+    vf_coef: float = 0.1
+    ent_coef: float = 0.0
+    gamma: float = 1.0
+    norm_adv: bool = False
+    checkpoint_every: int = 5
 
     @property
     def adaptive_kl(self) -> bool:
         return self.kl_target is not None
 
-    def people(self) -> tuple[str, ...]:
-        return corpus.PEOPLE if self.person == "all" else (self.person,)
-
-    def replace(self, **changes) -> RLHFConfig:
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> RLHFConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown config field(s) {', '.join(unknown)}")
-        return cls(**data)
-
     def validate(self) -> RLHFConfig:
         """Raise ConfigError naming the first impossible value; return self when all is well."""
-        if self.target_food not in corpus.FOODS:
-            raise ConfigError(
-                f"target_food = {self.target_food!r} is not a food of the corpus; allowed: {', '.join(corpus.FOODS)}"
-            )
-        if self.person != "all" and self.person not in corpus.PEOPLE:
-            raise ConfigError(
-                f"person = {self.person!r} is not in the corpus; allowed: all, {', '.join(corpus.PEOPLE)}"
-            )
-        _one_of("relation", self.relation, corpus.RELATIONS)
-        _one_of("reward", self.reward, REWARD_KINDS)
-        _one_of("critic", self.critic, CRITIC_KINDS)
-        _one_of("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
-        for name in ("score", "missing_eos_penalty"):
-            if not math.isfinite(getattr(self, name)):
-                raise ConfigError(f"{name} = {getattr(self, name)} must be a finite number")
-        for name in ("kl_coef", "vf_coef", "ent_coef"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{name} = {value} must be a finite number ≥ 0")
+        self.check_types()
+        for name in ("iterations", "batch_size", "max_new_tokens", "kl_horizon"):
+            require_count(name, getattr(self, name))
+        super().validate()
+        require_one_of("critic", self.critic, CRITIC_KINDS)
+        require_one_of("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
+        require_finite("missing_eos_penalty", self.missing_eos_penalty)
+        require_non_negative("kl_coef", self.kl_coef)
         if self.kl_target is not None:
             require_positive("kl_target", self.kl_target)
             if self.kl_coef <= 0:
                 raise ConfigError("the adaptive KL controller (kl_target set) needs kl_coef > 0 to start from")
-        for name in ("learning_rate", "critic_learning_rate", "max_grad_norm", "clip_coef", "temperature",
-                     "reward_model_learning_rate"):
+        for name in ("critic_learning_rate", "temperature"):
             require_positive(name, getattr(self, name))
-        for name in ("value_clip_coef", "target_kl"):
-            if getattr(self, name) is not None:
-                require_positive(name, getattr(self, name))
-        for name in ("gamma", "gae_lambda", "reward_model_malformed_fraction"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ConfigError(f"{name} = {getattr(self, name)} is outside [0, 1]")
-        for name in ("kl_horizon", "iterations", "batch_size", "num_minibatches", "update_epochs", "max_new_tokens",
-                     "num_threads", "reward_model_pairs", "reward_model_steps"):
-            _positive_int(name, getattr(self, name))
-        for name in ("sample_every", "eval_samples"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} = {getattr(self, name)} must be ≥ 0")
-        if self.batch_size % self.num_minibatches != 0:
-            raise ConfigError(f"batch_size = {self.batch_size} is not divisible by num_minibatches = {self.num_minibatches}")
+        require_count("sample_every", self.sample_every, minimum=0)
         return self
-
-
-def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name} = {value!r} is not one of {', '.join(allowed)}")
-
-
-def _positive_int(name: str, value: int) -> None:
-    if value < 1:
-        raise ConfigError(f"{name} = {value} must be ≥ 1")

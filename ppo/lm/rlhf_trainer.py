@@ -1,18 +1,19 @@
 """PPO on a language model with a KL penalty to the reference: the same core as CartPole.
 
     policy π_θ ← copy of the SFT model;  π_ref ← the SFT model, frozen;  critic V
+    task ← the caller's prompts and reward                              (ppo.lm.task.CompletionTask)
     for iteration = 1 .. iterations:
+        α ← α₀ · (1 − (iteration − 1) / iterations)                      (ppo.optim.linear_annealing)
         sample B completions y ~ π_old(· | x) at temperature τ          (ppo.lm.rollout)
         log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t) for every token, masked after EOS
         r_t = −β·KL_t + score(y)·1{t = EOS}                              (ppo.lm.rewards)
         Â_t, R_t ← GAE(γ, λ) along the token axis                        (ppo.advantages)
-        optionally whiten Â over the real tokens of the batch            (ppo.losses)
-        for epoch = 1 .. K, for each shuffled minibatch of completions:
+        K epochs of shuffled minibatches of completions, for each:       (ppo.update.run_update)
             recompute log π_θ(y_t|s_t) (logits / τ), H[π_θ], V(s_t)
-            stop the update if approx KL(π_old ‖ π_θ) > target_kl
-            L = L_policy(r_t(θ), Â_t, ε) − c_e·H + c_v·L_value(clipped)    (ppo.losses)
-            one Adam step, gradient norm clipped
-        β ← KL controller(mean sequence KL)                               (ppo.kl_control)
+            L = L_policy(r_t(θ), Â_t, ε) − c_e·H + c_v·L_value(ε_v)      (ppo.losses)
+            stop if approx KL(π_old ‖ π_θ) > target_kl, else:
+            zero the gradients, backward, clip the global norm, Adam step
+        β ← KL controller(mean sequence KL)                               (ppo.lm.kl_control)
 
 Advantages along tokens: the episode of completion i is its n_i tokens; the last real
 token (EOS) is terminal, so δ_{n−1} = r_{n−1} − V(s_{n−1}) and nothing is bootstrapped past it.
@@ -31,37 +32,37 @@ dropout on, the recomputed log-probs would differ from the rollout's even before
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from envs.token_task import is_well_formed, target_food_score, task_prompts
 from ppo.advantages import compute_gae
-from ppo.checkpoint import save_checkpoint
+from ppo.base_trainer import BaseTrainer
+from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError
-from ppo.kl_control import AdaptiveKLController, FixedKLController
-from ppo.lm.model import GPT
-from ppo.lm.rewards import SequenceScorer, TokenRewards, assemble_rewards, per_token_kl, rule_scorer
+from ppo.lm.kl_control import AdaptiveKLController, FixedKLController
+from ppo.lm.model import GPT, GPTConfig
+from ppo.lm.rewards import TokenRewards, assemble_rewards, per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rollout import CompletionBatch, Rollout, collect_rollout, repeat_prompts, score_completions
+from ppo.lm.rollout import CompletionBatch, Rollout, TokenBatch, collect_rollout, repeat_prompts, score_completions
+from ppo.lm.task import CompletionTask
 from ppo.lm.tokenizer import CharTokenizer
-from ppo.logger import MetricsLogger
 from ppo.losses import (
-    clip_fraction,
     clipped_surrogate_loss,
     entropy_bonus,
     explained_variance,
-    kl_estimate,
     masked_mean,
     normalize_advantages,
+    ppo_loss,
+    value_clip_fraction,
     value_loss,
 )
+from ppo.optim import FlatAdam, linear_annealing
+from ppo.update import MinibatchLoss, run_update, update_settings
+
 
 def copy_with_value_head(model: GPT, value_head: bool) -> GPT:
     """A copy of `model` with dropout 0, in eval mode, with (a zero-initialised) value head or without."""
@@ -100,52 +101,46 @@ def whiten_keep_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (normalize_advantages(x, mask) + mean) * mask.to(x.dtype)
 
 
-@dataclass
-class MinibatchResult:
-    loss: torch.Tensor
-    policy_loss: torch.Tensor
-    value_loss: torch.Tensor
-    entropy: torch.Tensor
-    log_ratio: torch.Tensor  # (b, T) log r_t(θ), zero after EOS
-    approx_kl: torch.Tensor
-    clip_fraction: torch.Tensor
-    value_clip_fraction: torch.Tensor
+class RLHFTrainer(BaseTrainer):
+    """PPO of a copy of `reference` on the caller's task, with a KL penalty to `reference`."""
 
+    sample_unit = "completions"
 
-class RLHFTrainer:
-    """PPO of a copy of `reference` against a sequence scorer, with a KL penalty to `reference`."""
-
-    def __init__(self, config: RLHFConfig, reference: GPT, tokenizer: CharTokenizer,
-                 scorer: SequenceScorer | None = None, run_dir: str | Path | None = None, progress: bool = True):
-        self.config = config.validate()
+    def __init__(self, config: RLHFConfig, reference: GPT, tokenizer: CharTokenizer, task: CompletionTask,
+                 run_dir: str | Path | None = None, progress: bool = True):
+        super().__init__(config.validate(), run_dir, progress)
         torch.manual_seed(config.seed)
         self.tokenizer = tokenizer
+        self.task = task
         self.reference = copy_with_value_head(reference, value_head=False).requires_grad_(False)
         shared = config.critic == "shared"
         self.policy = copy_with_value_head(reference, value_head=shared)
         self.critic = None if shared else copy_with_value_head(reference, value_head=True)
-        self.scorer = scorer or rule_scorer(target_food_score(config.target_food, config.score))
-        self.prompts = repeat_prompts(task_prompts(config.person, config.relation), config.batch_size)
+        self.prompts = repeat_prompts(task.prompts, config.batch_size)
         room = reference.config.block_size - max(len(tokenizer.encode(p)) for p in self.prompts)
         if config.max_new_tokens > room:
             raise ConfigError(f"max_new_tokens = {config.max_new_tokens} does not fit: the model has room for {room} "
-                             f"tokens after the longest prompt")
+                              f"tokens after the longest prompt")
 
         groups = [{"params": list(self.policy.parameters()), "lr": config.learning_rate}]
         if self.critic is not None:
             groups.append({"params": list(self.critic.parameters()), "lr": config.critic_learning_rate})
-        self.optimizer = torch.optim.Adam(groups, eps=1e-5)
-        self.initial_lrs = [group["lr"] for group in groups]
+        self.optimizer = FlatAdam(groups, eps=config.adam_eps)
         self.kl_controller = (AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon)
                               if config.adaptive_kl else FixedKLController(config.kl_coef))
-        self.generator = torch.Generator().manual_seed(config.seed)
-        self.run_dir = Path(run_dir) if run_dir is not None else None
-        self.logger = (MetricsLogger(self.run_dir, tensorboard=config.tensorboard, progress=progress,
-                                     total_steps=config.iterations * config.batch_size)
-                       if self.run_dir is not None else None)
-        self.iteration = 0
-        self.train_seconds = 0.0
-        self.history: list[dict] = []
+        self.generator = torch.Generator().manual_seed(config.seed)  # sampling and minibatch order
+
+    @property
+    def total_iterations(self) -> int:
+        return self.config.iterations
+
+    @property
+    def samples_seen(self) -> int:
+        return self.iteration * self.config.batch_size
+
+    @property
+    def total_samples(self) -> int:
+        return self.config.iterations * self.config.batch_size
 
     @property
     def value_model(self) -> GPT:
@@ -159,140 +154,102 @@ class RLHFTrainer:
                                self.config.max_new_tokens, self.config.temperature, self.generator)
 
     def rewards(self, rollout: Rollout) -> TokenRewards:
-        scores = self.scorer(rollout.batch)  # (B,)
+        scores = self.task.reward(rollout.batch)  # (B,)
         return assemble_rewards(scores, rollout.batch.ended_with_eos, rollout.log_probs, rollout.reference_log_probs,
                                 rollout.batch.mask, self.kl_controller.beta, self.config.kl_estimator,
                                 self.config.missing_eos_penalty)
 
     def advantages(self, rollout: Rollout, token_rewards: TokenRewards) -> tuple[torch.Tensor, torch.Tensor]:
-        """(Â, R), both (B, T) and zero after EOS; Â whitened over the real tokens if norm_adv."""
+        """(Â, R), both (B, T) and zero after EOS (whitening, if norm_adv, happens per minibatch)."""
         mask = rollout.batch.mask
         rewards = token_rewards.rewards
         if self.config.whiten_rewards:
             rewards = whiten_keep_mean(rewards, mask)
-        advantages, returns = token_advantages(rewards, rollout.values, mask, self.config.gamma, self.config.gae_lambda)
-        if self.config.norm_adv:
-            advantages = normalize_advantages(advantages, mask)
-        return advantages, returns
+        return token_advantages(rewards, rollout.values, mask, self.config.gamma, self.config.gae_lambda)
 
-    def minibatch_loss(self, rollout: Rollout, rows: torch.Tensor, advantages: torch.Tensor,
-                       returns: torch.Tensor) -> MinibatchResult:
-        """The PPO loss of the completions `rows`, with everything recomputed at temperature τ."""
+    def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """The PPO loss of b completions, with log π_θ, H and V recomputed at temperature τ."""
         config = self.config
-        batch = rollout.batch.select(rows)
-        mask = batch.mask  # (b, T)
-        scored = score_completions(self.policy, batch, config.temperature, with_entropy=True, with_values=True,
+        tokens = TokenBatch(minibatch["tokens"], minibatch["prompt_lengths"], minibatch["completion"], minibatch["mask"])
+        mask = tokens.mask  # (b, T)
+        scored = score_completions(self.policy, tokens, config.temperature, with_entropy=True, with_values=True,
                                    critic=self.critic)
-        old_log_probs, old_values = rollout.log_probs[rows], rollout.values[rows]  # (b, T)
-        policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages[rows], config.clip_coef, mask)
-        critic_loss = value_loss(scored.values, old_values, returns[rows], config.value_clip_coef, mask)
+        old_log_probs, old_values = minibatch["log_probs"], minibatch["values"]  # (b, T)
+        advantages = normalize_advantages(minibatch["advantages"], mask) if config.norm_adv else minibatch["advantages"]
+        policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages, config.clip_coef, mask)
+        critic_loss = value_loss(scored.values, old_values, minibatch["returns"], config.value_clip_coef, mask)
         entropy = entropy_bonus(scored.entropy, mask)
-        loss = policy_loss - config.ent_coef * entropy + config.vf_coef * critic_loss
-        with torch.no_grad():
-            log_ratio = (scored.log_probs - old_log_probs) * mask
-            value_clip = config.value_clip_coef if config.value_clip_coef is not None else float("inf")
-            value_clipped = ((scored.values - old_values).abs() > value_clip).float()
-            return MinibatchResult(
-                loss=loss, policy_loss=policy_loss.detach(), value_loss=critic_loss.detach(), entropy=entropy.detach(),
-                log_ratio=log_ratio, approx_kl=kl_estimate(log_ratio, "k3", mask),
-                clip_fraction=clip_fraction(scored.log_probs, old_log_probs, config.clip_coef, mask),
-                value_clip_fraction=masked_mean(value_clipped, mask),
-            )
+        return MinibatchLoss(
+            loss=ppo_loss(policy_loss, critic_loss, entropy, config.vf_coef, config.ent_coef),
+            log_ratio=(scored.log_probs.detach() - old_log_probs) * mask,
+            mask=mask,
+            terms={
+                "policy_loss": policy_loss,
+                "value_loss": critic_loss,
+                "entropy": entropy,
+                "value_clip_fraction": value_clip_fraction(scored.values, old_values, config.value_clip_coef, mask),
+            },
+        )
+
+    def update_samples(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What the update shuffles into minibatches: one row per completion."""
+        batch = rollout.batch
+        return {"tokens": batch.tokens, "prompt_lengths": batch.prompt_lengths, "completion": batch.completion,
+                "mask": batch.mask, "log_probs": rollout.log_probs, "values": rollout.values,
+                "advantages": advantages, "returns": returns}
 
     def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
-        """K epochs of shuffled minibatches of completions; returns the mean diagnostics."""
-        config = self.config
-        totals = Counter()
-        steps = 0
-        for _ in range(config.update_epochs):
-            order = torch.randperm(config.batch_size, generator=self.generator)
-            for start in range(0, config.batch_size, config.minibatch_size):
-                result = self.minibatch_loss(rollout, order[start : start + config.minibatch_size], advantages, returns)
-                for name in ("policy_loss", "value_loss", "approx_kl", "clip_fraction", "value_clip_fraction"):
-                    totals[name] += float(getattr(result, name))
-                steps += 1
-                if config.target_kl is not None and float(result.approx_kl) > config.target_kl:
-                    return self._update_summary(totals, steps, early_stopped=True)
-                self.optimizer.zero_grad(set_to_none=True)
-                result.loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), config.max_grad_norm)
-                if self.critic is not None:
-                    torch.nn.utils.clip_grad_norm_(self.critic.parameters(), config.max_grad_norm)
-                self.optimizer.step()
-        return self._update_summary(totals, steps, early_stopped=False)
+        """K epochs of shuffled minibatches of completions (ppo.update); returns the diagnostics."""
+        samples = self.update_samples(rollout, advantages, returns)
+        return run_update(samples, self.minibatch_loss, self.optimizer, generator=self.generator,
+                          **update_settings(self.config))
 
-    @staticmethod
-    def _update_summary(totals: Counter, steps: int, early_stopped: bool) -> dict[str, float]:
-        return {**{name: total / steps for name, total in totals.items()}, "gradient_steps": float(steps - early_stopped),
-                "early_stopped": float(early_stopped)}
-
-    def train_iteration(self) -> dict[str, float]:
+    def run_iteration(self) -> dict[str, float]:
         config = self.config
-        started = time.perf_counter()
         if config.anneal_lr:
-            fraction = 1.0 - self.iteration / config.iterations
-            for group, initial in zip(self.optimizer.param_groups, self.initial_lrs):
-                group["lr"] = initial * fraction
+            self.optimizer.scale_learning_rates(linear_annealing(1.0, self.iteration, config.iterations))
         beta = self.kl_controller.beta
         rollout = self.collect()
         token_rewards = self.rewards(rollout)
         advantages, returns = self.advantages(rollout, token_rewards)
-        update_stats = self.update(rollout, advantages, returns)
+        metrics = self.update(rollout, advantages, returns)
         mean_kl = float(token_rewards.sequence_kl.mean())
         self.kl_controller.update(mean_kl, config.batch_size)
-        seconds = time.perf_counter() - started
-        self.train_seconds += seconds
-        self.iteration += 1
 
         batch, mask = rollout.batch, rollout.batch.mask
-        well_formed = [is_well_formed(text, bool(eos)) for text, eos in zip(batch.texts, batch.ended_with_eos)]
         non_score = (-beta * token_rewards.kl).sum(dim=1)  # (B,)
-        metrics = {
+        metrics.update({
             "score": float(token_rewards.scores.mean()),
             "non_score_reward": float(non_score.mean()),
             "total_reward": float((token_rewards.scores + non_score).mean()),
             "sequence_kl": mean_kl,
             "sequence_kl_k3": float(per_token_kl(rollout.log_probs, rollout.reference_log_probs, mask, "k3").sum(1).mean()),
-            "entropy": float(masked_mean(rollout.entropy, mask)),
-            **update_stats,
+            "rollout_entropy": float(masked_mean(rollout.entropy, mask)),
             "explained_variance": explained_variance(rollout.values, returns, mask),
             "beta": beta,
-            "target_rate": sum(ok and text == config.target_food for text, ok in zip(batch.texts, well_formed)) / len(batch),
-            "well_formed_rate": sum(well_formed) / len(batch),
+            **self.task.measure(batch),
             "eos_rate": float(batch.ended_with_eos.float().mean()),
             "completion_length": float(mask.sum(1).float().mean()),
-            "learning_rate": self.optimizer.param_groups[0]["lr"],
-            "completions_per_second": config.batch_size / seconds,
-        }
-        self.history.append(metrics)
-        if self.logger is not None:
-            step = self.iteration * config.batch_size
-            self.logger.log(step, metrics)
-            self.logger.progress(step, f"score {metrics['score']:.2f} KL {mean_kl:.2f} "
-                                       f"{config.target_food} {metrics['target_rate']:.0%}")
-        if config.sample_every and self.iteration % config.sample_every == 0:
-            self._print_samples(batch)
+            "learning_rate": self.optimizer.lr,
+        })
+        if config.sample_every and (self.iteration + 1) % config.sample_every == 0:
+            self._print_samples(batch, self.iteration + 1)
         return metrics
 
-    def train(self) -> dict[str, float]:
-        metrics: dict[str, float] = {}
-        while self.iteration < self.config.iterations:
-            metrics = self.train_iteration()
-        if self.run_dir is not None:
-            self.save()
-        return metrics
+    def progress_text(self, metrics: dict[str, float]) -> str:
+        return f"score {metrics['score']:.2f} KL {metrics['sequence_kl']:.2f}"
 
-    # ------------------------------------------------------------------ bookkeeping
-
-    def _print_samples(self, batch: CompletionBatch) -> None:
+    def _print_samples(self, batch: CompletionBatch, iteration: int) -> None:
         counts = Counter(f"{prompt}{text}{'⏎' if eos else '…'}"
                          for prompt, text, eos in zip(batch.prompts, batch.texts, batch.ended_with_eos))
         shown = ", ".join(f"{text!r}×{count}" for text, count in counts.most_common(6))
-        tqdm.write(f"[iteration {self.iteration}] {shown}")  # above the progress bar, if there is one
+        tqdm.write(f"[iteration {iteration}] {shown}")  # above the progress bar, if there is one
 
-    def state(self) -> dict:
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict:
         return {
-            "config": self.config.to_dict(),
+            **super().state_dict(),
             "gpt_config": dataclasses.asdict(self.reference.config),
             "tokenizer": self.tokenizer.state_dict(),
             "reference": self.reference.state_dict(),
@@ -300,29 +257,55 @@ class RLHFTrainer:
             "critic": None if self.critic is None else self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "beta": self.kl_controller.beta,
-            "iteration": self.iteration,
-            "train_seconds": self.train_seconds,
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
         }
 
-    def save(self, path: str | Path | None = None) -> Path:
-        """Atomic checkpoint (ppo.checkpoint), loadable with weights_only=True."""
-        path = Path(path) if path is not None else self.run_dir / "checkpoint.pt"
-        save_checkpoint(self.state(), path)
-        return path
+    def load_state_dict(self, state: dict) -> None:
+        try:
+            self.policy.load_state_dict(state["policy"])
+            if self.critic is not None:
+                self.critic.load_state_dict(state["critic"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as error:
+            raise CheckpointError(f"checkpoint does not match these models ({str(error).splitlines()[0][:120]})") from None
+        super().load_state_dict(state)
+        self.kl_controller.beta = float(state["beta"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
 
-    def close(self) -> None:
-        if self.logger is not None:
-            self.logger.close()
+    @classmethod
+    def resume(cls, run_dir: str | Path, task: CompletionTask, iterations: int | None = None,
+               progress: bool = True) -> "RLHFTrainer":
+        """Continue a run from its checkpoint; the task (prompts and reward) comes from the caller."""
+        state, config = cls.load_run(run_dir, RLHFConfig, required_keys=(
+            "gpt_config", "tokenizer", "reference", "policy", "critic", "optimizer", "beta", "generator", "torch_rng"))
+        if iterations is not None:
+            config = config.replace(iterations=iterations).validate()
+        reference, tokenizer = _reference_from_state(state, run_dir)
+        trainer = cls(config, reference, tokenizer, task, run_dir=run_dir, progress=progress)
+        trainer.load_state_dict(state)
+        return trainer
 
 
-def load_policy(checkpoint: dict) -> tuple[GPT, GPT, CharTokenizer]:
-    """(policy, reference, tokenizer) from a checkpoint dict written by RLHFTrainer.save."""
-    from ppo.lm.model import GPTConfig
+def _reference_from_state(state: dict, path) -> tuple[GPT, CharTokenizer]:
+    try:
+        tokenizer = CharTokenizer.from_state_dict(state["tokenizer"])
+        reference = GPT(GPTConfig(**state["gpt_config"]))
+        reference.load_state_dict(state["reference"])
+    except (TypeError, ValueError, RuntimeError, KeyError) as error:
+        raise CheckpointError(f"checkpoint {path} holds no usable reference model ({str(error).splitlines()[0]})") from None
+    return reference.eval(), tokenizer
 
-    tokenizer = CharTokenizer.from_state_dict(checkpoint["tokenizer"])
-    reference = GPT(GPTConfig(**checkpoint["gpt_config"]))
-    reference.load_state_dict(checkpoint["reference"])
-    shared = RLHFConfig.from_dict(checkpoint["config"]).critic == "shared"
+
+def load_lm_policy(path) -> tuple[GPT, GPT, CharTokenizer]:
+    """(policy, reference, tokenizer) of a run folder or checkpoint written by RLHFTrainer."""
+    state = load_checkpoint(path, required_keys=("config", "gpt_config", "tokenizer", "reference", "policy"))
+    reference, tokenizer = _reference_from_state(state, path)
+    shared = state["config"].get("critic") == "shared"
     policy = GPT(dataclasses.replace(reference.config, value_head=shared))
-    policy.load_state_dict(checkpoint["policy"])
-    return policy.eval(), reference.eval(), tokenizer
+    try:
+        policy.load_state_dict(state["policy"])
+    except RuntimeError as error:
+        raise CheckpointError(f"checkpoint {path}: the policy does not match its model config ({str(error).splitlines()[0]})") from None
+    return policy.eval(), reference, tokenizer

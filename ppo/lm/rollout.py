@@ -31,13 +31,19 @@ from ppo.lm.tokenizer import CharTokenizer
 
 
 @dataclass
-class CompletionBatch:
-    """B sampled completions of (possibly different) prompts, right-padded with PAD."""
+class TokenBatch:
+    """The token tensors of B completions: all a forward pass needs to score them."""
 
     tokens: torch.Tensor  # (B, L) BOS + prompt + completion + PAD
     prompt_lengths: torch.Tensor  # (B,) P_i, BOS included
     completion: torch.Tensor  # (B, T) generated ids, PAD after EOS
     mask: torch.Tensor  # (B, T) bool: True up to and including EOS
+
+
+@dataclass
+class CompletionBatch(TokenBatch):
+    """B sampled completions of (possibly different) prompts, right-padded with PAD."""
+
     ended_with_eos: torch.Tensor  # (B,) bool
     prompts: list[str]
     texts: list[str]  # completion text up to (not including) EOS
@@ -115,7 +121,7 @@ def completion_positions(prompt_lengths: torch.Tensor, width: int) -> torch.Tens
 
 
 def score_completions(
-    model: GPT, batch: CompletionBatch, temperature: float = 1.0,
+    model: GPT, batch: TokenBatch, temperature: float = 1.0,
     with_entropy: bool = False, with_values: bool = False, critic: GPT | None = None,
 ) -> CompletionScores:
     """log π(y_t | s_t) (and optionally H[π(·|s_t)], V(s_t)) for every completion token.

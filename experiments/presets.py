@@ -1,4 +1,4 @@
-"""Per-environment defaults: the hyperparameters each env id starts from.
+"""Per-environment defaults: the hyperparameters each env id starts from (command-line policy).
 
 How a run's config is assembled, later lines overriding earlier ones:
 
@@ -13,6 +13,7 @@ The preset is picked automatically from --env-id; --preset NAME uses another row
 
 from __future__ import annotations
 
+from envs.factory import check_env_id, resolve_backend
 from ppo.config import ConfigError, PPOConfig
 
 # CleanRL's ppo_continuous_action.py: 1M steps, lr 3e-4 annealed, 1 env × 2048 steps,
@@ -39,7 +40,7 @@ PRESETS: dict[str, dict] = {
     # clipping V's change to ±0.2 per update held the return near 100 at 640k steps).
     "LunarLander-v3": dict(
         total_timesteps=1_000_000, num_envs=16, num_steps=1024, num_minibatches=256, update_epochs=4,
-        learning_rate=3e-4, anneal_lr=False, gamma=0.999, gae_lambda=0.98, ent_coef=0.01, clip_vloss=False,
+        learning_rate=3e-4, anneal_lr=False, gamma=0.999, gae_lambda=0.98, ent_coef=0.01, value_clip_coef=None,
     ),
     # CleanRL's continuous defaults, its MuJoCo benchmark setting.
     "HalfCheetah-v5": CLEANRL_CONTINUOUS,
@@ -59,7 +60,7 @@ BACKEND_PRESETS: dict[tuple[str, str], dict] = {
     # drifts away from the solution).
     ("CartPole-v1", "torch"): dict(
         num_envs=64, num_steps=32, num_minibatches=4, update_epochs=4, learning_rate=5e-3,
-        total_timesteps=200_000, clip_vloss=False, norm_adv=False, ent_coef=0.0,
+        total_timesteps=200_000, value_clip_coef=None, norm_adv=False, ent_coef=0.0,
     ),
 }
 
@@ -86,8 +87,6 @@ def build_config(flags: dict, preset: str | None = "auto") -> PPOConfig:
     if preset == "auto":
         preset = env_id if env_id in PRESETS else None
     backend = flags.get("env_backend") or preset_overrides(preset, "auto").get("env_backend", "auto")
-    from envs.factory import check_env_id, resolve_backend
-
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     values = {**preset_overrides(preset, backend), **flags, "env_backend": backend}
