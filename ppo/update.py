@@ -29,7 +29,7 @@ from typing import Callable
 
 import torch
 
-from ppo.losses import kl_estimate, kl_per_sample
+from ppo.losses import kl_estimate, masked_mean
 from ppo.optim import FlatAdam
 
 
@@ -102,53 +102,43 @@ def run_update(
     norm before clipping.
     """
     terms: list[torch.Tensor] = []  # per minibatch; summarised once at the end (no host sync per step)
-    ratio_sums: list[torch.Tensor] = []  # per minibatch: Σ k1, Σ k3, Σ clipped, count
+    log_ratios: list[torch.Tensor] = []
+    masks: list[torch.Tensor | None] = []
     grad_norms: list[torch.Tensor] = []
     term_names: list[str] = []
-    first_ratio_error = None
     early_stopped = False
     for _ in range(update_epochs):
         for minibatch in shuffled_minibatches(samples, num_minibatches, generator):
             result = minibatch_loss(minibatch)
-            log_ratio, mask = result.log_ratio, result.mask
             if result.terms:
                 term_names = list(result.terms)
                 terms.append(torch.stack([value.detach() for value in result.terms.values()]))
-            ratio_sums.append(_ratio_sums(log_ratio, mask, clip_coef))
-            if first_ratio_error is None:
-                first_ratio_error = _largest_ratio_error(log_ratio, mask)
-            if target_kl is not None and float(kl_estimate(log_ratio, "k3", mask)) > target_kl:
+            log_ratios.append(result.log_ratio)
+            masks.append(result.mask)
+            if target_kl is not None and float(kl_estimate(result.log_ratio, "k3", result.mask)) > target_kl:
                 early_stopped = True
                 break
             grad_norms.append(gradient_step(optimizer, result.loss, max_grad_norm))
         if early_stopped:
             break
 
-    k1, k3, clipped, count = torch.stack(ratio_sums).sum(dim=0).tolist()
-    count = max(count, 1.0)
+    first_ratio_error = _largest_ratio_error(log_ratios[0], masks[0])
+    log_ratio = torch.cat(log_ratios)  # minibatches of one rollout share their trailing shape
+    mask = None if masks[0] is None else torch.cat(masks)
+    clipped = ((log_ratio.exp() - 1.0).abs() > clip_coef).to(log_ratio.dtype)
+    summary = torch.stack([kl_estimate(log_ratio, "k1", mask), kl_estimate(log_ratio, "k3", mask),
+                           masked_mean(clipped, mask), first_ratio_error]).tolist()
     term_means = torch.stack(terms).mean(dim=0).tolist() if terms else []
     return {
         **dict(zip(term_names, term_means)),
-        "old_approx_kl": k1 / count,
-        "approx_kl": k3 / count,
-        "clip_fraction": clipped / count,
-        "first_minibatch_ratio_error": float(first_ratio_error),
+        "old_approx_kl": summary[0],
+        "approx_kl": summary[1],
+        "clip_fraction": summary[2],
+        "first_minibatch_ratio_error": summary[3],
         "gradient_steps": len(grad_norms),
         "early_stopped": float(early_stopped),
         "grad_norm": float(torch.stack(grad_norms).mean()) if grad_norms else float("nan"),
     }
-
-
-def _ratio_sums(log_ratio: torch.Tensor, mask: torch.Tensor | None, clip_coef: float) -> torch.Tensor:
-    """(Σ k1, Σ k3, Σ 1{|r − 1| > ε}, number of real entries) of one minibatch."""
-    weight = torch.ones_like(log_ratio) if mask is None else mask.to(log_ratio.dtype)
-    clipped = ((log_ratio.exp() - 1.0).abs() > clip_coef).to(log_ratio.dtype)
-    return torch.stack([
-        (kl_per_sample(log_ratio, "k1") * weight).sum(),
-        (kl_per_sample(log_ratio, "k3") * weight).sum(),
-        (clipped * weight).sum(),
-        weight.sum(),
-    ])
 
 
 def _largest_ratio_error(log_ratio: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
