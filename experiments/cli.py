@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import signal
 import sys
+import tempfile
 import typing
 from pathlib import Path
 from typing import Callable, NoReturn
 
 from envs.factory import EnvError
+from ppo.base_trainer import TrainingDiverged
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, field_help
 
 USER_ERROR_EXIT_CODE = 2
-USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, CheckpointError, EnvError)
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, CheckpointError, EnvError, TrainingDiverged)
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
@@ -94,12 +99,83 @@ def fresh_run_dir(base: Path) -> Path:
 def run_with_user_errors(
     prog: str, body: Callable[[], int | None], errors: tuple[type[BaseException], ...] = USER_ERRORS
 ) -> int:
-    """Call body(); a user error becomes `prog: error: ...` on stderr and exit code 2."""
+    """Call body(); a user error becomes `prog: error: ...` on stderr and exit code 2.
+
+    A file-system error (a folder that cannot be written, a full disk) is reported the
+    same way, in one line; Ctrl-C outside a training loop exits with 130.
+    """
     try:
         return body() or 0
     except errors as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return USER_ERROR_EXIT_CODE
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"{prog}: error: {error.strerror or error}{where}", file=sys.stderr)
+        return USER_ERROR_EXIT_CODE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED_EXIT_CODE
+
+
+def check_writable_folder(path: Path, what: str) -> Path:
+    """Create `path` if needed and prove a file can be written in it; ConfigError (one line) if not.
+
+    Called before any training starts, so a bad output path costs no computation.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise ConfigError(f"{what} {path} cannot be written ({error.strerror or error})") from None
+    return path
+
+
+def check_writable_file(path: Path, what: str) -> Path:
+    """The folder of `path` is writable and `path` itself, if it exists, is a writable file."""
+    path = Path(path)
+    check_writable_folder(path.parent, f"the folder of {what}")
+    if path.exists() and (path.is_dir() or not os.access(path, os.W_OK)):
+        raise ConfigError(f"{what} {path} cannot be written ({'a folder' if path.is_dir() else 'read-only'})")
+    return path
+
+
+class GracefulStop:
+    """SIGINT / SIGTERM ask a training loop to stop after the current iteration.
+
+        with GracefulStop(PROG) as stop:
+            trainer.train(callback=stop.callback)   # True once a signal came
+        if stop.requested: ...                      # the loop saved its checkpoint; say how to resume
+
+    The first signal only sets `requested`; a second Ctrl-C raises KeyboardInterrupt at
+    once (a second SIGTERM ends the process), as a user who presses it twice expects.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, prog: str, what: str = "the current iteration"):
+        self.prog, self.what = prog, what
+        self.requested = False
+        self._previous: dict = {}
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+        for sig in self.SIGNALS:  # the next signal acts at once
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+        name = signal.Signals(signum).name
+        print(f"\n{self.prog}: {name}: finishing {self.what}, then saving (Ctrl-C again to abort)",
+              file=sys.stderr, flush=True)
+
+    def callback(self, *_) -> bool:
+        return self.requested
+
+    def __enter__(self) -> "GracefulStop":
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)

@@ -17,7 +17,10 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.cli import OneLineArgumentParser, run_with_user_errors
+import numpy as np
+
+from experiments.cli import OneLineArgumentParser, check_writable_file, run_with_user_errors
+from ppo.base_trainer import TrainingDiverged
 from ppo.config import ConfigError
 
 PROG = "ppo-eval"
@@ -34,6 +37,11 @@ def build_parser() -> OneLineArgumentParser:
     return parser
 
 
+def check_seed(seed: int | None) -> None:
+    if seed is not None and not 0 <= seed < 2**32 - 10_000:
+        raise ConfigError(f"seed = {seed} must be an integer in [0, 2**32 - 10000) (gymnasium seeds are unsigned)")
+
+
 def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | None = None) -> dict:
     """Evaluate, print one summary line, write eval.json next to the checkpoint."""
     import torch
@@ -41,8 +49,15 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
     from envs.factory import gymnasium_env_factory
     from ppo.evaluation import evaluate_policy, load_policy
 
+    from ppo.config import PPOConfig
+    from ppo.trainer import PPO
+
     if episodes <= 0:
         raise ConfigError(f"episodes = {episodes} must be a positive integer")
+    check_seed(seed)
+    PPO.load_run(run_dir, PPOConfig, required_keys=("model", "spaces"))  # checksum, config, run folder agree
+    folder = run_dir if run_dir.is_dir() else run_dir.parent
+    check_writable_file(folder / "eval.json", "the evaluation file")
     policy = load_policy(run_dir)
     torch.set_num_threads(policy.config.num_threads)  # a 64-wide network runs fastest on one thread
     returns = evaluate_policy(policy, gymnasium_env_factory(policy.config.env_id), episodes, greedy=greedy, seed=seed)
@@ -56,8 +71,9 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
         "greedy": greedy,
         "seed": seed if seed is not None else policy.config.seed + 10_000,
     }
-    folder = run_dir if run_dir.is_dir() else run_dir.parent
-    (folder / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
+    if not np.isfinite(returns).all():
+        raise TrainingDiverged(f"the policy of {run_dir} earns non-finite returns; nothing written")
+    (folder / "eval.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
     mode = "greedy" if greedy else "sampled"
     print(f"evaluation on {result['env_id']}: {result['mean_return']:.1f} ± {result['std_return']:.1f} over {len(returns)} {mode} episodes")
     return result
@@ -69,6 +85,7 @@ def record_run(run_dir: Path, greedy: bool = True, seed: int | None = None) -> d
     from ppo.evaluation import load_policy
     from ppo.recording import prepare_headless_rendering, record_episode
 
+    check_seed(seed)
     policy = load_policy(run_dir)
     folder = run_dir if run_dir.is_dir() else run_dir.parent
     prepare_headless_rendering()  # before the first env is made: MuJoCo reads MUJOCO_GL when it is imported

@@ -20,8 +20,12 @@ import torch
 
 from envs import corpus
 from experiments.cli import (
+    INTERRUPTED_EXIT_CODE,
+    GracefulStop,
     OneLineArgumentParser,
     add_dataclass_flags,
+    check_writable_file,
+    check_writable_folder,
     configure_process,
     given_flags,
     run_with_user_errors,
@@ -30,7 +34,9 @@ from ppo.config import ConfigError
 from ppo.lm.model import completion_log_probs
 from ppo.lm.pretrain import (
     PretrainConfig,
+    PretrainingInterrupted,
     cached_checkpoint_path,
+    default_cache_dir,
     encode_corpus,
     evaluate_loss,
     load_or_pretrain_sft,
@@ -113,16 +119,27 @@ def _pretrain(args) -> int:
         raise ConfigError(f"samples = {args.samples} must be a positive integer")
     if args.num_threads <= 0:
         raise ConfigError(f"num_threads = {args.num_threads} must be a positive integer")
+    if args.out:
+        check_writable_file(args.out, "--out")
+    if not args.no_cache:
+        check_writable_folder(args.cache_dir or default_cache_dir(), "the cache folder")
     configure_process(args.num_threads)
 
     start = time.perf_counter()
-    if args.no_cache:
-        result = pretrain(corpus.FOOD_CORPUS, config)
-        model, tokenizer = result.model, result.tokenizer
-        metrics = {"val_loss": result.val_loss, "seconds": result.seconds}
-    else:
-        model, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, config, cache_dir=args.cache_dir)
-        metrics = {}
+    try:
+        with GracefulStop(PROG, "the current step") as stop:
+            if args.no_cache:
+                result = pretrain(corpus.FOOD_CORPUS, config, stop=stop.callback)
+                model, tokenizer = result.model, result.tokenizer
+                metrics = {"val_loss": result.val_loss, "seconds": result.seconds}
+            else:
+                model, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, config, cache_dir=args.cache_dir,
+                                                        stop=stop.callback)
+                metrics = {}
+    except PretrainingInterrupted as interrupted:
+        again = "run the same command again to continue" if interrupted.partial_path else "nothing to resume (--no-cache)"
+        print(f"{PROG}: {interrupted}; {again}", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
     print(f"model ready after {time.perf_counter() - start:.1f}s (wall-clock)")
     if args.out:
         save_sft_checkpoint(model, tokenizer, args.out, config, metrics)

@@ -5,6 +5,7 @@
     python -m experiments.rlhf --kl-target 2.0 --kl-coef 0.1     # adaptive β
     python -m experiments.rlhf --reward model --person all       # the full pipeline: preferences → reward model → PPO
     python -m experiments.rlhf --critic shared --seed 3
+    python -m experiments.rlhf --resume runs/rlhf-pizza-rule__seed1           # continue a stopped run
 
 Every field of ppo.lm.rlhf_config.RLHFConfig (the trainer) and of
 experiments.food_task.FoodTaskConfig (the task) is a flag. The SFT model comes from the
@@ -12,7 +13,8 @@ cache (trained first if it is missing). The run folder gets config.json (the tra
 settings), task.json, metrics.csv, TensorBoard events, checkpoint.pt, training_grid.png,
 critic_values.png and summary.json. At the end the policy is measured on fresh samples
 at temperature 1 and compared with the SFT model and with the exact optimum of the
-KL-regularised objective.
+KL-regularised objective. Ctrl-C (or SIGTERM) finishes the current iteration, saves
+the checkpoint and prints the --resume command; a resumed run continues bit for bit.
 """
 
 from __future__ import annotations
@@ -29,20 +31,23 @@ import torch
 from envs import corpus
 from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, corrupt, preference_pairs
 from experiments.cli import (
+    INTERRUPTED_EXIT_CODE,
+    GracefulStop,
     OneLineArgumentParser,
     add_dataclass_flags,
+    check_writable_folder,
     configure_process,
     fresh_run_dir,
     given_flags,
     run_with_user_errors,
 )
 from experiments.food_task import FoodTaskConfig, food_shares, food_task
-from ppo.checkpoint import save_checkpoint
+from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
 from ppo.lm.evaluation import evaluate_lm_policy
 from ppo.lm.optimum import MALFORMED, optimum_over_prompts, rule_scores
-from ppo.lm.pretrain import load_or_pretrain_sft
+from ppo.lm.pretrain import PretrainingInterrupted, default_cache_dir, load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer
@@ -59,6 +64,8 @@ def build_parser() -> OneLineArgumentParser:
                      help="where the SFT checkpoint is cached (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
     run.add_argument("--eval-samples", type=int, default=1_000,
                      help="fresh completions (at temperature 1) for the final evaluation (default: 1000)")
+    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                     help="continue the run in RUN_DIR from its checkpoint (only --iterations may change)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_dataclass_flags(parser.add_argument_group("the task (FoodTaskConfig)"), FoodTaskConfig)
     add_dataclass_flags(parser.add_argument_group("PPO on the language model (RLHFConfig)"), RLHFConfig)
@@ -71,29 +78,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
-    task_config = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
     if args.eval_samples < 1:
         raise ConfigError(f"eval_samples = {args.eval_samples} must be a positive integer")
-    configure_process(config.num_threads)
-    default_name = f"rlhf-{task_config.target_food.replace(' ', '_')}-{task_config.reward}__seed{config.seed}"
-    run_dir = args.run_dir or fresh_run_dir(Path("runs") / default_name)
-    if (run_dir / "checkpoint.pt").exists():
-        raise ConfigError(f"run_dir {run_dir} already holds a run; choose another --run-dir")
-    sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir, verbose=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
+    if args.resume is not None:
+        trainer, task_config, reward_model, summary = _resume(args)
+        config, run_dir, tokenizer = trainer.config, args.resume, trainer.tokenizer
+    else:
+        config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
+        task_config = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
+        default_name = f"rlhf-{task_config.target_food.replace(' ', '_')}-{task_config.reward}__seed{config.seed}"
+        run_dir = args.run_dir or fresh_run_dir(Path("runs") / default_name)
+        if (run_dir / "checkpoint.pt").exists():
+            raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
+        check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
+        check_writable_folder(run_dir, "run_dir")
+        configure_process(config.num_threads)
+        try:
+            with GracefulStop(PROG, "the current pretraining step") as stop:
+                sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir, verbose=True,
+                                                      stop=stop.callback)
+        except PretrainingInterrupted as interrupted:
+            print(f"{PROG}: {interrupted}; run the same command again to continue", file=sys.stderr)
+            return INTERRUPTED_EXIT_CODE
+        (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
+        summary: dict = {"config": config.to_dict(), "task": task_config.to_dict()}
+        reward_model = None
+        if task_config.reward == "model":
+            reward_model, summary["reward_model"] = _train_reward_model(task_config, config, sft, tokenizer,
+                                                                        task_config.prompts())
+            save_checkpoint({"reward_model": reward_model.state_dict(), "summary": summary["reward_model"]},
+                            run_dir / "reward_model.pt")
+        task = food_task(task_config, reward_model.score_batch if reward_model else None)
+        trainer = RLHFTrainer(config, sft, tokenizer, task, run_dir=run_dir, progress=not args.no_progress)
+    task = trainer.task
     prompts = task_config.prompts()
-    summary: dict = {"config": config.to_dict(), "task": task_config.to_dict(),
-                     "load_average_start": os.getloadavg()[0]}
-
-    reward_model = None
-    if task_config.reward == "model":
-        reward_model, summary["reward_model"] = _train_reward_model(task_config, config, sft, tokenizer, prompts)
-        save_checkpoint({"reward_model": reward_model.state_dict()}, run_dir / "reward_model.pt")
-
-    task = food_task(task_config, reward_model.score_batch if reward_model else None)
-    trainer = RLHFTrainer(config, sft, tokenizer, task, run_dir=run_dir, progress=not args.no_progress)
+    summary["load_average_start"] = os.getloadavg()[0]
     probe_texts = _probe_texts(prompts[0], task_config.target_food)
     critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 
@@ -101,7 +120,12 @@ def _run(args) -> int:
     print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of "
           f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, critic {config.critic}, seed {config.seed}")
     wall_start, cpu_start = time.perf_counter(), time.process_time()
-    trainer.train()
+    with GracefulStop(PROG) as stop:
+        trainer.train(callback=stop.callback)
+    if stop.requested:
+        print(f"{PROG}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
+              f"Resume with: {PROG} --resume {run_dir}", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
     ppo_wall, ppo_cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
     summary.update(ppo_wall_seconds=ppo_wall, ppo_cpu_seconds=ppo_cpu, load_average_end=os.getloadavg()[0],
                    final_beta=trainer.kl_controller.beta)
@@ -147,6 +171,42 @@ def _run(args) -> int:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"run folder {run_dir}: checkpoint.pt, metrics.csv, {grid.name}, {critic_plot.name}, summary.json")
     return 0
+
+
+def _resume(args):
+    """(trainer, task config, reward model or None, summary so far) of the run in args.resume."""
+    trainer_flags = given_flags(args, RLHFConfig)
+    unexpected = sorted(set(trainer_flags) - {"iterations"}) + sorted(given_flags(args, FoodTaskConfig))
+    unexpected += ["run_dir"] if args.run_dir is not None else []
+    if unexpected:
+        raise ConfigError(f"--resume keeps the run's folder, task and config; only --iterations may change "
+                          f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
+    run_dir = args.resume
+    task_path = run_dir / "task.json"
+    try:
+        task_config = FoodTaskConfig.from_dict(json.loads(task_path.read_text())).validate()
+    except (OSError, ValueError) as error:  # ConfigError is a ValueError
+        raise CheckpointError(f"{task_path} cannot be used to resume ({error})") from None
+    check_writable_folder(run_dir, "run_dir")
+    summary: dict = {"task": task_config.to_dict()}
+    reward_model = None
+    state = None
+    if task_config.reward == "model":
+        state = load_checkpoint(run_dir / "reward_model.pt", required_keys=("reward_model",))
+        summary["reward_model"] = state.get("summary", {})
+    task = food_task(task_config)  # the reward is set below once the reward model exists
+    trainer = RLHFTrainer.resume(run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress)
+    configure_process(trainer.config.num_threads)
+    if state is not None:
+        reward_model = RewardModel.from_sft(trainer.reference)
+        try:
+            reward_model.load_state_dict(state["reward_model"])
+        except (RuntimeError, TypeError) as error:
+            raise CheckpointError(f"{run_dir / 'reward_model.pt'} does not fit ({str(error).splitlines()[0][:120]})") from None
+        reward_model.eval()
+        trainer.task = food_task(task_config, reward_model.score_batch)
+    summary["config"] = trainer.config.to_dict()
+    return trainer, task_config, reward_model, summary
 
 
 def _mean_healthiness(food_rates: dict[str, float]) -> float:

@@ -17,8 +17,11 @@ import time
 from pathlib import Path
 
 from experiments.cli import (
+    INTERRUPTED_EXIT_CODE,
+    GracefulStop,
     OneLineArgumentParser,
     add_dataclass_flags,
+    check_writable_folder,
     configure_process,
     fresh_run_dir,
     given_flags,
@@ -37,10 +40,13 @@ def build_parser() -> OneLineArgumentParser:
     )
     run = parser.add_argument_group("run")
     run.add_argument("--run-dir", type=Path, default=None, help="output folder (default: runs/ENV_ID__seedSEED, numbered if taken)")
-    run.add_argument("--preset", default="auto", help="preset row: 'auto' (named like --env-id), a name, or 'none'")
+    run.add_argument("--preset", default=None, help="preset row: 'auto' (named like --env-id; the default), a name, or 'none'")
     run.add_argument("--list-presets", action="store_true", help="print the preset table and exit")
     run.add_argument("--eval-episodes", type=int, default=100, help="greedy evaluation episodes after training; 0 = skip (default: 100)")
-    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint")
+    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                     help="continue the run in RUN_DIR from its checkpoint (only --total-timesteps may change). "
+                     "On the torch backend the run continues exactly as if never stopped; gymnasium envs "
+                     "start fresh episodes")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig)"), PPOConfig)
     return parser
@@ -71,30 +77,39 @@ def _train(args) -> int:
     flags = given_flags(args, PPOConfig)
     if args.resume is not None:
         unexpected = sorted(set(flags) - {"total_timesteps"})
+        unexpected += ["run_dir"] if args.run_dir is not None else []
+        unexpected += ["preset"] if args.preset is not None else []
         if unexpected:
-            raise ConfigError(f"--resume keeps the run's config; only --total-timesteps may change (got {', '.join(unexpected)})")
+            raise ConfigError(f"--resume keeps the run's folder and config; only --total-timesteps may change "
+                              f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
         trainer = PPO.resume(args.resume, training_envs, flags.get("total_timesteps"), progress=not args.no_progress)
+        run_dir = check_writable_folder(args.resume, "run_dir")
         configure_process(trainer.config.num_threads)  # the checkpoint's weights replace the fresh ones
-        run_dir = args.resume
     else:
-        config = build_config(flags, args.preset)
+        config = build_config(flags, args.preset or "auto")
         run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"{config.env_id.replace('/', '_')}__seed{config.seed}")
         if (run_dir / "checkpoint.pt").exists():
             raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
+        check_writable_folder(run_dir, "run_dir")
         configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
         trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=not args.no_progress)
     config = trainer.config
 
     started = time.perf_counter()
-    metrics = trainer.train()
+    with GracefulStop(PROG) as stop:
+        trainer.train(callback=stop.callback)
     wall = time.perf_counter() - started
+    if stop.requested:
+        print(f"{PROG}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
+              f"Resume with: {PROG} --resume {run_dir}", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
     from ppo.plotting import plot_learning_curve
 
     curve = plot_learning_curve(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")
     print(
         f"trained {config.env_id} for {trainer.global_step:,} steps in {wall:.1f} s "
         f"({trainer.global_step / max(trainer.train_seconds, 1e-9):,.0f} steps/s, backend {config.env_backend}); "
-        f"mean return of the last 20 training episodes: {metrics.get('episode_return_recent', float('nan')):.1f}"
+        f"mean return of the last 20 training episodes: {trainer.recent_return():.1f}"
     )
     if args.eval_episodes:
         from experiments.evaluate import evaluate_run

@@ -10,6 +10,22 @@ returned, kept in `history` and, with a run folder, written to metrics.csv and
 TensorBoard. With a run folder `train` also writes config.json, a checkpoint every
 `config.checkpoint_every` iterations and one at the end.
 
+Faults. A checkpoint holds everything the next iteration depends on, so a run resumed
+from it repeats exactly what the lost iterations did; the log rows and TensorBoard
+events written after the checkpoint's step are dropped on resume, so each step is
+logged once and in order. After every iteration the losses, the gradient norm and the
+parameters are checked: anything non-finite stops training with `TrainingDiverged`,
+before that iteration is logged or checkpointed (the last good checkpoint stays).
+
+The learning-rate schedule. α = α₀ · f with f linear in the iteration, from f₀ at
+iteration i₀ to 0 after the last iteration I:
+
+    f(i) = f₀ · (1 − (i − i₀) / (I − i₀))        (i₀, f₀) = (0, 1) for a fresh run
+
+When a resumed run gets a different budget I', the line restarts from the last
+iteration done, i₀ ← i − 1 with f₀ ← f(i − 1) under the old budget, and runs to 0 at
+I': the rate never jumps, and with an unchanged budget nothing changes.
+
 A subclass supplies the algorithm: `run_iteration()` (the rollout and the update),
 `total_iterations`, `samples_seen` (environment steps or completions so far: the x-axis
 of the logs) and `state_dict` / `load_state_dict` for what it adds to the counters kept here.
@@ -18,22 +34,34 @@ of the logs) and `state_dict` / `load_state_dict` for what it adds to the counte
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Callable
 
-from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+import torch
+
+from ppo.checkpoint import CheckpointError, load_checkpoint, remove_stale_temporaries, save_checkpoint
 from ppo.config import ConfigError
+from ppo.optim import linear_annealing
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
 Callback = Callable[["BaseTrainer", dict], "bool | None"]
+
+# Metrics that must stay finite; a NaN episodic return (no episode ended) is legitimate.
+GUARDED_METRICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm")
+
+
+class TrainingDiverged(Exception):
+    """A loss, gradient norm or parameter became NaN or infinite; one-line message."""
 
 
 class BaseTrainer:
     """Iterations, logging, checkpoints and resuming, for any trainer with a `config`."""
 
     sample_unit = "samples"  # what `samples_seen` counts ("steps", "completions"); names the speed metric
+    budget_field = ""  # the config field that sets the run's length (may change on resume)
 
     def __init__(self, config, run_dir: str | Path | None = None, progress: bool = True):
         self.config = config
@@ -42,6 +70,7 @@ class BaseTrainer:
         self.iteration = 0  # iterations done
         self.train_seconds = 0.0  # wall-clock spent inside train_iteration
         self.history: list[dict[str, float]] = []
+        self.schedule_origin = (0, 1.0)  # (i₀, f₀) of the learning-rate line; see the module docstring
 
     # ------------------------------------------------------------------ what a subclass provides
     @property
@@ -63,6 +92,14 @@ class BaseTrainer:
     def progress_text(self, metrics: dict[str, float]) -> str:
         """A few words next to the progress bar."""
         return ""
+
+    # ------------------------------------------------------------------ the learning-rate schedule
+    def learning_rate_fraction(self, iteration: int | None = None, total: int | None = None) -> float:
+        """f(i) = f₀ · (1 − (i − i₀) / (I − i₀)) for iteration i (0-based; default: the next one)."""
+        start, fraction = self.schedule_origin
+        iteration = self.iteration if iteration is None else iteration
+        total = self.total_iterations if total is None else total
+        return linear_annealing(fraction, iteration - start, total - start)
 
     # ------------------------------------------------------------------ the loop
     def train_iteration(self) -> dict[str, float]:
@@ -87,6 +124,7 @@ class BaseTrainer:
         logger = None
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(self.run_dir)
             (self.run_dir / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
             logger = MetricsLogger(self.run_dir, self.config.tensorboard, self.total_samples, self.progress,
                                    resume_from_step=self.samples_seen)
@@ -94,6 +132,7 @@ class BaseTrainer:
         try:
             while self.iteration < self.total_iterations:
                 metrics = self.train_iteration()
+                self.check_finite(metrics)
                 if logger is not None:
                     logger.log(self.samples_seen, metrics)
                     logger.progress(self.samples_seen, self.progress_text(metrics))
@@ -108,6 +147,19 @@ class BaseTrainer:
             self.save()
         return metrics
 
+    def check_finite(self, metrics: dict[str, float]) -> None:
+        """TrainingDiverged naming the iteration and the quantity if a loss, the gradient norm
+        or a parameter is NaN or infinite."""
+        for name in GUARDED_METRICS:
+            value = metrics.get(name)
+            if value is not None and not math.isfinite(value):
+                raise TrainingDiverged(f"iteration {self.iteration}: {name} = {value}; training stopped "
+                                       "(the last checkpoint is kept; try a smaller learning rate)")
+        parameters = getattr(self.optimizer, "flat_params", None)
+        if parameters is not None and not bool(torch.isfinite(parameters).all()):
+            raise TrainingDiverged(f"iteration {self.iteration}: a parameter is not finite; training stopped "
+                                   "(the last checkpoint is kept; try a smaller learning rate)")
+
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
         """The counters; a subclass adds its models, optimizer and random generators."""
@@ -115,11 +167,20 @@ class BaseTrainer:
             "config": self.config.to_dict(),
             "iteration": self.iteration,
             "train_seconds": self.train_seconds,
+            "total_iterations": self.total_iterations,
+            "schedule_origin": list(self.schedule_origin),
         }
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore the counters; a changed budget restarts the learning-rate line (module docstring)."""
         self.iteration = int(state["iteration"])
         self.train_seconds = float(state.get("train_seconds", 0.0))
+        start, fraction = state.get("schedule_origin", (0, 1.0))
+        self.schedule_origin = (int(start), float(fraction))
+        saved_total = int(state.get("total_iterations", self.total_iterations))
+        if saved_total != self.total_iterations and 0 < self.iteration < self.total_iterations:
+            last = self.iteration - 1
+            self.schedule_origin = (last, self.learning_rate_fraction(last, saved_total))
 
     def save(self, path: str | Path | None = None) -> Path:
         """Write `state_dict()` atomically (default: the run folder's checkpoint); loadable with weights_only=True."""
@@ -130,13 +191,39 @@ class BaseTrainer:
         save_checkpoint(self.state_dict(), path)
         return Path(path)
 
-    @staticmethod
-    def load_run(run_dir: str | Path, config_class, required_keys: tuple[str, ...] = ()):
-        """(checkpoint state, its validated config) of a run folder or checkpoint file; CheckpointError if unusable."""
+    @classmethod
+    def load_run(cls, run_dir: str | Path, config_class, required_keys: tuple[str, ...] = ()):
+        """(checkpoint state, its validated config) of a run folder or checkpoint file.
+
+        CheckpointError if the file is unusable, its config fails the command line's checks,
+        or it disagrees with the run folder's config.json (another env, another network, ...).
+        """
         path = Path(run_dir)
         state = load_checkpoint(path, required_keys=("config", "iteration", *required_keys))
         try:
+            if not isinstance(state["config"], dict):
+                raise ConfigError("it is not a table of settings")
             config = config_class.from_dict(state["config"]).validate()
         except ConfigError as error:
             raise CheckpointError(f"checkpoint {path} has an unusable config ({error})") from None
+        if not isinstance(state["iteration"], int) or state["iteration"] < 0:
+            raise CheckpointError(f"checkpoint {path} has an unusable iteration count {state['iteration']!r}")
+        folder = path if path.is_dir() else path.parent
+        cls._check_matches_folder(config, folder / "config.json", path)
         return state, config
+
+    @classmethod
+    def _check_matches_folder(cls, config, config_path: Path, checkpoint_path: Path) -> None:
+        if not config_path.is_file():
+            return
+        try:
+            folder_config = json.loads(config_path.read_text())
+        except (OSError, ValueError):
+            raise CheckpointError(f"{config_path} is unreadable; the run folder is damaged") from None
+        ours = config.to_dict()
+        differing = sorted(name for name in ours if name != cls.budget_field
+                           and json.dumps(folder_config.get(name)) != json.dumps(ours[name]))
+        if differing:
+            shown = ", ".join(f"{name} {folder_config.get(name)!r} vs {ours[name]!r}" for name in differing[:3])
+            raise CheckpointError(f"checkpoint {checkpoint_path} does not belong to the run in {config_path.parent} "
+                                  f"(config.json differs: {shown})")

@@ -25,24 +25,26 @@ class MetricsLogger:
         progress: bool = True,
         resume_from_step: int = 0,
     ):
-        """`resume_from_step` > 0 appends to an existing metrics.csv instead of replacing it."""
+        """`resume_from_step` > 0 continues an existing log: the metrics.csv rows and the
+        TensorBoard events after that step (written by iterations a resumed run repeats)
+        are dropped, so every step is logged once and in order."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         path = self.run_dir / "metrics.csv"
         self._csv: csv.DictWriter | None = None
-        if resume_from_step and path.exists():
-            with open(path, newline="") as file:
-                header = next(csv.reader(file), None)
+        header = _truncate_csv(path, resume_from_step) if resume_from_step and path.exists() else None
+        if header:
             self._csv_file = open(path, "a", newline="")
-            if header:
-                self._csv = csv.DictWriter(self._csv_file, fieldnames=header, extrasaction="ignore")
+            self._csv = csv.DictWriter(self._csv_file, fieldnames=header, extrasaction="ignore")
         else:
             self._csv_file = open(path, "w", newline="")
         self._tensorboard = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._tensorboard = SummaryWriter(log_dir=str(self.run_dir))
+            # purge_step: TensorBoard discards the events of earlier files at steps ≥ it
+            purge_step = resume_from_step + 1 if resume_from_step else None
+            self._tensorboard = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
         self._progress = (
             tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True, file=sys.stderr, leave=True)
             if progress and total_steps
@@ -74,6 +76,31 @@ class MetricsLogger:
         if self._tensorboard is not None:
             self._tensorboard.close()
         self._csv_file.close()
+
+
+def _truncate_csv(path: Path, last_step: int) -> list[str] | None:
+    """Keep the rows of metrics.csv up to `last_step` (rewritten atomically); returns its header."""
+    with open(path, newline="") as file:
+        reader = csv.reader(file)
+        header = next(reader, None)
+        if not header:
+            return None
+        step_column = header.index("global_step") if "global_step" in header else 0
+        kept = [row for row in reader if row and _step(row[step_column]) <= last_step]
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(header)
+        writer.writerows(kept)
+    temporary.replace(path)
+    return header
+
+
+def _step(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.inf  # a damaged row is dropped
 
 
 def _csv_value(value):

@@ -2,7 +2,7 @@
 
     envs ← the caller's VecEnv (N copies, SAME_STEP autoreset)     (ppo.vec_env)
     for iteration = 1, 2, ..., total_timesteps / (N·T):
-        α ← α₀ · (1 − (iteration − 1) / iterations)               (ppo.optim.linear_annealing)
+        α ← α₀ · (1 − (iteration − 1) / iterations)               (BaseTrainer.learning_rate_fraction)
         collect T steps from N envs with π_old                      (collect_rollout)
         Â, R ← GAE(γ, λ) over the rollout                            (ppo.advantages.compute_gae)
         K epochs of shuffled minibatches, for each:                   (ppo.update.run_update)
@@ -43,10 +43,10 @@ from ppo.losses import (
 )
 from ppo.networks import ActorCritic, spaces_to_dict
 from ppo.normalize import ObservationNormalizer, RewardScaler
-from ppo.optim import FlatAdam, linear_annealing
+from ppo.optim import FlatAdam
 from ppo.storage import RolloutBuffer
 from ppo.update import MinibatchLoss, run_update, update_settings
-from ppo.vec_env import VecEnv
+from ppo.vec_env import VecEnv, env_state
 
 RECENT_EPISODES = 20  # episode_return_recent averages this many finished episodes
 
@@ -76,6 +76,7 @@ class PPO(BaseTrainer):
     """Proximal Policy Optimization with the clipped surrogate, on the caller's `VecEnv`."""
 
     sample_unit = "steps"
+    budget_field = "total_timesteps"
 
     def __init__(self, config: PPOConfig, envs: VecEnv, run_dir: str | Path | None = None, progress: bool = True):
         super().__init__(config.validate(), run_dir, progress)
@@ -243,7 +244,7 @@ class PPO(BaseTrainer):
     def run_iteration(self) -> dict[str, float]:
         config = self.config
         if config.anneal_lr:
-            self.optimizer.lr = linear_annealing(config.learning_rate, self.iteration, config.num_iterations)
+            self.optimizer.lr = config.learning_rate * self.learning_rate_fraction()
         episode_returns, episode_lengths = self.collect_rollout()
         advantages, returns = self.compute_advantages()
         metrics = self.update(advantages, returns)
@@ -257,11 +258,16 @@ class PPO(BaseTrainer):
         )
         return metrics
 
+    def recent_return(self) -> float:
+        """Mean return of the last RECENT_EPISODES finished episodes (NaN before the first)."""
+        return _mean(self.recent_returns)
+
     def progress_text(self, metrics: dict[str, float]) -> str:
         return f"return {metrics['episode_return_recent']:.1f}"
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
+        """Everything a resumed run needs to continue as if never stopped (envs permitting)."""
         return {
             **super().state_dict(),
             "model": self.model.state_dict(),
@@ -271,24 +277,51 @@ class PPO(BaseTrainer):
             "obs_normalizer": self.obs_normalizer.state_dict() if self.obs_normalizer else None,
             "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None,
             "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
             "shuffle_rng": self.shuffle_generator.get_state(),
+            "recent_returns": list(self.recent_returns),
+            # The episodes in progress: restored only together with envs that can be restored.
+            "envs": env_state(self.envs),
+            "next_obs": self.next_obs,
+            "episode_return": self.episode_return,
+            "episode_length": self.episode_length,
         }
 
+    REQUIRED_STATE = ("model", "optimizer", "spaces", "global_step", "torch_rng", "shuffle_rng")
+
     def load_state_dict(self, state: dict) -> None:
-        """Restore a `state_dict()` (for resuming); CheckpointError if it does not fit."""
+        """Restore a `state_dict()` (for resuming); CheckpointError if it does not fit.
+
+        Envs that can be checkpointed continue their episodes; others (gymnasium's)
+        keep the fresh episodes they started with, and the episode counters restart too.
+        """
+        missing = [key for key in self.REQUIRED_STATE if key not in state]
+        if missing:
+            raise CheckpointError(f"checkpoint lacks {', '.join(missing)}")
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as error:
-            raise CheckpointError(f"checkpoint does not match this model ({str(error).splitlines()[0][:120]})") from None
-        super().load_state_dict(state)
-        self.global_step = int(state["global_step"])
-        if self.obs_normalizer is not None and state.get("obs_normalizer"):
-            self.obs_normalizer.load_state_dict(state["obs_normalizer"])
-        if self.reward_scaler is not None and state.get("reward_scaler"):
-            self.reward_scaler.load_state_dict(state["reward_scaler"])
-        torch.set_rng_state(state["torch_rng"])
-        self.shuffle_generator.set_state(state["shuffle_rng"])
+            super().load_state_dict(state)
+            self.global_step = int(state["global_step"])
+            if self.obs_normalizer is not None and state.get("obs_normalizer"):
+                self.obs_normalizer.load_state_dict(state["obs_normalizer"])
+            if self.reward_scaler is not None and state.get("reward_scaler"):
+                self.reward_scaler.load_state_dict(state["reward_scaler"])
+            torch.set_rng_state(state["torch_rng"])
+            if self.device.type == "cuda" and state.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+            self.shuffle_generator.set_state(state["shuffle_rng"])
+            self.recent_returns.clear()
+            self.recent_returns.extend(float(value) for value in state.get("recent_returns", []))
+            if state.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None)):
+                self.envs.load_state_dict(state["envs"])
+                self.next_obs = state["next_obs"].to(self.device)
+                self.episode_return = state["episode_return"].to(self.device)
+                self.episode_length = state["episode_length"].to(self.device)
+            elif self.reward_scaler is not None:
+                self.reward_scaler.returns.zero_()  # fresh episodes: no discounted return carried over
+        except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise CheckpointError(f"checkpoint does not match this run ({str(error).splitlines()[0][:160]})") from None
 
     @classmethod
     def resume(
@@ -298,9 +331,14 @@ class PPO(BaseTrainer):
         total_timesteps: int | None = None,
         progress: bool = True,
     ) -> "PPO":
-        """Continue a run from its checkpoint; `make_envs(config)` builds the environments
-        (they restart their episodes)."""
-        state, config = cls.load_run(run_dir, PPOConfig, required_keys=("model", "optimizer", "global_step"))
+        """Continue a run from its checkpoint; `make_envs(config)` builds the environments.
+
+        Envs that can be checkpointed (the batched torch ones) continue their episodes, and
+        the run goes on bit for bit as if never stopped; gymnasium's restart theirs.
+        `total_timesteps` changes the budget; the learning rate then continues its line
+        from where it stands (ppo.base_trainer).
+        """
+        state, config = cls.load_run(run_dir, PPOConfig, required_keys=cls.REQUIRED_STATE)
         if total_timesteps is not None:
             config = config.replace(total_timesteps=total_timesteps).validate()
         trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress)

@@ -61,3 +61,14 @@ class VecEnv(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def env_state(envs: VecEnv) -> dict | None:
+    """The envs' `state_dict()` if they can be checkpointed, else None.
+
+    A VecEnv may offer `state_dict()` / `load_state_dict(state)` (the batched torch envs
+    do): a resumed run then continues every episode exactly where it stood. Envs without
+    them (gymnasium's) start fresh episodes when a run resumes.
+    """
+    state_dict = getattr(envs, "state_dict", None)
+    return state_dict() if callable(state_dict) else None

@@ -7,10 +7,11 @@ import torch.nn.functional as F
 
 from envs.corpus import FOOD_CORPUS
 from experiments import pretrain_lm
-from ppo.checkpoint import CheckpointError
+from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm import pretrain as pretrain_module
 from ppo.lm.pretrain import (
+    PretrainingInterrupted,
     PretrainConfig,
     cached_checkpoint_path,
     load_or_pretrain_sft,
@@ -70,7 +71,7 @@ def test_learning_rate_schedule_by_hand():
 
 def test_checkpoint_round_trip_weights_only(trained, tmp_path):
     path = save_sft_checkpoint(trained.model, trained.tokenizer, tmp_path / "sft.pt", TINY, {"val_loss": 1.5})
-    raw = torch.load(path, weights_only=True)  # plain containers only
+    raw = load_checkpoint(path)  # torch.load(weights_only=True) underneath: plain containers only
     assert raw["pretrain_config"] == asdict(TINY) and isinstance(raw["gpt_config"], dict)
     loaded = load_sft_checkpoint(path)
     assert loaded.pretrain_config == TINY and loaded.tokenizer == trained.tokenizer
@@ -96,19 +97,19 @@ def test_corrupt_checkpoint_raises_clear_error(trained, tmp_path):
 
 def test_mismatched_checkpoint_raises_clear_error(trained, tmp_path):
     path = save_sft_checkpoint(trained.model, trained.tokenizer, tmp_path / "sft.pt", TINY)
-    payload = torch.load(path, weights_only=True)
+    payload = load_checkpoint(path)
     payload["gpt_config"]["n_embd"] = 64
-    torch.save(payload, path)
+    save_checkpoint(payload, path)
     with pytest.raises(CheckpointError, match="do not match"):
         load_sft_checkpoint(path)
     torch.save({"something": "else"}, path)
-    with pytest.raises(CheckpointError, match="not a format-1 checkpoint"):
+    with pytest.raises(CheckpointError, match="not a checkpoint of this project"):
         load_sft_checkpoint(path)  # the file format of ppo.checkpoint; the SFT payload has a version of its own
 
 
 def test_load_or_pretrain_caches_by_config(trained, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(pretrain_module, "pretrain", lambda corpus, config, verbose: calls.append(config) or trained)
+    monkeypatch.setattr(pretrain_module, "pretrain", lambda corpus, config, verbose, **_: calls.append(config) or trained)
     monkeypatch.setenv("PPO_CACHE_DIR", str(tmp_path))
     model, tok = load_or_pretrain_sft(FOOD_CORPUS, TINY, verbose=False)  # trains (the stub) and saves
     assert calls == [TINY] and cached_checkpoint_path(FOOD_CORPUS, TINY).parent == tmp_path
@@ -152,3 +153,20 @@ def test_cli_trains_and_reports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "ravin likes pizza" in out and "uniform model log V" in out
     assert len(list(tmp_path.glob("sft-*.pt"))) == 1 and load_sft_checkpoint(tmp_path / "copy.pt").pretrain_config
+
+
+def test_interrupted_pretraining_resumes_to_the_same_model(trained, tmp_path):
+    partial = tmp_path / "sft.partial.pt"
+    steps_done = []
+
+    def stop_after_50() -> bool:
+        steps_done.append(1)
+        return len(steps_done) == 50
+
+    with pytest.raises(PretrainingInterrupted, match="stopped after step 50"):
+        pretrain(FOOD_CORPUS, TINY, verbose=False, stop=stop_after_50, partial_path=partial)
+    assert partial.exists()
+    resumed = pretrain(FOOD_CORPUS, TINY, verbose=False, partial_path=partial)
+    for name, tensor in trained.model.state_dict().items():
+        assert torch.equal(tensor, resumed.model.state_dict()[name]), name
+    assert resumed.history == trained.history

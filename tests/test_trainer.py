@@ -110,6 +110,28 @@ def test_checkpoint_refuses_pickled_code_and_foreign_files(tmp_path):
     with pytest.raises(CheckpointError, match="corrupt"):
         load_checkpoint(path)
     torch.save({"something": 1}, tmp_path / "other.pt")
-    with pytest.raises(CheckpointError, match="not a format-1 checkpoint"):
+    with pytest.raises(CheckpointError, match="not a checkpoint of this project"):
         load_checkpoint(tmp_path / "other.pt")
     assert pickle  # the pickle module is what weights_only=True refuses to run
+
+
+def test_extending_a_run_continues_the_learning_rate_from_where_it_stands(tmp_path):
+    """4 iterations planned, 2 done (α/α₀ = 1, 0.75), then extended to 6: the line restarts
+    at the last iteration done, (i₀, f₀) = (1, 0.75), and falls to 0 after iteration 6:
+    f(i) = 0.75 · (1 − (i − 1) / 5) = 0.6, 0.45, 0.3, 0.15 (hand-computed)."""
+    config = PPOConfig(**{**SMALL, "env_backend": "torch", "learning_rate": 1e-3})  # 4 iterations of 256 steps
+    trainer = make_trainer(config, run_dir=tmp_path, progress=False)
+    trainer.train(callback=lambda ppo, metrics: ppo.iteration == 2)
+    resumed = PPO.resume(tmp_path, training_envs, total_timesteps=6 * 256, progress=False)
+    resumed.train()
+    rates = [row["learning_rate"] for row in read_metrics(tmp_path / "metrics.csv")]
+    assert rates == pytest.approx([1e-3 * f for f in (1.0, 0.75, 0.6, 0.45, 0.3, 0.15)], rel=1e-12)
+
+
+def test_an_unchanged_budget_keeps_the_plain_schedule(tmp_path):
+    config = PPOConfig(**{**SMALL, "env_backend": "torch", "learning_rate": 1e-3})
+    trainer = make_trainer(config, run_dir=tmp_path, progress=False)
+    trainer.train(callback=lambda ppo, metrics: ppo.iteration == 1)
+    PPO.resume(tmp_path, training_envs, progress=False).train()
+    rates = [row["learning_rate"] for row in read_metrics(tmp_path / "metrics.csv")]
+    assert rates == [1e-3 * f for f in (1.0, 0.75, 0.5, 0.25)]

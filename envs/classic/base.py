@@ -160,6 +160,28 @@ class TorchClassicEnv(ABC):
         if elapsed_steps is not None:
             self.elapsed_steps.copy_(torch.as_tensor(elapsed_steps))
 
+    # ----- checkpoints: everything a resumed run needs to continue bit for bit -------
+
+    def state_dict(self) -> dict:
+        """The state of every copy, the step counters and the random generator."""
+        return {
+            "env_id": self.env_id,
+            "num_envs": self.num_envs,
+            "state": None if self._state is None else self._state.clone(),  # (state_dim, N)
+            "elapsed_steps": self.elapsed_steps.clone(),  # (N,)
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a `state_dict()`; ValueError if it belongs to another env or size."""
+        if state.get("env_id") != self.env_id or state.get("num_envs") != self.num_envs:
+            raise ValueError(f"env state of {state.get('env_id')!r} × {state.get('num_envs')} does not fit "
+                             f"{self.env_id!r} × {self.num_envs}")
+        saved = state["state"]
+        self._state = None if saved is None else saved.to(self.device, self.dtype).clone()
+        self.elapsed_steps.copy_(state["elapsed_steps"])
+        self.generator.set_state(state["generator"])
+
     # ----- helpers for subclasses ----------------------------------------------------
 
     def _uniform(self, low: float, high: float, shape: tuple[int, ...], dtype: torch.dtype | None = None):

@@ -21,11 +21,12 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 import torch.nn.functional as F
 
+from ppo.base_trainer import TrainingDiverged
 from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import (
     ConfigBase,
@@ -130,6 +131,15 @@ class PretrainResult:
     seconds: float = 0.0
 
 
+class PretrainingInterrupted(Exception):
+    """Pretraining stopped on request after a whole step; `partial_path` (if any) resumes it."""
+
+    def __init__(self, step: int, partial_path: Path | None):
+        self.step, self.partial_path = step, partial_path
+        saved = f"progress saved to {partial_path}" if partial_path else "nothing saved"
+        super().__init__(f"pretraining stopped after step {step}; {saved}")
+
+
 @dataclass
 class SFTCheckpoint:
     """What `load_sft_checkpoint` returns."""
@@ -210,8 +220,15 @@ def evaluate_loss(model: GPT, data: torch.Tensor, pad_id: int, chunk: int = 2048
     return total / count
 
 
-def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: bool = True) -> PretrainResult:
-    """Train a GPT from scratch on sentences of `corpus`; returns the model in eval mode."""
+def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: bool = True,
+             stop: Callable[[], bool] | None = None, partial_path: Path | None = None) -> PretrainResult:
+    """Train a GPT from scratch on sentences of `corpus`; returns the model in eval mode.
+
+    Interrupting: when `stop()` turns True the current step is finished, the state
+    (weights, AdamW moments, the random generator, the loss curve so far) is written to
+    `partial_path`, and PretrainingInterrupted is raised. A later call with the same
+    `partial_path` continues from there and ends with the same model as an uninterrupted run.
+    """
     config = (config or PretrainConfig()).validate()
     start_time = time.perf_counter()
     tokenizer = corpus_tokenizer(corpus)
@@ -222,15 +239,19 @@ def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: 
     generator = torch.Generator().manual_seed(config.seed)
     model = GPT(config.gpt_config(tokenizer.vocab_size), generator=generator)
     optimizer = make_optimizer(model, config)
+    result = PretrainResult(model=model, tokenizer=tokenizer)
+    running_loss: list[float] = []
+    first_step = 0
+    if partial_path is not None and Path(partial_path).exists():
+        first_step = _load_partial(partial_path, config, model, optimizer, generator, result, running_loss)
     if verbose:
+        resumed = f", resuming at step {first_step}" if first_step else ""
         print(f"pretraining a {model.num_parameters():,}-parameter GPT on {len(train_data):,} sentences "
               f"({config.steps} steps x {config.batch_size}); "
-              f"uniform loss log V = {math.log(tokenizer.vocab_size):.3f}")
+              f"uniform loss log V = {math.log(tokenizer.vocab_size):.3f}{resumed}")
 
-    result = PretrainResult(model=model, tokenizer=tokenizer)
-    running_loss = []
     model.train()
-    for step in range(config.steps):
+    for step in range(first_step, config.steps):
         lr = scheduled_learning_rate(step, config)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -242,6 +263,9 @@ def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: 
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
         optimizer.step()
         running_loss.append(loss.item())
+        if not math.isfinite(running_loss[-1]):
+            raise TrainingDiverged(f"pretraining step {step + 1}: loss = {running_loss[-1]}; stopped "
+                                   "(try a smaller learning rate)")
 
         last_step = step == config.steps - 1
         if (step + 1) % config.eval_interval == 0 or last_step:
@@ -252,10 +276,37 @@ def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: 
             if verbose:
                 print(f"step {step + 1:5d}/{config.steps}  lr {lr:.2e}  train loss {train_loss:.4f}  "
                       f"val loss {val_loss:.4f}  ({time.perf_counter() - start_time:.1f}s)")
+        if stop is not None and stop() and not last_step:
+            if partial_path is not None:
+                save_checkpoint({"pretrain_config": asdict(config), "step": step + 1, "model": model.state_dict(),
+                                 "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
+                                 "history": result.history, "running_loss": running_loss}, partial_path)
+            raise PretrainingInterrupted(step + 1, partial_path)
     model.eval()
     result.val_loss = result.history[-1]["val_loss"]
     result.seconds = time.perf_counter() - start_time
     return result
+
+
+def _load_partial(path, config, model, optimizer, generator, result, running_loss) -> int:
+    """Restore an interrupted pretraining; returns the step to continue from."""
+    state = load_checkpoint(path, required_keys=("pretrain_config", "step", "model", "optimizer", "generator"))
+    if state["pretrain_config"] != asdict(config):
+        raise CheckpointError(f"{path} holds an interrupted pretraining with another config; delete it to start over")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        result.history.extend(state.get("history", []))
+        running_loss.extend(state.get("running_loss", []))
+        return int(state["step"])
+    except (RuntimeError, ValueError, KeyError, TypeError) as error:
+        raise CheckpointError(f"{path} does not fit this model ({str(error).splitlines()[0][:120]})") from None
+
+
+def partial_checkpoint_path(path: Path) -> Path:
+    """Where an interrupted pretraining bound for `path` keeps its progress."""
+    return path.with_name(path.stem + ".partial.pt")
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -326,8 +377,12 @@ def cached_checkpoint_path(corpus: TextCorpus, config: PretrainConfig,
 
 
 def load_or_pretrain_sft(corpus: TextCorpus, config: PretrainConfig | None = None,
-                         cache_dir: str | os.PathLike | None = None, verbose: bool = True) -> tuple[GPT, CharTokenizer]:
+                         cache_dir: str | os.PathLike | None = None, verbose: bool = True,
+                         stop: Callable[[], bool] | None = None) -> tuple[GPT, CharTokenizer]:
     """The model pretrained on `corpus` with this config: loaded from the cache, or trained and cached.
+
+    An interrupted pretraining (`stop`, see `pretrain`) keeps its progress next to the
+    cache file and the next call continues it.
 
     The cache file name holds a hash of the config and of the corpus's fingerprint, so
     changing any setting trains a new model. Returns (model in eval mode, tokenizer).
@@ -345,9 +400,11 @@ def load_or_pretrain_sft(corpus: TextCorpus, config: PretrainConfig | None = Non
             val_loss = checkpoint.metrics.get("val_loss", float("nan"))
             print(f"loaded pretrained model from {path} (val loss {val_loss:.4f})")
         return checkpoint.model, checkpoint.tokenizer
-    result = pretrain(corpus, config, verbose=verbose)
+    partial = partial_checkpoint_path(path)
+    result = pretrain(corpus, config, verbose=verbose, stop=stop, partial_path=partial)
     save_sft_checkpoint(result.model, result.tokenizer, path, config,
                         metrics={"val_loss": result.val_loss, "seconds": result.seconds})
+    partial.unlink(missing_ok=True)
     if verbose:
         print(f"saved pretrained model to {path}")
     return result.model, result.tokenizer

@@ -3,7 +3,7 @@
     policy π_θ ← copy of the SFT model;  π_ref ← the SFT model, frozen;  critic V
     task ← the caller's prompts and reward                              (ppo.lm.task.CompletionTask)
     for iteration = 1 .. iterations:
-        α ← α₀ · (1 − (iteration − 1) / iterations)                      (ppo.optim.linear_annealing)
+        α ← α₀ · (1 − (iteration − 1) / iterations)                      (BaseTrainer.learning_rate_fraction)
         sample B completions y ~ π_old(· | x) at temperature τ          (ppo.lm.rollout)
         log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t) for every token, masked after EOS
         r_t = −β·KL_t + score(y)·1{t = EOS}                              (ppo.lm.rewards)
@@ -60,7 +60,7 @@ from ppo.losses import (
     value_clip_fraction,
     value_loss,
 )
-from ppo.optim import FlatAdam, linear_annealing
+from ppo.optim import FlatAdam
 from ppo.update import MinibatchLoss, run_update, update_settings
 
 
@@ -105,6 +105,7 @@ class RLHFTrainer(BaseTrainer):
     """PPO of a copy of `reference` on the caller's task, with a KL penalty to `reference`."""
 
     sample_unit = "completions"
+    budget_field = "iterations"
 
     def __init__(self, config: RLHFConfig, reference: GPT, tokenizer: CharTokenizer, task: CompletionTask,
                  run_dir: str | Path | None = None, progress: bool = True):
@@ -207,7 +208,7 @@ class RLHFTrainer(BaseTrainer):
     def run_iteration(self) -> dict[str, float]:
         config = self.config
         if config.anneal_lr:
-            self.optimizer.scale_learning_rates(linear_annealing(1.0, self.iteration, config.iterations))
+            self.optimizer.scale_learning_rates(self.learning_rate_fraction())
         beta = self.kl_controller.beta
         rollout = self.collect()
         token_rewards = self.rewards(rollout)
@@ -267,12 +268,12 @@ class RLHFTrainer(BaseTrainer):
             if self.critic is not None:
                 self.critic.load_state_dict(state["critic"])
             self.optimizer.load_state_dict(state["optimizer"])
+            super().load_state_dict(state)
+            self.kl_controller.beta = float(state["beta"])
+            self.generator.set_state(state["generator"])
+            torch.set_rng_state(state["torch_rng"])
         except (RuntimeError, ValueError, KeyError, TypeError) as error:
             raise CheckpointError(f"checkpoint does not match these models ({str(error).splitlines()[0][:120]})") from None
-        super().load_state_dict(state)
-        self.kl_controller.beta = float(state["beta"])
-        self.generator.set_state(state["generator"])
-        torch.set_rng_state(state["torch_rng"])
 
     @classmethod
     def resume(cls, run_dir: str | Path, task: CompletionTask, iterations: int | None = None,
