@@ -22,6 +22,7 @@ from envs.factory import EnvError
 from ppo.base_trainer import TrainingDiverged
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, field_help
+from ppo.distributed import PeerFailure
 
 USER_ERROR_EXIT_CODE = 2
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
@@ -109,6 +110,9 @@ def run_with_user_errors(
     except errors as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return USER_ERROR_EXIT_CODE
+    except PeerFailure as error:  # not the user's mistake, but one line all the same
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 1
     except OSError as error:
         where = f" ({error.filename})" if error.filename else ""
         print(f"{prog}: error: {error.strerror or error}{where}", file=sys.stderr)
@@ -140,6 +144,16 @@ def check_writable_file(path: Path, what: str) -> Path:
     if path.exists() and (path.is_dir() or not os.access(path, os.W_OK)):
         raise ConfigError(f"{what} {path} cannot be written ({'a folder' if path.is_dir() else 'read-only'})")
     return path
+
+
+MODULES = {"ppo-train": "experiments.train", "ppo-rlhf": "experiments.rlhf"}
+
+
+def resume_command(prog: str, world) -> str:
+    """How to start the command again: itself, or under torchrun with as many processes."""
+    if not world.distributed:
+        return prog
+    return f"torchrun --nproc-per-node {world.size} -m {MODULES[prog]}"
 
 
 class GracefulStop:

@@ -39,6 +39,7 @@ from experiments.cli import (
     configure_process,
     fresh_run_dir,
     given_flags,
+    resume_command,
     run_with_user_errors,
 )
 from experiments.food_task import FoodTaskConfig, food_shares, food_task
@@ -78,38 +79,59 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
+    """Under torchrun, each process runs this; process 0 alone writes, prints and evaluates."""
+    from ppo.distributed import close_world, init_world
+
     if args.eval_samples < 1:
         raise ConfigError(f"eval_samples = {args.eval_samples} must be a positive integer")
+    world = init_world("cpu")
+    try:
+        return _run_process(args, world)
+    finally:
+        close_world(world)
+
+
+def _run_process(args, world) -> int:
     if args.resume is not None:
-        trainer, task_config, reward_model, summary = _resume(args)
+        trainer, task_config, reward_model, summary = _resume(args, world)
         config, run_dir, tokenizer = trainer.config, args.resume, trainer.tokenizer
     else:
         config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
         task_config = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
         default_name = f"rlhf-{task_config.target_food.replace(' ', '_')}-{task_config.reward}__seed{config.seed}"
         run_dir = args.run_dir or fresh_run_dir(Path("runs") / default_name)
+        run_dir = Path(world.gather(str(run_dir))[0])  # process 0 names the run folder for all
         if (run_dir / "checkpoint.pt").exists():
             raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-        check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
-        check_writable_folder(run_dir, "run_dir")
+        if world.is_main:
+            check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
+            check_writable_folder(run_dir, "run_dir")
         configure_process(config.num_threads)
         try:
+            if not world.is_main:
+                world.gather(None)  # wait until process 0 has the SFT model in the cache, then load it
             with GracefulStop(PROG, "the current pretraining step") as stop:
-                sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir, verbose=True,
-                                                      stop=stop.callback)
+                sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir,
+                                                      verbose=world.is_main, stop=stop.callback)
+            if world.is_main:
+                world.gather(None)
         except PretrainingInterrupted as interrupted:
             print(f"{PROG}: {interrupted}; run the same command again to continue", file=sys.stderr)
             return INTERRUPTED_EXIT_CODE
-        (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
+        if world.is_main:
+            (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
         summary: dict = {"config": config.to_dict(), "task": task_config.to_dict()}
         reward_model = None
         if task_config.reward == "model":
+            # Every process trains the same reward model (same seed, same data): no weights to send.
             reward_model, summary["reward_model"] = _train_reward_model(task_config, config, sft, tokenizer,
-                                                                        task_config.prompts())
-            save_checkpoint({"reward_model": reward_model.state_dict(), "summary": summary["reward_model"]},
-                            run_dir / "reward_model.pt")
+                                                                        task_config.prompts(), world.is_main)
+            if world.is_main:
+                save_checkpoint({"reward_model": reward_model.state_dict(), "summary": summary["reward_model"]},
+                                run_dir / "reward_model.pt")
         task = food_task(task_config, reward_model.score_batch if reward_model else None)
-        trainer = RLHFTrainer(config, sft, tokenizer, task, run_dir=run_dir, progress=not args.no_progress)
+        trainer = RLHFTrainer(config, sft, tokenizer, task, run_dir=run_dir, progress=not args.no_progress,
+                              world=world)
     task = trainer.task
     prompts = task_config.prompts()
     summary["load_average_start"] = os.getloadavg()[0]
@@ -117,14 +139,19 @@ def _run(args) -> int:
     critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 
     beta = f"β {config.kl_coef}" + (f" adaptive → KL {config.kl_target}" if config.adaptive_kl else "")
-    print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of "
-          f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, critic {config.critic}, seed {config.seed}")
+    processes = f" on {world.size} processes" if world.distributed else ""
+    if world.is_main:
+        print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of "
+              f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, critic {config.critic}, "
+              f"seed {config.seed}{processes}")
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     with GracefulStop(PROG) as stop:
         trainer.train(callback=stop.callback)
-    if stop.requested:
+    if not world.is_main:
+        return INTERRUPTED_EXIT_CODE if stop.requested else 0
+    if stop.requested or trainer.iteration < trainer.total_iterations:
         print(f"{PROG}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
-              f"Resume with: {PROG} --resume {run_dir}", file=sys.stderr)
+              f"Resume with: {resume_command(PROG, world)} --resume {run_dir}", file=sys.stderr)
         return INTERRUPTED_EXIT_CODE
     ppo_wall, ppo_cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
     summary.update(ppo_wall_seconds=ppo_wall, ppo_cpu_seconds=ppo_cpu, load_average_end=os.getloadavg()[0],
@@ -166,14 +193,14 @@ def _run(args) -> int:
               f"true healthiness (the hidden rule): SFT {sft['healthiness']:.3f} → PPO {ppo['healthiness']:.3f}; "
               f"held-out pairwise accuracy {summary['reward_model']['heldout_accuracy']:.1%}")
 
-    print(f"PPO took {ppo_wall:.1f} s wall-clock ({ppo_cpu:.1f} s CPU, {config.num_threads} thread(s); "
+    print(f"PPO took {ppo_wall:.1f} s wall-clock{processes} ({ppo_cpu:.1f} s CPU, {config.num_threads} thread(s); "
           f"load average {summary['load_average_start']:.1f} → {summary['load_average_end']:.1f})")
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"run folder {run_dir}: checkpoint.pt, metrics.csv, {grid.name}, {critic_plot.name}, summary.json")
     return 0
 
 
-def _resume(args):
+def _resume(args, world):
     """(trainer, task config, reward model or None, summary so far) of the run in args.resume."""
     trainer_flags = given_flags(args, RLHFConfig)
     unexpected = sorted(set(trainer_flags) - {"iterations"}) + sorted(given_flags(args, FoodTaskConfig))
@@ -187,7 +214,8 @@ def _resume(args):
         task_config = FoodTaskConfig.from_dict(json.loads(task_path.read_text())).validate()
     except (OSError, ValueError) as error:  # ConfigError is a ValueError
         raise CheckpointError(f"{task_path} cannot be used to resume ({error})") from None
-    check_writable_folder(run_dir, "run_dir")
+    if world.is_main:
+        check_writable_folder(run_dir, "run_dir")
     summary: dict = {"task": task_config.to_dict()}
     reward_model = None
     state = None
@@ -195,7 +223,8 @@ def _resume(args):
         state = load_checkpoint(run_dir / "reward_model.pt", required_keys=("reward_model",))
         summary["reward_model"] = state.get("summary", {})
     task = food_task(task_config)  # the reward is set below once the reward model exists
-    trainer = RLHFTrainer.resume(run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress)
+    trainer = RLHFTrainer.resume(run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress,
+                                 world=world)
     configure_process(trainer.config.num_threads)
     if state is not None:
         reward_model = RewardModel.from_sft(trainer.reference)
@@ -221,7 +250,7 @@ def _probe_texts(prompt: str, target_food: str) -> list[str]:
     return [prompt + target_food[:-1], prompt + other[:-1]]
 
 
-def _train_reward_model(task_config: FoodTaskConfig, config: RLHFConfig, sft, tokenizer, prompts):
+def _train_reward_model(task_config: FoodTaskConfig, config: RLHFConfig, sft, tokenizer, prompts, verbose=True):
     people = task_config.people()
     malformed = task_config.reward_model_malformed_fraction
     train_pairs = preference_pairs(task_config.reward_model_pairs, config.seed, people, task_config.relation, malformed)
@@ -236,11 +265,12 @@ def _train_reward_model(task_config: FoodTaskConfig, config: RLHFConfig, sft, to
     model.normalize_on(sample_completions(sft, tokenizer, repeat_prompts(prompts, 512), config.max_new_tokens,
                                           generator=generator))
     food_scores = _food_scores(model, tokenizer, prompts[0])
-    print(f"reward model: {task_config.reward_model_steps} Bradley–Terry steps on {len(train_pairs)} pairs in {seconds:.1f} s, "
-          f"final loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, pairwise accuracy train {train_accuracy:.1%}, "
-          f"held-out {heldout_accuracy:.1%}")
-    print("  normalised scores for " + repr(prompts[0]) + ": "
-          + ", ".join(f"{food} {score:+.2f}" for food, score in sorted(food_scores.items(), key=lambda kv: -kv[1])))
+    if verbose:
+        print(f"reward model: {task_config.reward_model_steps} Bradley–Terry steps on {len(train_pairs)} pairs in "
+              f"{seconds:.1f} s, final loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, pairwise accuracy train "
+              f"{train_accuracy:.1%}, held-out {heldout_accuracy:.1%}")
+        print("  normalised scores for " + repr(prompts[0]) + ": "
+              + ", ".join(f"{food} {score:+.2f}" for food, score in sorted(food_scores.items(), key=lambda kv: -kv[1])))
     return model, {"train_accuracy": train_accuracy, "heldout_accuracy": heldout_accuracy, "seconds": seconds,
                    "final_loss": losses[-1], "food_scores": food_scores}
 

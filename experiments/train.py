@@ -25,6 +25,7 @@ from experiments.cli import (
     configure_process,
     fresh_run_dir,
     given_flags,
+    resume_command,
     run_with_user_errors,
 )
 from ppo.config import ConfigError, PPOConfig
@@ -57,15 +58,28 @@ def main(argv: list[str] | None = None) -> int:
     return run_with_user_errors(PROG, lambda: _train(args))
 
 
-def training_envs(config: PPOConfig):
-    """The VecEnv a run trains on: `config.num_envs` copies of its env, on its backend and device."""
+def training_envs(config: PPOConfig, world=None):
+    """The VecEnv a process trains on: its share of the `config.num_envs` copies (all of
+    them for a single process), on the config's backend and device."""
     from envs.factory import make_vec_env
     from ppo.trainer import resolve_device
 
-    return make_vec_env(config.env_id, config.num_envs, config.env_backend, resolve_device(config.device))
+    num_envs = config.num_envs if world is None else world.share(config.num_envs, "num_envs")
+    return make_vec_env(config.env_id, num_envs, config.env_backend, resolve_device(config.device))
 
 
 def _train(args) -> int:
+    """Under torchrun, each process runs this; process 0 alone writes, prints and evaluates."""
+    from ppo.distributed import close_world, init_world
+
+    world = init_world(getattr(args, "device", "cpu"))
+    try:
+        return _train_process(args, world)
+    finally:
+        close_world(world)
+
+
+def _train_process(args, world) -> int:
     from experiments.presets import build_config, format_presets
     from ppo.trainer import PPO
 
@@ -82,33 +96,43 @@ def _train(args) -> int:
         if unexpected:
             raise ConfigError(f"--resume keeps the run's folder and config; only --total-timesteps may change "
                               f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
-        trainer = PPO.resume(args.resume, training_envs, flags.get("total_timesteps"), progress=not args.no_progress)
-        run_dir = check_writable_folder(args.resume, "run_dir")
+        trainer = PPO.resume(args.resume, lambda config: training_envs(config, world), flags.get("total_timesteps"),
+                             progress=not args.no_progress, world=world)
+        run_dir = check_writable_folder(args.resume, "run_dir") if world.is_main else args.resume
         configure_process(trainer.config.num_threads)  # the checkpoint's weights replace the fresh ones
     else:
         config = build_config(flags, args.preset or "auto")
         run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"{config.env_id.replace('/', '_')}__seed{config.seed}")
+        run_dir = Path(world.gather(str(run_dir))[0])  # process 0 names the run folder for all
         if (run_dir / "checkpoint.pt").exists():
             raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-        check_writable_folder(run_dir, "run_dir")
+        if world.is_main:
+            check_writable_folder(run_dir, "run_dir")
         configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
-        trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=not args.no_progress)
+        try:
+            envs = training_envs(config, world)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        trainer = PPO(config, envs, run_dir=run_dir, progress=not args.no_progress, world=world)
     config = trainer.config
 
     started = time.perf_counter()
     with GracefulStop(PROG) as stop:
         trainer.train(callback=stop.callback)
     wall = time.perf_counter() - started
-    if stop.requested:
+    if not world.is_main:
+        return INTERRUPTED_EXIT_CODE if stop.requested else 0
+    if stop.requested or trainer.iteration < trainer.total_iterations:
         print(f"{PROG}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
-              f"Resume with: {PROG} --resume {run_dir}", file=sys.stderr)
+              f"Resume with: {resume_command(PROG, world)} --resume {run_dir}", file=sys.stderr)
         return INTERRUPTED_EXIT_CODE
     from ppo.plotting import plot_learning_curve
 
     curve = plot_learning_curve(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")
     print(
         f"trained {config.env_id} for {trainer.global_step:,} steps in {wall:.1f} s "
-        f"({trainer.global_step / max(trainer.train_seconds, 1e-9):,.0f} steps/s, backend {config.env_backend}); "
+        f"({trainer.global_step / max(trainer.train_seconds, 1e-9):,.0f} steps/s, backend {config.env_backend}"
+        f"{f' on {world.size} processes' if world.distributed else ''}); "
         f"mean return of the last 20 training episodes: {trainer.recent_return():.1f}"
     )
     if args.eval_episodes:

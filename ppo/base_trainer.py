@@ -43,6 +43,7 @@ import torch
 
 from ppo.checkpoint import CheckpointError, load_checkpoint, remove_stale_temporaries, save_checkpoint
 from ppo.config import ConfigError
+from ppo.distributed import SINGLE_PROCESS, World
 from ppo.optim import linear_annealing
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -63,8 +64,10 @@ class BaseTrainer:
     sample_unit = "samples"  # what `samples_seen` counts ("steps", "completions"); names the speed metric
     budget_field = ""  # the config field that sets the run's length (may change on resume)
 
-    def __init__(self, config, run_dir: str | Path | None = None, progress: bool = True):
+    def __init__(self, config, run_dir: str | Path | None = None, progress: bool = True,
+                 world: World = SINGLE_PROCESS):
         self.config = config
+        self.world = world  # the processes of a data-parallel run (ppo.distributed); process 0 writes
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
         self.iteration = 0  # iterations done
@@ -122,7 +125,7 @@ class BaseTrainer:
         from ppo.logger import MetricsLogger  # tensorboard and tqdm load only when a run is logged
 
         logger = None
-        if self.run_dir is not None:
+        if self.run_dir is not None and self.world.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(self.run_dir)
             (self.run_dir / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
@@ -136,9 +139,11 @@ class BaseTrainer:
                 if logger is not None:
                     logger.log(self.samples_seen, metrics)
                     logger.progress(self.samples_seen, self.progress_text(metrics))
-                    if self.config.checkpoint_every and self.iteration % self.config.checkpoint_every == 0:
-                        self.save()
-                if callback is not None and callback(self, metrics):
+                if self.run_dir is not None and self.config.checkpoint_every \
+                        and self.iteration % self.config.checkpoint_every == 0:
+                    self.save()
+                stop = callback is not None and bool(callback(self, metrics))
+                if self.world.any(stop):  # every process stops after the same iteration
                     break
         finally:
             if logger is not None:
@@ -183,12 +188,17 @@ class BaseTrainer:
             self.schedule_origin = (last, self.learning_rate_fraction(last, saved_total))
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write `state_dict()` atomically (default: the run folder's checkpoint); loadable with weights_only=True."""
+        """Write `state_dict()` atomically (default: the run folder's checkpoint); loadable with weights_only=True.
+
+        With several processes every one must call it (the state gathers theirs); process 0 writes.
+        """
         if path is None:
             if self.run_dir is None:
                 raise ValueError("save() needs a path when the trainer has no run folder")
             path = self.run_dir / CHECKPOINT_NAME
-        save_checkpoint(self.state_dict(), path)
+        state = self.state_dict()
+        if self.world.is_main:
+            save_checkpoint(state, path)
         return Path(path)
 
     @classmethod

@@ -253,7 +253,11 @@ class PPOConfig(UpdateConfig):
             "env id has a batched version, else gymnasium); evaluation always uses gymnasium"
         },
     )
-    num_envs: int = field(default=4, metadata={"help": "parallel environment copies N"})
+    num_envs: int = field(
+        default=4,
+        metadata={"help": "parallel environment copies N (of the whole run: under torchrun each of K processes "
+                  "steps N/K)"},
+    )
     num_steps: int = field(default=128, metadata={"help": "steps T per env per rollout"})
     total_timesteps: int = field(default=500_000, metadata={"help": "environment steps to train for"})
     device: str = field(default="cpu", metadata={"help": "torch device: cpu, cuda, cuda:1, ... or auto"})

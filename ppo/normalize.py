@@ -22,19 +22,31 @@ from __future__ import annotations
 
 import torch
 
+from ppo.distributed import SINGLE_PROCESS, World
+
 
 class RunningMeanStd:
     """Mean and population variance of every sample seen, merged batch by batch."""
 
-    def __init__(self, shape: tuple[int, ...] = (), device: torch.device | str = "cpu", epsilon: float = 1e-4):
+    def __init__(self, shape: tuple[int, ...] = (), device: torch.device | str = "cpu", epsilon: float = 1e-4,
+                 world: World = SINGLE_PROCESS):
         self.mean = torch.zeros(shape, dtype=torch.float64, device=device)
         self.var = torch.ones(shape, dtype=torch.float64, device=device)
         self.count = epsilon  # a tiny prior count keeps the first merge well defined
+        self.world = world  # with several processes, each batch is merged from all of theirs
 
     def update(self, batch: torch.Tensor) -> None:
-        """Merge a batch whose first dimension indexes samples."""
+        """Merge a batch whose first dimension indexes samples (all processes' batches together)."""
         batch = batch.to(torch.float64)
-        self.merge(batch.mean(dim=0), batch.var(dim=0, unbiased=False), batch.shape[0])
+        if not self.world.distributed:
+            self.merge(batch.mean(dim=0), batch.var(dim=0, unbiased=False), batch.shape[0])
+            return
+        # Σx, Σx², n summed over the processes give the moments of their union.
+        count = torch.full_like(batch[0], float(batch.shape[0]))
+        moments = self.world.sum_(torch.stack([batch.sum(dim=0), (batch * batch).sum(dim=0), count]))
+        mean = moments[0] / moments[2]
+        variance = (moments[1] / moments[2] - mean * mean).clamp(min=0.0)
+        self.merge(mean, variance, int(moments[2].reshape(-1)[0].item()))
 
     def merge(self, batch_mean: torch.Tensor, batch_var: torch.Tensor, batch_count: int) -> None:
         total = self.count + batch_count
@@ -55,8 +67,9 @@ class RunningMeanStd:
 class ObservationNormalizer:
     """ŝ = clip((s − μ) / sqrt(σ² + ε), −clip, clip) with running μ, σ²."""
 
-    def __init__(self, shape: tuple[int, ...], clip: float = 10.0, epsilon: float = 1e-8, device="cpu"):
-        self.stats = RunningMeanStd(shape, device)
+    def __init__(self, shape: tuple[int, ...], clip: float = 10.0, epsilon: float = 1e-8, device="cpu",
+                 world: World = SINGLE_PROCESS):
+        self.stats = RunningMeanStd(shape, device, world=world)
         self.clip = clip
         self.epsilon = epsilon
         self.training = True
@@ -82,8 +95,9 @@ class ObservationNormalizer:
 class RewardScaler:
     """r̂_t = clip(r_t / sqrt(Var[G] + ε), −clip, clip), G the running discounted return."""
 
-    def __init__(self, num_envs: int, gamma: float, clip: float = 10.0, epsilon: float = 1e-8, device="cpu"):
-        self.stats = RunningMeanStd((), device)
+    def __init__(self, num_envs: int, gamma: float, clip: float = 10.0, epsilon: float = 1e-8, device="cpu",
+                 world: World = SINGLE_PROCESS):
+        self.stats = RunningMeanStd((), device, world=world)
         self.returns = torch.zeros(num_envs, dtype=torch.float64, device=device)  # (N,) G per env
         self.gamma = gamma
         self.clip = clip
@@ -110,5 +124,5 @@ class RewardScaler:
         """Restore the statistics and, when given, each env's running return G."""
         self.stats.load_state_dict(state["stats"])
         self.gamma, self.clip, self.epsilon = state["gamma"], state["clip"], state["epsilon"]
-        if state.get("returns") is not None:
+        if state.get("returns") is not None and state["returns"].shape == self.returns.shape:
             self.returns = state["returns"].to(self.returns.device, torch.float64).clone()

@@ -32,6 +32,7 @@ from ppo.advantages import compute_gae, successor_values
 from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
+from ppo.distributed import SINGLE_PROCESS, World, whiten_across
 from ppo.losses import (
     clipped_surrogate_loss,
     entropy_bonus,
@@ -78,12 +79,21 @@ class PPO(BaseTrainer):
     sample_unit = "steps"
     budget_field = "total_timesteps"
 
-    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir: str | Path | None = None, progress: bool = True):
-        super().__init__(config.validate(), run_dir, progress)
-        torch.manual_seed(config.seed)
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir: str | Path | None = None, progress: bool = True,
+                 world: World = SINGLE_PROCESS):
+        """`envs`: this process's copies, num_envs / K of them with K = world.size processes
+        (ppo.distributed); num_envs, the batch and the minibatches are sizes of the whole run."""
+        super().__init__(config.validate(), run_dir, progress, world)
+        torch.manual_seed(config.seed)  # the same initial weights in every process
         self.device = resolve_device(config.device)
-        if envs.num_envs != config.num_envs:
-            raise ConfigError(f"the envs have {envs.num_envs} copies but num_envs = {config.num_envs}")
+        try:
+            self.local_num_envs = world.share(config.num_envs, "num_envs")
+            world.share(config.minibatch_size, "the minibatch size num_envs * num_steps / num_minibatches")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if envs.num_envs != self.local_num_envs:
+            raise ConfigError(f"the envs have {envs.num_envs} copies but this process needs "
+                              f"num_envs = {config.num_envs} / {world.size} processes = {self.local_num_envs}")
         if torch.device(envs.device).type != self.device.type:
             raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
         self.envs = envs
@@ -97,31 +107,37 @@ class PPO(BaseTrainer):
 
         self.model = ActorCritic.from_config(config, observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
+        if world.distributed:
+            torch.manual_seed(world.seed(config.seed))  # each process samples its own actions
         obs_shape = tuple(observation_space.shape)
         self.obs_normalizer = (
-            ObservationNormalizer(obs_shape, config.obs_clip, device=self.device) if config.normalize_obs else None
+            ObservationNormalizer(obs_shape, config.obs_clip, device=self.device, world=world)
+            if config.normalize_obs
+            else None
         )
         self.reward_scaler = (
-            RewardScaler(config.num_envs, config.gamma, config.reward_clip, device=self.device)
+            RewardScaler(self.local_num_envs, config.gamma, config.reward_clip, device=self.device, world=world)
             if config.normalize_reward
             else None
         )
         self.buffer = RolloutBuffer(
             config.num_steps,
-            config.num_envs,
+            self.local_num_envs,
             obs_shape,
             tuple(action_space.shape),
             torch.float32 if self.continuous else torch.int64,
             self.device,
         )
         self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
-        self.shuffle_generator = torch.Generator(device=self.device).manual_seed(config.seed)
+        self.shuffle_generator = torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
 
-        self.global_step = 0
+        self.global_step = 0  # environment steps of the whole run, all processes together
         self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
-        self.episode_return = torch.zeros(config.num_envs, device=self.device)  # (N,) raw reward so far
-        self.episode_length = torch.zeros(config.num_envs, dtype=torch.int64, device=self.device)
-        self.next_obs = self._observe(envs.reset(seed=config.seed))
+        self.episode_return = torch.zeros(self.local_num_envs, device=self.device)  # (N,) raw reward so far
+        self.episode_length = torch.zeros(self.local_num_envs, dtype=torch.int64, device=self.device)
+        # Process k's copies are seeded as copies k·N/K ... of one process with N copies would be.
+        self.next_obs = self._observe(envs.reset(seed=config.seed + world.rank * self.local_num_envs))
 
     @property
     def total_iterations(self) -> int:
@@ -208,7 +224,9 @@ class PPO(BaseTrainer):
         """L = L_policy − c_e·H + c_v·L_value on b transitions, with log π_θ, H, V recomputed."""
         config = self.config
         new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
-        advantages = normalize_advantages(minibatch["advantages"]) if config.norm_adv else minibatch["advantages"]
+        advantages = minibatch["advantages"]
+        if config.norm_adv:  # over the whole minibatch, all processes' shares together
+            advantages = whiten_across(self.world, advantages) if self.world.distributed else normalize_advantages(advantages)
         policy_loss = self.policy_loss(new_log_probs, minibatch["log_probs"], advantages)
         critic_loss = value_loss(new_values, minibatch["values"], minibatch["returns"], config.value_clip_coef)
         entropy_mean = entropy_bonus(entropy)
@@ -226,7 +244,7 @@ class PPO(BaseTrainer):
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatch steps on the clipped-surrogate loss (ppo.update)."""
         config, buffer = self.config, self.buffer
-        batch = config.batch_size
+        batch = config.num_steps * self.local_num_envs  # this process's share of the batch
         samples = {  # (B, ...) the rollout's T·N transitions
             "obs": buffer.obs.reshape(batch, *buffer.obs.shape[2:]),
             "actions": buffer.actions.reshape(batch, *buffer.actions.shape[2:]),
@@ -236,8 +254,8 @@ class PPO(BaseTrainer):
             "returns": returns.reshape(batch),
         }
         metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
-                             **update_settings(config, self.clip_coef))
-        metrics["explained_variance"] = explained_variance(samples["values"], samples["returns"])
+                             world=self.world, **update_settings(config, self.clip_coef))
+        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
         return metrics
 
     # ------------------------------------------------------------------ one iteration
@@ -246,6 +264,9 @@ class PPO(BaseTrainer):
         if config.anneal_lr:
             self.optimizer.lr = config.learning_rate * self.learning_rate_fraction()
         episode_returns, episode_lengths = self.collect_rollout()
+        if self.world.distributed:  # the run's episodes, all processes' together
+            episode_returns = torch.cat([part.to(self.device) for part in self.world.gather(episode_returns.cpu())])
+            episode_lengths = torch.cat([part.to(self.device) for part in self.world.gather(episode_lengths.cpu())])
         advantages, returns = self.compute_advantages()
         metrics = self.update(advantages, returns)
         self.recent_returns.extend(episode_returns.tolist())
@@ -267,7 +288,12 @@ class PPO(BaseTrainer):
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
-        """Everything a resumed run needs to continue as if never stopped (envs permitting)."""
+        """Everything a resumed run needs to continue as if never stopped (envs permitting).
+
+        With several processes, each one's own part (`process_state`) is gathered into
+        "processes"; the top-level copy is process 0's.
+        """
+        own = self.process_state()
         return {
             **super().state_dict(),
             "model": self.model.state_dict(),
@@ -276,15 +302,23 @@ class PPO(BaseTrainer):
             "global_step": self.global_step,
             "obs_normalizer": self.obs_normalizer.state_dict() if self.obs_normalizer else None,
             "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None,
+            "recent_returns": list(self.recent_returns),
+            "world_size": self.world.size,
+            "processes": self.world.gather(own) if self.world.distributed else None,
+            **own,
+        }
+
+    def process_state(self) -> dict:
+        """What differs between the processes of a run: random streams and the episodes in progress."""
+        return {
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
             "shuffle_rng": self.shuffle_generator.get_state(),
-            "recent_returns": list(self.recent_returns),
-            # The episodes in progress: restored only together with envs that can be restored.
             "envs": env_state(self.envs),
             "next_obs": self.next_obs,
             "episode_return": self.episode_return,
             "episode_length": self.episode_length,
+            "return_accumulator": self.reward_scaler.returns if self.reward_scaler else None,
         }
 
     REQUIRED_STATE = ("model", "optimizer", "spaces", "global_step", "torch_rng", "shuffle_rng")
@@ -292,8 +326,10 @@ class PPO(BaseTrainer):
     def load_state_dict(self, state: dict) -> None:
         """Restore a `state_dict()` (for resuming); CheckpointError if it does not fit.
 
-        Envs that can be checkpointed continue their episodes; others (gymnasium's)
-        keep the fresh episodes they started with, and the episode counters restart too.
+        Envs that can be checkpointed continue their episodes; others (gymnasium's) keep
+        the fresh episodes they started with, and the episode counters restart too. So do
+        the processes of a run resumed with another number of processes, each drawing a
+        fresh random stream.
         """
         missing = [key for key in self.REQUIRED_STATE if key not in state]
         if missing:
@@ -307,21 +343,38 @@ class PPO(BaseTrainer):
                 self.obs_normalizer.load_state_dict(state["obs_normalizer"])
             if self.reward_scaler is not None and state.get("reward_scaler"):
                 self.reward_scaler.load_state_dict(state["reward_scaler"])
-            torch.set_rng_state(state["torch_rng"])
-            if self.device.type == "cuda" and state.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state(state["cuda_rng"], self.device)
-            self.shuffle_generator.set_state(state["shuffle_rng"])
             self.recent_returns.clear()
             self.recent_returns.extend(float(value) for value in state.get("recent_returns", []))
-            if state.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None)):
-                self.envs.load_state_dict(state["envs"])
-                self.next_obs = state["next_obs"].to(self.device)
-                self.episode_return = state["episode_return"].to(self.device)
-                self.episode_length = state["episode_length"].to(self.device)
-            elif self.reward_scaler is not None:
-                self.reward_scaler.returns.zero_()  # fresh episodes: no discounted return carried over
-        except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as error:
+            same_processes = int(state.get("world_size", 1)) == self.world.size
+            if not same_processes:
+                torch.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                self.shuffle_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                self._restart_episodes()
+                return
+            own = state["processes"][self.world.rank] if self.world.distributed else state
+            self.load_process_state(own)
+        except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
             raise CheckpointError(f"checkpoint does not match this run ({str(error).splitlines()[0][:160]})") from None
+
+    def load_process_state(self, own: dict) -> None:
+        torch.set_rng_state(own["torch_rng"])
+        if self.device.type == "cuda" and own.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(own["cuda_rng"], self.device)
+        self.shuffle_generator.set_state(own["shuffle_rng"])
+        if own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None)):
+            self.envs.load_state_dict(own["envs"])
+            self.next_obs = own["next_obs"].to(self.device)
+            self.episode_return = own["episode_return"].to(self.device)
+            self.episode_length = own["episode_length"].to(self.device)
+            if self.reward_scaler is not None and own.get("return_accumulator") is not None:
+                self.reward_scaler.returns = own["return_accumulator"].to(self.device, torch.float64).clone()
+        else:
+            self._restart_episodes()
+
+    def _restart_episodes(self) -> None:
+        """Keep the fresh episodes the envs started with; no discounted return carried over."""
+        if self.reward_scaler is not None:
+            self.reward_scaler.returns.zero_()
 
     @classmethod
     def resume(
@@ -330,6 +383,7 @@ class PPO(BaseTrainer):
         make_envs: Callable[[PPOConfig], VecEnv],
         total_timesteps: int | None = None,
         progress: bool = True,
+        world: World = SINGLE_PROCESS,
     ) -> "PPO":
         """Continue a run from its checkpoint; `make_envs(config)` builds the environments.
 
@@ -341,7 +395,11 @@ class PPO(BaseTrainer):
         state, config = cls.load_run(run_dir, PPOConfig, required_keys=cls.REQUIRED_STATE)
         if total_timesteps is not None:
             config = config.replace(total_timesteps=total_timesteps).validate()
-        trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress)
+        try:
+            envs = make_envs(config)
+        except ValueError as error:  # num_envs not divisible by the processes
+            raise ConfigError(str(error)) from None
+        trainer = cls(config, envs, run_dir=run_dir, progress=progress, world=world)
         trainer.load_state_dict(state)
         return trainer
 

@@ -29,6 +29,7 @@ from typing import Callable
 
 import torch
 
+from ppo.distributed import SINGLE_PROCESS, World
 from ppo.losses import kl_estimate, masked_mean
 from ppo.optim import FlatAdam
 
@@ -43,10 +44,16 @@ class MinibatchLoss:
     terms: dict[str, torch.Tensor] = field(default_factory=dict)  # detached scalars to average, e.g. policy_loss
 
 
-def gradient_step(optimizer: FlatAdam, loss: torch.Tensor, max_grad_norm: float | None) -> torch.Tensor:
-    """One step of gradient descent on `loss`; returns the gradient norm before clipping."""
+def gradient_step(optimizer: FlatAdam, loss: torch.Tensor, max_grad_norm: float | None,
+                  world: World = SINGLE_PROCESS) -> torch.Tensor:
+    """One step of gradient descent on `loss`; returns the gradient norm before clipping.
+
+    With several processes the gradient is averaged over them (one all-reduce of the flat
+    gradient vector, ppo.distributed) before it is clipped, so every process steps alike.
+    """
     optimizer.zero_grad()
     loss.backward()
+    world.average_(optimizer.flat_grads)
     grad_norm = optimizer.clip_grad_norm(max_grad_norm)
     optimizer.step()
     return grad_norm
@@ -88,6 +95,7 @@ def run_update(
     target_kl: float | None,
     clip_coef: float,
     generator: torch.Generator,
+    world: World = SINGLE_PROCESS,
 ) -> dict[str, float]:
     """K epochs of minibatch steps (the module docstring); returns the update's diagnostics.
 
@@ -115,10 +123,10 @@ def run_update(
                 terms.append(torch.stack([value.detach() for value in result.terms.values()]))
             log_ratios.append(result.log_ratio)
             masks.append(result.mask)
-            if target_kl is not None and float(kl_estimate(result.log_ratio, "k3", result.mask)) > target_kl:
+            if target_kl is not None and _mean_kl(world, result.log_ratio, result.mask) > target_kl:
                 early_stopped = True
                 break
-            grad_norms.append(gradient_step(optimizer, result.loss, max_grad_norm))
+            grad_norms.append(gradient_step(optimizer, result.loss, max_grad_norm, world))
         if early_stopped:
             break
 
@@ -127,8 +135,9 @@ def run_update(
     mask = None if masks[0] is None else torch.cat(masks)
     clipped = ((log_ratio.exp() - 1.0).abs() > clip_coef).to(log_ratio.dtype)
     summary = torch.stack([kl_estimate(log_ratio, "k1", mask), kl_estimate(log_ratio, "k3", mask),
-                           masked_mean(clipped, mask), first_ratio_error]).tolist()
-    term_means = torch.stack(terms).mean(dim=0).tolist() if terms else []
+                           masked_mean(clipped, mask), first_ratio_error])
+    summary = world.average_(summary).tolist()  # the mean over processes (equal shares)
+    term_means = world.average_(torch.stack(terms).mean(dim=0)).tolist() if terms else []
     return {
         **dict(zip(term_names, term_means)),
         "old_approx_kl": summary[0],
@@ -139,6 +148,12 @@ def run_update(
         "early_stopped": float(early_stopped),
         "grad_norm": float(torch.stack(grad_norms).mean()) if grad_norms else float("nan"),
     }
+
+
+def _mean_kl(world: World, log_ratio: torch.Tensor, mask: torch.Tensor | None) -> float:
+    """k3 KL(π_old ‖ π_θ) of the minibatch, averaged over the processes: every one decides alike."""
+    kl = kl_estimate(log_ratio, "k3", mask)
+    return float(world.average_(kl.reshape(1).clone()) if world.distributed else kl)
 
 
 def _largest_ratio_error(log_ratio: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -32,7 +32,11 @@ CRITIC_KINDS = ("separate", "shared")
 class RLHFConfig(UpdateConfig):
     # --- rollout sizes --------------------------------------------------------------------------
     iterations: int = field(default=20, metadata={"help": "rollout + update cycles"})
-    batch_size: int = field(default=128, metadata={"help": "completions B per rollout"})
+    batch_size: int = field(
+        default=128,
+        metadata={"help": "completions B per rollout (of the whole run: under torchrun each of K processes "
+                  "samples B/K)"},
+    )
     max_new_tokens: int = field(
         default=16,
         metadata={"help": "completion length limit in tokens"},

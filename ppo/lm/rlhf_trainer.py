@@ -43,6 +43,7 @@ from ppo.advantages import compute_gae
 from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError
+from ppo.distributed import SINGLE_PROCESS, World, whiten_across
 from ppo.lm.kl_control import AdaptiveKLController, FixedKLController
 from ppo.lm.model import GPT, GPTConfig
 from ppo.lm.rewards import TokenRewards, assemble_rewards, per_token_kl
@@ -108,8 +109,14 @@ class RLHFTrainer(BaseTrainer):
     budget_field = "iterations"
 
     def __init__(self, config: RLHFConfig, reference: GPT, tokenizer: CharTokenizer, task: CompletionTask,
-                 run_dir: str | Path | None = None, progress: bool = True):
-        super().__init__(config.validate(), run_dir, progress)
+                 run_dir: str | Path | None = None, progress: bool = True, world: World = SINGLE_PROCESS):
+        """With K = world.size processes each samples batch_size / K completions (ppo.distributed)."""
+        super().__init__(config.validate(), run_dir, progress, world)
+        try:
+            self.local_batch_size = world.share(config.batch_size, "batch_size")
+            world.share(config.batch_size // config.num_minibatches, "the minibatch size batch_size / num_minibatches")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         torch.manual_seed(config.seed)
         self.tokenizer = tokenizer
         self.task = task
@@ -117,7 +124,7 @@ class RLHFTrainer(BaseTrainer):
         shared = config.critic == "shared"
         self.policy = copy_with_value_head(reference, value_head=shared)
         self.critic = None if shared else copy_with_value_head(reference, value_head=True)
-        self.prompts = repeat_prompts(task.prompts, config.batch_size)
+        self.prompts = repeat_prompts(task.prompts, self.local_batch_size)
         room = reference.config.block_size - max(len(tokenizer.encode(p)) for p in self.prompts)
         if config.max_new_tokens > room:
             raise ConfigError(f"max_new_tokens = {config.max_new_tokens} does not fit: the model has room for {room} "
@@ -127,9 +134,12 @@ class RLHFTrainer(BaseTrainer):
         if self.critic is not None:
             groups.append({"params": list(self.critic.parameters()), "lr": config.critic_learning_rate})
         self.optimizer = FlatAdam(groups, eps=config.adam_eps)
+        world.broadcast_(self.optimizer.flat_params)
         self.kl_controller = (AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon)
                               if config.adaptive_kl else FixedKLController(config.kl_coef))
-        self.generator = torch.Generator().manual_seed(config.seed)  # sampling and minibatch order
+        self.generator = torch.Generator().manual_seed(world.seed(config.seed))  # sampling and minibatch order
+        if world.distributed:
+            torch.manual_seed(world.seed(config.seed))
 
     @property
     def total_iterations(self) -> int:
@@ -176,7 +186,10 @@ class RLHFTrainer(BaseTrainer):
         scored = score_completions(self.policy, tokens, config.temperature, with_entropy=True, with_values=True,
                                    critic=self.critic)
         old_log_probs, old_values = minibatch["log_probs"], minibatch["values"]  # (b, T)
-        advantages = normalize_advantages(minibatch["advantages"], mask) if config.norm_adv else minibatch["advantages"]
+        advantages = minibatch["advantages"]
+        if config.norm_adv:  # over the whole minibatch, all processes' shares together
+            advantages = (whiten_across(self.world, advantages, mask) if self.world.distributed
+                          else normalize_advantages(advantages, mask))
         policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages, config.clip_coef, mask)
         critic_loss = value_loss(scored.values, old_values, minibatch["returns"], config.value_clip_coef, mask)
         entropy = entropy_bonus(scored.entropy, mask)
@@ -202,7 +215,7 @@ class RLHFTrainer(BaseTrainer):
     def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatches of completions (ppo.update); returns the diagnostics."""
         samples = self.update_samples(rollout, advantages, returns)
-        return run_update(samples, self.minibatch_loss, self.optimizer, generator=self.generator,
+        return run_update(samples, self.minibatch_loss, self.optimizer, generator=self.generator, world=self.world,
                           **update_settings(self.config))
 
     def run_iteration(self) -> dict[str, float]:
@@ -214,12 +227,12 @@ class RLHFTrainer(BaseTrainer):
         token_rewards = self.rewards(rollout)
         advantages, returns = self.advantages(rollout, token_rewards)
         metrics = self.update(rollout, advantages, returns)
-        mean_kl = float(token_rewards.sequence_kl.mean())
+        mean_kl = self.world.mean_of(float(token_rewards.sequence_kl.mean()))  # the run's mean: β stays one number
         self.kl_controller.update(mean_kl, config.batch_size)
 
         batch, mask = rollout.batch, rollout.batch.mask
         non_score = (-beta * token_rewards.kl).sum(dim=1)  # (B,)
-        metrics.update({
+        rollout_metrics = {
             "score": float(token_rewards.scores.mean()),
             "non_score_reward": float(non_score.mean()),
             "total_reward": float((token_rewards.scores + non_score).mean()),
@@ -232,8 +245,12 @@ class RLHFTrainer(BaseTrainer):
             "eos_rate": float(batch.ended_with_eos.float().mean()),
             "completion_length": float(mask.sum(1).float().mean()),
             "learning_rate": self.optimizer.lr,
-        })
-        if config.sample_every and (self.iteration + 1) % config.sample_every == 0:
+        }
+        if self.world.distributed:  # means over equal shares are the run's means (the same for β, KL, α)
+            averaged = self.world.average_(torch.tensor(list(rollout_metrics.values()), dtype=torch.float64))
+            rollout_metrics = dict(zip(rollout_metrics, averaged.tolist()))
+        metrics.update(rollout_metrics)
+        if config.sample_every and (self.iteration + 1) % config.sample_every == 0 and self.world.is_main:
             self._print_samples(batch, self.iteration + 1)
         return metrics
 
@@ -249,6 +266,8 @@ class RLHFTrainer(BaseTrainer):
     # ------------------------------------------------------------------ checkpoints
 
     def state_dict(self) -> dict:
+        """Models, optimizer, β and the random streams (each process's own under "processes")."""
+        own = {"generator": self.generator.get_state(), "torch_rng": torch.get_rng_state()}
         return {
             **super().state_dict(),
             "gpt_config": dataclasses.asdict(self.reference.config),
@@ -258,8 +277,9 @@ class RLHFTrainer(BaseTrainer):
             "critic": None if self.critic is None else self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "beta": self.kl_controller.beta,
-            "generator": self.generator.get_state(),
-            "torch_rng": torch.get_rng_state(),
+            "world_size": self.world.size,
+            "processes": self.world.gather(own) if self.world.distributed else None,
+            **own,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -270,21 +290,26 @@ class RLHFTrainer(BaseTrainer):
             self.optimizer.load_state_dict(state["optimizer"])
             super().load_state_dict(state)
             self.kl_controller.beta = float(state["beta"])
-            self.generator.set_state(state["generator"])
-            torch.set_rng_state(state["torch_rng"])
-        except (RuntimeError, ValueError, KeyError, TypeError) as error:
+            if int(state.get("world_size", 1)) != self.world.size:  # another number of processes: fresh streams
+                self.generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                torch.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                return
+            own = state["processes"][self.world.rank] if self.world.distributed else state
+            self.generator.set_state(own["generator"])
+            torch.set_rng_state(own["torch_rng"])
+        except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as error:
             raise CheckpointError(f"checkpoint does not match these models ({str(error).splitlines()[0][:120]})") from None
 
     @classmethod
     def resume(cls, run_dir: str | Path, task: CompletionTask, iterations: int | None = None,
-               progress: bool = True) -> "RLHFTrainer":
+               progress: bool = True, world: World = SINGLE_PROCESS) -> "RLHFTrainer":
         """Continue a run from its checkpoint; the task (prompts and reward) comes from the caller."""
         state, config = cls.load_run(run_dir, RLHFConfig, required_keys=(
             "gpt_config", "tokenizer", "reference", "policy", "critic", "optimizer", "beta", "generator", "torch_rng"))
         if iterations is not None:
             config = config.replace(iterations=iterations).validate()
         reference, tokenizer = _reference_from_state(state, run_dir)
-        trainer = cls(config, reference, tokenizer, task, run_dir=run_dir, progress=progress)
+        trainer = cls(config, reference, tokenizer, task, run_dir=run_dir, progress=progress, world=world)
         trainer.load_state_dict(state)
         return trainer
 
