@@ -6,12 +6,11 @@ extras (MuJoCo, Box2D) get a one-line message naming the extra to install.
 
     make_vec_env("CartPole-v1", 64, "auto")         # the batched torch CartPole: N copies, one call
     make_vec_env("Hopper-v5", 1, "gymnasium")       # gymnasium's SyncVectorEnv behind the same interface
-    gymnasium_env_factory("CartPole-v1")            # a function making one gymnasium env (evaluation)
+    gymnasium_env_factory("CartPole-v1")            # a function making one gymnasium env (evaluation);
+                                                    # .make_vec(N): gymnasium's numpy-vectorised CartPole
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import gymnasium as gym
 
@@ -70,13 +69,38 @@ def make_gymnasium_env(env_id: str, **kwargs) -> gym.Env:
         raise EnvError(missing_extra_message(env_id, error)) from None
 
 
-def gymnasium_env_factory(env_id: str, **kwargs) -> Callable[[], gym.Env]:
-    """A function that makes one gymnasium env (what evaluation and recording take).
+class GymnasiumEnvFactory:
+    """Makes gymnasium's env `env_id`: one copy when called, as evaluation and recording
+    take it, and N copies in one vector env with `make_vec(N)`.
+
+    `make_vec` gives gymnasium's own numpy-vectorised version where the env has one
+    (CartPole-v1: the same physics in gymnasium's code, N copies per numpy operation, no
+    Python loop over them), and None otherwise; the caller then steps N single copies.
+    """
+
+    def __init__(self, env_id: str, **kwargs):
+        self.env_id, self.kwargs = env_id, kwargs
+
+    def __call__(self) -> gym.Env:
+        return gym.make(self.env_id, **self.kwargs)
+
+    def make_vec(self, num_envs: int) -> gym.vector.VectorEnv | None:
+        if self.kwargs or gym.spec(self.env_id).vector_entry_point is None:
+            return None
+        return gym.make_vec(self.env_id, num_envs, vectorization_mode="vector_entry_point")
+
+    def __repr__(self) -> str:
+        return f"GymnasiumEnvFactory({self.env_id!r})"
+
+
+def gymnasium_env_factory(env_id: str, **kwargs) -> GymnasiumEnvFactory:
+    """A function that makes one gymnasium env (what evaluation and recording take), with
+    `make_vec(N)` for gymnasium's numpy-vectorised version where there is one.
 
     It makes one env right away, so a missing extra is reported here and not later.
     """
     make_gymnasium_env(env_id, **kwargs).close()
-    return lambda: gym.make(env_id, **kwargs)
+    return GymnasiumEnvFactory(env_id, **kwargs)
 
 
 def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu"):

@@ -9,6 +9,8 @@ training episodes first reaches 475, training seconds, steps/s, and the final gr
     python -m experiments.benchmark_envs --train-seeds         # section 1 only
     python -m experiments.benchmark_envs --skip-stepping --train-seeds 1 2 3 4 5 6 7 8 9 10
     python -m experiments.benchmark_envs --env-id Acrobot-v1 --num-envs 64 4096 --device cuda
+    python -m experiments.benchmark_envs --skip-stepping --train-seeds --command-seeds 101 102 103 \
+        --sb3-python PATH/TO/python --sb3-every 3          # section 3, with SB3 alongside
 
 One column per backend, for a random policy:
 
@@ -24,6 +26,13 @@ timing and handed to every backend in its native form (numpy arrays; one torch t
 already on the device), so no backend pays for sampling actions. Each backend steps
 through the same sequence, episodes ending and restarting as they come.
 
+Section 3 (--command-seeds): `ppo-train --seed S` as a user runs it, timed from start to
+exit in a fresh process (imports, training, the plot, the 100-episode evaluation), with
+the seconds of training until the mean of the last 20 episodes first reached 475 (from
+metrics.csv) and the evaluation. With --sb3-python, a Python that has Stable-Baselines3,
+the same job with the SB3 zoo's tuned CartPole-v1 settings runs in turns with ours
+(before every --sb3-every-th seed), so load from other processes hits both alike.
+
 Timing: the backends take turns, a block of steps each per round (cut short after
 --max-seconds), for --rounds rounds. A figure is the median over rounds, a ratio the
 median of the per-round ratios: load from other processes then hits all backends alike.
@@ -31,6 +40,7 @@ median of the per-round ratios: load from other processes then hits all backends
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 import time
@@ -238,6 +248,92 @@ def format_training_table(rows: list[dict], backends: tuple[str, ...], eval_thre
     return "\n".join(lines)
 
 
+# ----- section 3: the whole command, start to exit -------------------------------------------
+
+# The SB3 zoo's tuned PPO for CartPole-v1 (rl-baselines3-zoo hyperparams/ppo.yml): 8 envs ×
+# 32 steps, minibatches of 256, 20 epochs, γ 0.98, λ 0.8, ent 0, lr and clip range
+# annealed linearly from 1e-3 and 0.2, 100k steps; then 100 greedy episodes, as ours.
+SB3_ZOO_CARTPOLE = """
+import sys
+import gymnasium as gym
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+seed = int(sys.argv[1])
+envs = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+model = PPO("MlpPolicy", envs, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
+            learning_rate=lambda left: left * 1e-3, clip_range=lambda left: left * 0.2, seed=seed, device="cpu", verbose=0)
+model.learn(100_000)
+mean, std = evaluate_policy(model, gym.make("CartPole-v1"), n_eval_episodes=100, deterministic=True)
+print(f"evaluation on CartPole-v1: {mean:.1f} ± {std:.1f}")
+"""
+
+
+def run_command(argv: list[str]) -> tuple[float, str]:
+    """Wall-clock seconds of a fresh process from start to exit, and its stdout."""
+    import subprocess
+
+    started = time.perf_counter()
+    finished = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if finished.returncode != 0:
+        raise ValueError(f"{' '.join(argv[:3])} ... failed: {finished.stderr.strip().splitlines()[-1:]}")
+    return seconds, finished.stdout
+
+
+def evaluation_mean(stdout: str) -> float:
+    line = next(line for line in stdout.splitlines() if line.startswith("evaluation on"))
+    return float(line.split(":")[1].split("±")[0])
+
+
+def seconds_to_solved(run_dir) -> float:
+    """Training seconds at the first iteration whose last-20-episode mean reached 475 (metrics.csv)."""
+    from ppo.logger import read_metrics
+
+    for row in read_metrics(run_dir / "metrics.csv"):
+        if (row.get("episode_return_recent") or -math.inf) >= SOLVED_RETURN:
+            return row["time_s"]
+    return float("nan")
+
+
+def benchmark_commands(seeds: tuple[int, ...], sb3_python: str | None, sb3_every: int) -> list[dict]:
+    import tempfile
+    from pathlib import Path
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for index, seed in enumerate(seeds):
+            if sb3_python and index % sb3_every == 0:
+                seconds, stdout = run_command([sb3_python, "-c", SB3_ZOO_CARTPOLE, str(seed)])
+                rows.append({"who": "sb3-zoo", "seed": seed, "command_seconds": seconds, "eval_mean": evaluation_mean(stdout),
+                             "seconds_to_solved": float("nan")})
+                print(f"  sb3-zoo   seed {seed}: {seconds:.1f} s, eval {rows[-1]['eval_mean']:.1f}", flush=True)
+            run_dir = Path(folder) / f"seed{seed}"
+            seconds, stdout = run_command([sys.executable, "-m", "experiments.train", "--seed", str(seed),
+                                           "--run-dir", str(run_dir), "--no-progress"])
+            rows.append({"who": "ppo-train", "seed": seed, "command_seconds": seconds, "eval_mean": evaluation_mean(stdout),
+                         "seconds_to_solved": seconds_to_solved(run_dir)})
+            print(f"  ppo-train seed {seed}: {seconds:.1f} s, 475 after {rows[-1]['seconds_to_solved']:.2f} s of training, "
+                  f"eval {rows[-1]['eval_mean']:.1f}", flush=True)
+    return rows
+
+
+def format_command_table(rows: list[dict]) -> str:
+    lines = [f"{'command':>9} {'runs':>4} {'eval>=475':>9} {'med command s':>13} {'med s to 475':>12}"]
+    medians = {}
+    for who in ("ppo-train", "sb3-zoo"):
+        mine = [row for row in rows if row["who"] == who]
+        if not mine:
+            continue
+        solved = [row["seconds_to_solved"] for row in mine if row["seconds_to_solved"] == row["seconds_to_solved"]]
+        medians[who] = statistics.median(row["command_seconds"] for row in mine)
+        lines.append(f"{who:>9} {len(mine):>4} {sum(row['eval_mean'] >= SOLVED_RETURN for row in mine):>9} "
+                     f"{medians[who]:>13.1f} {statistics.median(solved) if solved else float('nan'):>12.2f}")
+    if len(medians) == 2:
+        lines.append(f"sb3-zoo / ppo-train, median command seconds: {medians['sb3-zoo'] / medians['ppo-train']:.1f}x")
+    return "\n".join(lines)
+
+
 # ----- command line ------------------------------------------------------------------------
 
 
@@ -262,6 +358,12 @@ def build_parser() -> OneLineArgumentParser:
                         help="backends of the training comparison (default: both)")
     parser.add_argument("--eval-episodes", type=int, default=100, help="greedy evaluation episodes per run (default: 100)")
     parser.add_argument("--skip-stepping", action="store_true", help="only the training comparison")
+    parser.add_argument("--command-seeds", type=int, nargs="*", default=[], metavar="SEED",
+                        help="section 3: time the whole `ppo-train --seed SEED` command for these seeds (default: none)")
+    parser.add_argument("--sb3-python", default=None, metavar="PYTHON",
+                        help="a Python with stable-baselines3: run the SB3 zoo's CartPole job alongside section 3")
+    parser.add_argument("--sb3-every", type=int, default=1, metavar="K",
+                        help="run the SB3 job before every K-th seed of section 3 (default: 1)")
     return parser
 
 
@@ -291,6 +393,13 @@ def _run(args) -> int:
         print(f"\nPPO on {args.env_id} with each backend's shipped defaults, evaluated greedily on gymnasium:", flush=True)
         rows = benchmark_training(args.env_id, tuple(args.train_seeds), train_backends, args.eval_episodes)
         print(format_training_table(rows, train_backends))
+    if args.command_seeds:
+        if args.sb3_every < 1:
+            raise ValueError(f"--sb3-every {args.sb3_every} must be a positive integer")
+        print(f"\nThe whole command, start to exit: ppo-train --seed S (CartPole-v1, its preset, 100 greedy "
+              f"evaluation episodes){' and the SB3 zoo job in turns' if args.sb3_python else ''}:", flush=True)
+        rows = benchmark_commands(tuple(args.command_seeds), args.sb3_python, args.sb3_every)
+        print(format_command_table(rows))
     return 0
 
 

@@ -43,6 +43,12 @@ def _optional_float(text: str) -> float | None:
     return float(text)
 
 
+def _optional_int(text: str) -> int | None:
+    if text.lower() in ("none", "off"):
+        return None
+    return int(text)
+
+
 def configure_process(num_threads: int) -> None:
     """Process-wide settings every training command makes before any work: torch's CPU
     thread count, and glibc's malloc kept from returning autograd's buffers (ppo.malloc)."""
@@ -54,9 +60,11 @@ def configure_process(num_threads: int) -> None:
     keep_freed_memory()
 
 
-def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (),
+                        shown_defaults: dict | None = None) -> None:
     """One flag per field of dataclass `cls`, default shown in the help, value omitted
-    from the namespace unless given."""
+    from the namespace unless given. `shown_defaults` replaces the dataclass defaults in
+    the help text (a command shows the values its preset will use)."""
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
         if field.name in skip:
@@ -64,6 +72,8 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, .
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        if shown_defaults and field.name in shown_defaults:
+            default = shown_defaults[field.name]
         help_text = field_help(cls, field.name)
         kwargs: dict = {"dest": field.name, "default": argparse.SUPPRESS}
         if hint is bool:
@@ -74,6 +84,9 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, .
             help_text += f" (default: {' '.join(map(str, default))})"
         elif hint == (float | None):
             kwargs.update(type=_optional_float, metavar="FLOAT|none")
+            help_text += f" (default: {default if default is not None else 'none'})"
+        elif hint == (int | None):
+            kwargs.update(type=_optional_int, metavar="INT|none")
             help_text += f" (default: {default if default is not None else 'none'})"
         else:
             kwargs.update(type=hint, metavar=hint.__name__.upper())

@@ -33,11 +33,14 @@ from ppo.config import ConfigError, PPOConfig
 PROG = "ppo-train"
 
 
-def build_parser() -> OneLineArgumentParser:
+def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
+    """The command's parser. `argv` (the command line) is read for --env-id, --env-backend
+    and --preset, so that the help shows the values a run with them would use."""
+    shown, about = run_defaults(argv or [])
     parser = OneLineArgumentParser(
         prog=PROG,
         description="Train PPO on a gymnasium environment. Defaults come from the env's preset "
-        "(see --list-presets); every flag below overrides them.",
+        f"(see --list-presets); every flag below overrides them. {about}",
     )
     run = parser.add_argument_group("run")
     run.add_argument("--run-dir", type=Path, default=None, help="output folder (default: runs/ENV_ID__seedSEED, numbered if taken)")
@@ -49,12 +52,37 @@ def build_parser() -> OneLineArgumentParser:
                      "On the torch backend the run continues exactly as if never stopped; gymnasium envs "
                      "start fresh episodes")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig)"), PPOConfig)
+    add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig)"), PPOConfig, shown_defaults=shown)
     return parser
 
 
+def run_defaults(argv: list[str]) -> tuple[dict | None, str]:
+    """The config a run with this command line's env, backend and preset starts from (the
+    values the help shows), and a sentence saying which; the dataclass defaults if the
+    command line names no usable env."""
+    import argparse
+
+    from experiments.presets import build_config
+
+    peek = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for flag in ("--env-id", "--env-backend", "--preset"):
+        peek.add_argument(flag, default=argparse.SUPPRESS)
+    try:
+        known, _ = peek.parse_known_args(argv)
+    except argparse.ArgumentError:  # a flag without its value: the real parser says so
+        return None, "The defaults shown are the PPOConfig defaults."
+    flags = {name: value for name, value in vars(known).items() if name != "preset"}
+    try:
+        config = build_config(flags, getattr(known, "preset", None) or "auto")
+    except ValueError:  # ConfigError, EnvError: reported when the run starts
+        return None, "The defaults shown are the PPOConfig defaults."
+    return config.to_dict(), (f"The defaults shown are those of a run on {config.env_id} with backend "
+                              f"{config.env_backend}; add --env-id ENV to see another env's.")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     return run_with_user_errors(PROG, lambda: _train(args))
 
 

@@ -4,11 +4,12 @@
     returns = evaluate_policy(policy, lambda: gym.make("CartPole-v1"), episodes=100)
 
 The caller says which environment with a function that makes one copy (the commands use
-gymnasium's own implementation of the env, whatever backend trained the policy).
+gymnasium's own implementation of the env, whatever backend trained the policy; for
+CartPole-v1 gymnasium's numpy-vectorised version, offered by the function's `make_vec`).
 Observation statistics stay frozen as they were at the end of training. Episodes are
-split evenly over parallel copies (25 by default), each running a fixed quota, so short
-episodes are not over-counted (taking "the first n episodes to finish" from parallel
-envs would bias the mean towards short ones).
+split evenly over parallel copies, each running a fixed quota, so short episodes are not
+over-counted (taking "the first n episodes to finish" from parallel envs would bias the
+mean towards short ones).
 """
 
 from __future__ import annotations
@@ -84,30 +85,57 @@ def evaluate_policy(
     episodes: int = 100,
     greedy: bool = True,
     seed: int | None = None,
-    num_envs: int = 25,
+    num_envs: int | None = None,
 ) -> np.ndarray:
-    """Returns of `episodes` complete episodes on copies made by `make_env()` (float array).
+    """Returns of `episodes` complete episodes on copies made by `make_env` (float array).
 
-    `seed` defaults to the run's seed + EVAL_SEED_OFFSET; copy i is seeded with seed + i.
+    Copy i runs a quota of ⌊episodes / N⌋ episodes (the first episodes mod N copies one
+    more), so every copy contributes a fixed number whatever their lengths. If `make_env`
+    has a `make_vec(N)` that gives a gymnasium vector env (gymnasium's numpy-vectorised
+    CartPole, through `envs.factory.gymnasium_env_factory`), the N copies are that one env,
+    all episodes at once by default (N = episodes, at most 100), seeded with `seed`;
+    otherwise N single copies (25 by default) stepped one after another, copy i seeded with
+    seed + i. `seed` defaults to the run's seed + EVAL_SEED_OFFSET.
     """
     seed = policy.config.seed + EVAL_SEED_OFFSET if seed is None else seed
-    num_envs = max(1, min(num_envs, episodes))
+    make_vec = getattr(make_env, "make_vec", None)
+    envs = make_vec(num_envs or min(episodes, 100)) if make_vec is not None else None
+    if envs is None:
+        envs = gym.vector.SyncVectorEnv(
+            [make_env for _ in range(num_envs or min(episodes, 25))],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
+    try:
+        return _run_episodes(policy, envs, episodes, greedy, seed)
+    finally:
+        envs.close()
+
+
+def _run_episodes(policy: Policy, envs: gym.vector.VectorEnv, episodes: int, greedy: bool, seed: int) -> np.ndarray:
+    """Step `envs` until every copy has finished its quota of episodes.
+
+    In NEXT_STEP autoreset mode (gymnasium's vector envs), the step after an episode's
+    last one only resets that copy: its reward is 0 and its action is ignored, so it
+    counts towards no episode.
+    """
+    num_envs = envs.num_envs
     quotas = np.full(num_envs, episodes // num_envs)
     quotas[: episodes % num_envs] += 1
-    envs = gym.vector.SyncVectorEnv(
-        [make_env for _ in range(num_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    next_step_reset = envs.metadata.get("autoreset_mode") == gym.vector.AutoresetMode.NEXT_STEP
     obs, _ = envs.reset(seed=seed)
     running = np.zeros(num_envs)
+    resetting = np.zeros(num_envs, dtype=bool)  # NEXT_STEP: this step restarts the copy
     returns: list[list[float]] = [[] for _ in range(num_envs)]
-    while any(len(returns[i]) < quotas[i] for i in range(num_envs)):
+    done_counts = np.zeros(num_envs, dtype=np.int64)
+    while np.any(done_counts < quotas):
         action = policy.env_actions(obs, envs.single_action_space, greedy)
         obs, reward, terminated, truncated, _ = envs.step(action)
-        running += reward
-        for i in np.flatnonzero(terminated | truncated):
-            if len(returns[i]) < quotas[i]:
+        running += np.where(resetting, 0.0, reward)
+        ended = (terminated | truncated) & ~resetting
+        for i in np.flatnonzero(ended):
+            if done_counts[i] < quotas[i]:
                 returns[i].append(float(running[i]))
+                done_counts[i] += 1
             running[i] = 0.0
-    envs.close()
+        resetting = ended if next_step_reset else resetting
     return np.array([value for per_env in returns for value in per_env])

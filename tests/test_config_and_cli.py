@@ -116,7 +116,8 @@ def test_help_lists_every_config_field():
 
 def test_train_then_evaluate_writes_the_run_folder(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    argv = ["--env-backend", "gymnasium", "--total-timesteps", "1024", "--run-dir", str(run_dir), "--eval-episodes", "3", "--no-progress"]
+    argv = ["--env-backend", "gymnasium", "--num-envs", "8", "--total-timesteps", "1024", "--run-dir", str(run_dir),
+            "--eval-episodes", "3", "--no-progress"]
     assert train.main(argv) == 0
     for name in ("config.json", "metrics.csv", "checkpoint.pt", "learning_curve.png", "eval.json"):
         assert (run_dir / name).exists(), name

@@ -1,5 +1,6 @@
 """Continuous control: the Gaussian head, clipping at the env boundary, normalisation
-statistics that survive a checkpoint, and a short Pendulum run that learns.
+statistics that survive a checkpoint, a short Pendulum run that learns, and the
+MountainCarContinuous preset finding the flag.
 
 tests/test_networks.py already checks evaluate_actions' log-prob and entropy against
 torch.distributions for one model; tests/test_normalize.py checks batch-by-batch
@@ -220,3 +221,16 @@ def test_short_pendulum_run_improves_clearly_on_the_untrained_policy():
     trained = greedy_mean()
     assert untrained < -900, untrained  # measured -1169
     assert trained > -600, trained  # measured -226
+
+
+def test_mountain_car_continuous_preset_finds_the_flag_and_keeps_going_there():
+    # The sparse +100 against the 0.1 u² action cost: the preset (64 batched envs, both
+    # normalisers) at 150k steps, seed 1. Measured: 93.1 over 100 greedy episodes, about 5 s.
+    from experiments.presets import build_config
+
+    config = build_config({"env_id": "MountainCarContinuous-v0", "seed": 1, "total_timesteps": 150_000, "tensorboard": False})
+    trainer = PPO(config, training_envs(config), progress=False)
+    trainer.train()
+    returns = evaluate_policy(Policy(trainer.model, config, trainer.obs_normalizer),
+                              gymnasium_env_factory(config.env_id), episodes=20)
+    assert returns.mean() >= 90, returns.mean()

@@ -4,7 +4,10 @@ A silently broken update (wrong sign, stale log-probs, advantages misaligned wit
 states) still runs without error; only a return threshold catches it.
 """
 
+import pytest
+
 from envs.factory import gymnasium_env_factory
+from experiments.benchmark_continuous import SUCCESS_THRESHOLD
 from experiments.presets import build_config
 from experiments.train import training_envs
 from ppo.evaluation import Policy, evaluate_policy
@@ -21,7 +24,7 @@ def train_and_evaluate(flags: dict, episodes: int = 100):
 
 
 def test_cartpole_on_batched_torch_env_solves_gymnasium_cartpole():
-    # The shipped torch-backend preset, seed 1; evaluated on gymnasium's own CartPole-v1.
+    # The shipped preset (100k steps), seed 1; evaluated on gymnasium's own CartPole-v1.
     metrics, returns = train_and_evaluate({"env_id": "CartPole-v1", "env_backend": "torch", "seed": 1})
     assert metrics["episode_return_recent"] >= 195
     assert returns.mean() >= 475
@@ -35,3 +38,12 @@ def test_cartpole_on_gymnasium_backend_learns():
         episodes=20,
     )
     assert metrics["episode_return_recent"] >= 195
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"])
+def test_every_classic_control_preset_solves_its_task_on_seed_1(env_id):
+    # The shipped preset as `ppo-train --env-id ENV` runs it (torch backend), evaluated over
+    # 100 greedy episodes on gymnasium's env; "solved" as in experiments/benchmark_continuous.py.
+    _, returns = train_and_evaluate({"env_id": env_id, "seed": 1})
+    assert returns.mean() >= SUCCESS_THRESHOLD[env_id], returns.mean()

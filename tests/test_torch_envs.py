@@ -55,7 +55,7 @@ def assert_in_start_range(env_id: str, states: np.ndarray) -> None:
         assert np.array_equal(states.astype(np.float32).astype(np.float64), states)  # float32 values
     elif env_id == "Pendulum-v1":
         assert np.all(np.abs(states[:, 0]) <= math.pi) and np.all(np.abs(states[:, 1]) <= 1.0)
-    elif env_id == "MountainCar-v0":
+    elif env_id in ("MountainCar-v0", "MountainCarContinuous-v0"):
         assert np.all((states[:, 0] >= -0.6) & (states[:, 0] <= -0.4)) and np.all(states[:, 1] == 0.0)
     else:
         raise AssertionError(env_id)
@@ -135,6 +135,7 @@ def run_lockstep(env_id, steps, resync_every_step=False, reset_by_index=True, se
         ("CartPole-v1", 800, False),
         ("MountainCar-v0", 500, False),
         ("Pendulum-v1", 500, False),
+        ("MountainCarContinuous-v0", 1100, False),
         ("Acrobot-v1", 550, True),
     ],
 )
@@ -143,6 +144,37 @@ def test_lockstep_with_gymnasium(env_id, steps, resync):
     assert truncations > 0  # the time limit was exercised
     if env_id == "CartPole-v1":
         assert terminations > 100
+
+
+def test_mountain_car_continuous_reaches_the_flag_bit_for_bit_with_gymnasium():
+    """Pushing along the velocity (energy pumping) reaches the flag: terminations, the +100
+    reward, and states equal to gymnasium's to the last bit (float64 first step, float32
+    after it, float64 pushes for actions beyond the bounds)."""
+    num_envs = 8
+    torch_env = make_torch_vec_env("MountainCarContinuous-v0", num_envs, seed=5)
+    torch_env.reset(seed=5)
+    gym_envs = [gym.make("MountainCarContinuous-v0") for _ in range(num_envs)]
+    for i, env in enumerate(gym_envs):
+        env.reset(seed=i)
+        env.unwrapped.state = torch_env.state[i].numpy().copy()
+    rng = np.random.default_rng(5)
+    terminations = 0
+    for _ in range(400):
+        direction = np.where(torch_env.state[:, 1].numpy() >= 0, 1.0, -1.0)
+        actions = (direction * rng.uniform(0.6, 1.3, size=num_envs)).astype(np.float32).reshape(num_envs, 1)
+        result = torch_env.step(torch.as_tensor(actions))
+        outcomes = [env.step(action) for env, action in zip(gym_envs, actions)]
+        np.testing.assert_array_equal(result.terminated.numpy(), [o[2] for o in outcomes])
+        np.testing.assert_array_equal(result.final_obs.numpy(), np.stack([o[0] for o in outcomes]))
+        np.testing.assert_array_equal(result.reward.numpy(), np.array([o[1] for o in outcomes], dtype=np.float32))
+        for i in np.flatnonzero(result.terminated.numpy()):
+            gym_envs[i].reset()
+            gym_envs[i].unwrapped.state = torch_env.state[i].numpy().copy()
+        terminations += int(result.terminated.sum())
+        gym_state = np.stack([np.asarray(env.unwrapped.state, dtype=np.float64) for env in gym_envs])
+        np.testing.assert_array_equal(torch_env.state.numpy(), gym_state)
+    assert terminations >= num_envs  # every copy reached the flag at least once
+    assert torch.all(result.reward[result.terminated] > 99)
 
 
 def test_lockstep_with_mask_autoreset():
@@ -183,7 +215,8 @@ def test_truncation_at_exact_step_count(env_id):
     if env_id == "CartPole-v1":
         first_step = limit - 2
         torch_env.elapsed_steps.fill_(first_step - 1)
-    neutral = torch.zeros((2, 1)) if env_id == "Pendulum-v1" else torch.ones(2, dtype=torch.int64)
+    continuous = isinstance(torch_env.single_action_space, gym.spaces.Box)
+    neutral = torch.zeros((2, 1)) if continuous else torch.ones(2, dtype=torch.int64)
     for step in range(first_step, limit + 1):
         result = torch_env.step(neutral)
         assert not result.terminated.any()
@@ -270,6 +303,7 @@ def test_start_states_cover_gymnasium_range(env_id):
         "Acrobot-v1": [0.2] * 4,
         "Pendulum-v1": [2 * math.pi, 2.0],
         "MountainCar-v0": [0.2, 0.0],
+        "MountainCarContinuous-v0": [0.2, 0.0],
     }[env_id]
     np.testing.assert_allclose(spread, expected, rtol=0.01)  # uniform, filling the range
 

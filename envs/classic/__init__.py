@@ -1,6 +1,7 @@
 """Batched torch versions of gymnasium's classic-control environments.
 
-`make_torch_vec_env("CartPole-v1", num_envs=4096)` gives N copies stepped as tensor code
+`make_torch_vec_env("CartPole-v1", num_envs=4096)` gives N copies of CartPole-v1, Acrobot-v1,
+Pendulum-v1, MountainCar-v0 or MountainCarContinuous-v0, stepped as tensor code
 on CPU or CUDA, speaking the `ppo.vec_env.VecEnv` interface. Same physics, spaces,
 rewards, terminations, time limits and start-state distributions as `gymnasium.make`.
 
@@ -19,10 +20,12 @@ from envs.classic.acrobot import TorchAcrobot
 from envs.classic.base import TorchClassicEnv
 from envs.classic.cartpole import TorchCartPole
 from envs.classic.mountain_car import TorchMountainCar
+from envs.classic.mountain_car_continuous import TorchMountainCarContinuous
 from envs.classic.pendulum import TorchPendulum
 
 _ENV_CLASSES: dict[str, type[TorchClassicEnv]] = {
-    cls.env_id: cls for cls in (TorchCartPole, TorchAcrobot, TorchPendulum, TorchMountainCar)
+    cls.env_id: cls
+    for cls in (TorchCartPole, TorchAcrobot, TorchPendulum, TorchMountainCar, TorchMountainCarContinuous)
 }
 TORCH_ENV_IDS: tuple[str, ...] = tuple(_ENV_CLASSES)
 
@@ -56,6 +59,7 @@ __all__ = [
     "TorchCartPole",
     "TorchClassicEnv",
     "TorchMountainCar",
+    "TorchMountainCarContinuous",
     "TorchPendulum",
     "make_torch_vec_env",
 ]
