@@ -108,6 +108,21 @@ def print_report(model, tokenizer, relation: str, samples: int, seed: int) -> No
               f"{100 * pizza[1]:.1f}%, corpus {100 * pizza[2]:.0f}%")
 
 
+def print_exact_tv(model, tokenizer) -> float:
+    """The exact TV from the corpus table for every person and both relations; returns the largest."""
+    print("\nexact TV(corpus table, model) of the food + EOS completions, every person and relation:")
+    print(f"{'person':<7} " + " ".join(f"{relation:>7}" for relation in corpus.RELATIONS))
+    largest = 0.0
+    for person in corpus.PEOPLE:
+        distances = [total_variation(corpus.food_distribution(person, relation),
+                                     exact_food_distribution(model, tokenizer, person, relation))
+                     for relation in corpus.RELATIONS]
+        largest = max(largest, *distances)
+        print(f"{person:<7} " + " ".join(f"{distance:7.3f}" for distance in distances))
+    print(f"largest exact TV: {largest:.3f}")
+    return largest
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return run_with_user_errors(PROG, lambda: _pretrain(args))
@@ -125,7 +140,7 @@ def _pretrain(args) -> int:
         check_writable_folder(args.cache_dir or default_cache_dir(), "the cache folder")
     configure_process(args.num_threads)
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     try:
         with GracefulStop(PROG, "the current step") as stop:
             if args.no_cache:
@@ -140,7 +155,8 @@ def _pretrain(args) -> int:
         again = "run the same command again to continue" if interrupted.partial_path else "nothing to resume (--no-cache)"
         print(f"{PROG}: {interrupted}; {again}", file=sys.stderr)
         return INTERRUPTED_EXIT_CODE
-    print(f"model ready after {time.perf_counter() - start:.1f}s (wall-clock)")
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    print(f"model ready after {wall:.1f} s wall-clock, {cpu:.1f} s CPU ({args.num_threads} thread(s))")
     if args.out:
         save_sft_checkpoint(model, tokenizer, args.out, config, metrics)
         print(f"wrote {args.out}")
@@ -152,6 +168,7 @@ def _pretrain(args) -> int:
     print(f"\nvalidation loss {evaluate_loss(model, val, tokenizer.pad_id):.4f} nats/token   "
           f"uniform model log V = {math.log(tokenizer.vocab_size):.4f}   corpus entropy ~ {floor:.4f}")
     print_report(model, tokenizer, args.relation, args.samples, seed=config.seed)
+    print_exact_tv(model, tokenizer)
     if not args.no_cache:
         print(f"\ncheckpoint: {cached_checkpoint_path(corpus.FOOD_CORPUS, config, args.cache_dir)}")
     return 0

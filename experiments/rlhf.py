@@ -1,7 +1,9 @@
 """Fine-tune the tiny language model with PPO and a KL penalty to its SFT starting point.
 
     python -m experiments.rlhf                                   # "ravin likes pizza", rule reward
-    python -m experiments.rlhf --kl-coef 0                       # no penalty: watch the reward hacking
+    python -m experiments.rlhf --kl-coef 0                       # no penalty: the rule reward cannot be gamed,
+                                                                 # so this lands on the same optimum
+    python -m experiments.rlhf --algorithm rloo                  # no critic: leave-one-out baseline (or grpo)
     python -m experiments.rlhf --kl-target 2.0 --kl-coef 0.1     # adaptive β
     python -m experiments.rlhf --reward model --person all       # the full pipeline: preferences → reward model → PPO
     python -m experiments.rlhf --critic shared --seed 3
@@ -12,7 +14,8 @@ experiments.food_task.FoodTaskConfig (the task) is a flag. The SFT model comes f
 cache (trained first if it is missing). The run folder gets config.json (the trainer's
 settings), task.json, metrics.csv, TensorBoard events, checkpoint.pt, training_grid.png,
 critic_values.png and summary.json. At the end the policy is measured on fresh samples
-at temperature 1 and compared with the SFT model and with the exact optimum of the
+at the temperature it was trained at (--temperature, which the exact optimum uses too)
+and compared with the SFT model and with the exact optimum of the
 KL-regularised objective. Ctrl-C (or SIGTERM) finishes the current iteration, saves
 the checkpoint and prints the --resume command; a resumed run continues bit for bit.
 """
@@ -51,6 +54,7 @@ from ppo.lm.optimum import MALFORMED, optimum_over_prompts, rule_scores
 from ppo.lm.pretrain import PretrainingInterrupted, default_cache_dir, load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rlhf_config import RLHFConfig
+from ppo.lm.group_trainer import trainer_class
 from ppo.lm.rlhf_trainer import RLHFTrainer
 from ppo.lm.rollout import repeat_prompts, sample_completions
 
@@ -64,7 +68,7 @@ def build_parser() -> OneLineArgumentParser:
     run.add_argument("--sft-cache-dir", type=Path, default=None,
                      help="where the SFT checkpoint is cached (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
     run.add_argument("--eval-samples", type=int, default=1_000,
-                     help="fresh completions (at temperature 1) for the final evaluation (default: 1000)")
+                     help="fresh completions (at the training --temperature) for the final evaluation (default: 1000)")
     run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                      help="continue the run in RUN_DIR from its checkpoint (only --iterations may change)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -130,19 +134,20 @@ def _run_process(args, world) -> int:
                 save_checkpoint({"reward_model": reward_model.state_dict(), "summary": summary["reward_model"]},
                                 run_dir / "reward_model.pt")
         task = food_task(task_config, reward_model.score_batch if reward_model else None)
-        trainer = RLHFTrainer(config, sft, tokenizer, task, run_dir=run_dir, progress=not args.no_progress,
-                              world=world)
+        trainer = trainer_class(config.algorithm)(config, sft, tokenizer, task, run_dir=run_dir,
+                                                  progress=not args.no_progress, world=world)
     task = trainer.task
     prompts = task_config.prompts()
     summary["load_average_start"] = os.getloadavg()[0]
     probe_texts = _probe_texts(prompts[0], task_config.target_food)
-    critic_before = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+    critic_before = ({text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+                     if trainer.uses_critic else None)
 
     beta = f"β {config.kl_coef}" + (f" adaptive → KL {config.kl_target}" if config.adaptive_kl else "")
     processes = f" on {world.size} processes" if world.distributed else ""
     if world.is_main:
-        print(f"PPO: {config.iterations} iterations × {config.batch_size} completions of "
-              f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, critic {config.critic}, "
+        print(f"{config.algorithm.upper()}: {config.iterations} iterations × {config.batch_size} completions of "
+              f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, {_method(config)}, "
               f"seed {config.seed}{processes}")
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     with GracefulStop(PROG) as stop:
@@ -157,22 +162,28 @@ def _run_process(args, world) -> int:
     summary.update(ppo_wall_seconds=ppo_wall, ppo_cpu_seconds=ppo_cpu, load_average_end=os.getloadavg()[0],
                    final_beta=trainer.kl_controller.beta)
 
-    critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
-    grid = plot_training_grid(run_dir, f"PPO on {prompts[0]!r}… ({task_config.reward} reward, seed {config.seed})")
-    critic_plot = plot_critic_values(probe_texts, critic_before, critic_after, run_dir / "critic_values.png",
-                                     f"critic ({config.critic}) before and after PPO", prompt=prompts[0])
+    grid = plot_training_grid(run_dir, f"{config.algorithm.upper()} on {prompts[0]!r}… ({task_config.reward} reward, "
+                                       f"seed {config.seed})")
+    written = ["checkpoint.pt", "metrics.csv", grid.name]
+    if trainer.uses_critic:
+        critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
+        critic_plot = plot_critic_values(probe_texts, critic_before, critic_after, run_dir / "critic_values.png",
+                                         f"critic ({config.critic}) before and after PPO", prompt=prompts[0])
+        written.append(critic_plot.name)
 
     eval_generator = torch.Generator().manual_seed(config.seed + 10_000)
     evaluations = {}
     target = task_config.target_food
     for name, model in (("sft", trainer.reference), ("ppo", trainer.policy)):
-        evaluation = evaluate_lm_policy(model, trainer.reference, tokenizer, task, args.eval_samples, 1.0,
-                                        config.max_new_tokens, eval_generator, config.missing_eos_penalty)
+        evaluation = evaluate_lm_policy(model, trainer.reference, tokenizer, task, args.eval_samples,
+                                        config.temperature, config.max_new_tokens, eval_generator,
+                                        config.missing_eos_penalty)
         evaluations[name] = evaluation
         summary[name] = {**evaluation.to_dict(), "target_rate": evaluation.rates["target_rate"],
                          "well_formed_rate": evaluation.rates["well_formed_rate"],
                          "food_rates": food_shares(evaluation.completion_shares)}
-        print(f"{name.upper():>4}: {target} rate {evaluation.rates['target_rate']:.1%}, well-formed "
+        label = "SFT" if name == "sft" else config.algorithm.upper()
+        print(f"{label:>4}: {target} rate {evaluation.rates['target_rate']:.1%}, well-formed "
               f"{evaluation.rates['well_formed_rate']:.1%}, KL to SFT {evaluation.kl_k1:.2f} ± {evaluation.kl_k1_stderr:.2f}"
               f" nats (k1; k3 {evaluation.kl_k3:.2f}) on {evaluation.num_samples} samples at temperature "
               f"{evaluation.temperature:g}")
@@ -196,8 +207,14 @@ def _run_process(args, world) -> int:
     print(f"PPO took {ppo_wall:.1f} s wall-clock{processes} ({ppo_cpu:.1f} s CPU, {config.num_threads} thread(s); "
           f"load average {summary['load_average_start']:.1f} → {summary['load_average_end']:.1f})")
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"run folder {run_dir}: checkpoint.pt, metrics.csv, {grid.name}, {critic_plot.name}, summary.json")
+    print(f"run folder {run_dir}: {', '.join(written)}, summary.json")
     return 0
+
+
+def _method(config: RLHFConfig) -> str:
+    if config.algorithm == "ppo":
+        return f"critic {config.critic}"
+    return f"{config.algorithm} baseline over groups of {config.group_size}, no critic"
 
 
 def _resume(args, world):
@@ -223,8 +240,9 @@ def _resume(args, world):
         state = load_checkpoint(run_dir / "reward_model.pt", required_keys=("reward_model",))
         summary["reward_model"] = state.get("summary", {})
     task = food_task(task_config)  # the reward is set below once the reward model exists
-    trainer = RLHFTrainer.resume(run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress,
-                                 world=world)
+    _, saved_config = RLHFTrainer.load_run(run_dir, RLHFConfig)
+    trainer = trainer_class(saved_config.algorithm).resume(run_dir, task, trainer_flags.get("iterations"),
+                                                           progress=not args.no_progress, world=world)
     configure_process(trainer.config.num_threads)
     if state is not None:
         reward_model = RewardModel.from_sft(trainer.reference)

@@ -2,6 +2,7 @@
 
 import itertools
 
+import pytest
 import torch
 from _tiny_lm import one_torch_thread  # noqa: F401 (autouse fixture)
 
@@ -56,3 +57,42 @@ def test_k1_and_k3_sequence_kl_match_the_exact_kl():
     # the reverse direction, KL(π_ref ‖ π), is a different number: the test can tell them apart
     reverse = sequence_kl(reference_log_probs, policy_log_probs, batch.mask, "k3").mean()
     assert abs(reverse - exact) > 10 * standard_error
+
+
+def test_the_exact_per_token_kl_sums_to_the_enumerated_sequence_kl():
+    """Chain rule, checked by brute force: with π = SFT at τ = 0.8 and π_ref = SFT at τ = 1,
+    completions of at most 3 tokens, Σ_prefixes π(prefix)·KL(π(·|prefix) ‖ π_ref(·|prefix))
+    (from exact_token_kl) equals Σ_y π(y)·log(π(y)/π_ref(y)) over every completion y."""
+    import math
+
+    from _tiny_lm import tiny_sft
+    from ppo.lm.model import next_token_log_probs
+    from ppo.lm.rollout import exact_token_kl
+
+    model, tokenizer = tiny_sft()
+    prompt = tokenizer.encode("ravin likes ")
+    max_tokens, eos = 3, tokenizer.eos_id
+
+    def distributions(completion: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + completion]))[0, -1]  # (V,)
+        return next_token_log_probs(logits, 0.8), next_token_log_probs(logits, 1.0)
+
+    chain, sequence = 0.0, 0.0
+    frontier = [([], 0.0, 0.0)]  # (completion so far, log π, log π_ref)
+    while frontier:
+        completion, log_p, log_q = frontier.pop()
+        policy, reference = distributions(completion)
+        token_kl = exact_token_kl(policy.view(1, 1, -1), reference.view(1, 1, -1), torch.ones(1, 1, dtype=torch.bool))
+        chain += math.exp(log_p) * float(token_kl)
+        for token in range(tokenizer.vocab_size):
+            p = float(policy[token])
+            if math.exp(p) == 0.0:
+                continue  # never emitted (BOS, PAD)
+            child = (completion + [token], log_p + p, log_q + float(reference[token]))
+            if token == eos or len(child[0]) == max_tokens:
+                sequence += math.exp(child[1]) * (child[1] - child[2])
+            else:
+                frontier.append(child)
+    assert sequence > 0.01  # the two temperatures differ measurably
+    assert chain == pytest.approx(sequence, rel=1e-5)

@@ -1,10 +1,10 @@
 """Plots of a PPO run on the language model: the training grid and the critic's values per token.
 
-`plot_training_grid` reads metrics.csv and draws the curves to watch (the seed notebook's
-grid, plus what TRL logs): the score and the total reward r − β·KL with their running
-averages, the mean sequence KL to the reference, the entropy, the critic's loss, the
-target and well-formed rates, the approx KL between consecutive policies with the clip
-fraction, and β.
+`plot_training_grid` reads metrics.csv and draws the curves to watch (those a PPO run on
+a language model is usually judged by, plus what TRL logs): the score and the total
+reward r − β·KL with their running averages, the mean sequence KL to the reference, the
+entropy, the critic's loss, the target and well-formed rates, the approx KL between
+consecutive policies with the clip fraction, and β.
 
 `plot_critic_values` shows V(s_t) along two prompts that differ only at the end, e.g.
 "ravin likes pizz" and "ravin likes sala", before and after training: the two curves agree

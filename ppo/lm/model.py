@@ -13,12 +13,17 @@ Two additions over the textbook model, both for RL fine-tuning:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+# The logit of a token the model must never emit: exp(NEVER_LOGIT / τ − max) is exactly 0 in
+# float32 for any temperature used here, and unlike −∞ it keeps p·log p = 0 (no NaN entropy).
+NEVER_LOGIT = -1e9
 
 
 @dataclass
@@ -31,8 +36,12 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = True  # biases in Linear and LayerNorm layers
     value_head: bool = False  # add a scalar head: one value per position
+    # Token ids the model never emits (BOS and PAD inside generated text): their logits are
+    # NEVER_LOGIT, so sampling, scoring, KL and the exact optimum all see one distribution.
+    never_emitted: tuple[int, ...] = ()
 
     def __post_init__(self):
+        self.never_emitted = tuple(int(i) for i in self.never_emitted)  # a checkpoint stores a list
         if self.n_embd % self.n_head != 0:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
 
@@ -141,7 +150,26 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.lm_head.weight = self.token_embedding.weight  # weight tying
         self.value_head = nn.Linear(config.n_embd, 1) if config.value_head else None
+        self.register_buffer("emitted", self._emitted_mask(config), persistent=False)  # (V,) bool
         self._init_weights(generator)
+
+    @staticmethod
+    def _emitted_mask(config: GPTConfig) -> torch.Tensor:
+        mask = torch.ones(config.vocab_size, dtype=torch.bool)
+        mask[list(config.never_emitted)] = False
+        return mask
+
+    def never_emit(self, *token_ids: int) -> GPT:
+        """From now on, the logits of these ids are NEVER_LOGIT (the model cannot produce them)."""
+        self.config = dataclasses.replace(self.config, never_emitted=tuple(sorted(set(token_ids))))
+        self.emitted = self._emitted_mask(self.config).to(self.emitted.device)
+        return self
+
+    def _logits(self, h: torch.Tensor) -> torch.Tensor:
+        logits = self.lm_head(h)  # (B, L, V)
+        if self.config.never_emitted:
+            logits = logits.masked_fill(~self.emitted, NEVER_LOGIT)
+        return logits
 
     @torch.no_grad()
     def _init_weights(self, generator: torch.Generator | None) -> None:
@@ -178,13 +206,13 @@ class GPT(nn.Module):
     def forward(self, idx: torch.Tensor, kv_cache: KVCache | None = None,
                 start_pos: int = 0) -> torch.Tensor:
         """Next-token logits (B, L, V): logits[:, i] scores the token that follows idx[:, i]."""
-        return self.lm_head(self.hidden_states(idx, kv_cache, start_pos))  # (B, L, V)
+        return self._logits(self.hidden_states(idx, kv_cache, start_pos))  # (B, L, V)
 
     def logits_and_values(self, idx: torch.Tensor, kv_cache: KVCache | None = None,
                           start_pos: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, L, V) and values (B, L) from one shared pass (needs value_head=True)."""
         h = self.hidden_states(idx, kv_cache, start_pos)  # (B, L, C)
-        return self.lm_head(h), self._value(h)
+        return self._logits(h), self._value(h)
 
     def values(self, idx: torch.Tensor) -> torch.Tensor:
         """Scalar value of every prefix: values[:, i] is V(idx[:, :i+1]), shape (B, L)."""

@@ -282,10 +282,19 @@ def pretrain(corpus: TextCorpus, config: PretrainConfig | None = None, verbose: 
                                  "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
                                  "history": result.history, "running_loss": running_loss}, partial_path)
             raise PretrainingInterrupted(step + 1, partial_path)
-    model.eval()
+    model.eval().never_emit(*special_ids(tokenizer))
     result.val_loss = result.history[-1]["val_loss"]
     result.seconds = time.perf_counter() - start_time
     return result
+
+
+def special_ids(tokenizer: CharTokenizer) -> tuple[int, int]:
+    """BOS and PAD: tokens a pretrained model never emits into generated text (GPT.never_emit).
+
+    They are never targets of the next-token loss (BOS only starts a sequence, PAD targets
+    are masked), so the model gives them little mass; masking them makes it exactly 0.
+    """
+    return tokenizer.bos_id, tokenizer.pad_id
 
 
 def _load_partial(path, config, model, optimizer, generator, result, running_loss) -> int:
@@ -399,7 +408,7 @@ def load_or_pretrain_sft(corpus: TextCorpus, config: PretrainConfig | None = Non
         if verbose:
             val_loss = checkpoint.metrics.get("val_loss", float("nan"))
             print(f"loaded pretrained model from {path} (val loss {val_loss:.4f})")
-        return checkpoint.model, checkpoint.tokenizer
+        return checkpoint.model.never_emit(*special_ids(checkpoint.tokenizer)), checkpoint.tokenizer
     partial = partial_checkpoint_path(path)
     result = pretrain(corpus, config, verbose=verbose, stop=stop, partial_path=partial)
     save_sft_checkpoint(result.model, result.tokenizer, path, config,

@@ -5,6 +5,7 @@ the length limit). With the policy π, the frozen reference π_ref and KL coeffi
 
     KL_t = log π(y_t | s_t) − log π_ref(y_t | s_t)                  (estimator k1)
        or  (ρ_t − 1) − log ρ_t,   ρ_t = π_ref(y_t | s_t) / π(y_t | s_t)   (estimator k3)
+       or  Σ_v π(v | s_t) · (log π(v | s_t) − log π_ref(v | s_t))       ("full": exact, per prefix)
 
     r_t  = −β · KL_t  +  1{t = n − 1} · score(y)        for t < n
     r_t  = 0                                             for t ≥ n (padding after EOS)
@@ -13,8 +14,10 @@ The score goes on the EOS token itself — the last real token — not one posit
 (the bug TRL users hit). A completion without EOS gets `missing_eos_penalty` as its score
 instead of what the reward function said.
 
-Both estimators are unbiased per token given the prefix, E[KL_t | s_t] = KL(π(·|s_t) ‖
-π_ref(·|s_t)), so Σ_t KL_t is an unbiased estimate of the sequence-level KL(π ‖ π_ref).
+k1 and k3 are unbiased per token given the prefix, E[KL_t | s_t] = KL(π(·|s_t) ‖
+π_ref(·|s_t)), which "full" computes exactly with a sum over the (small) vocabulary; by the
+chain rule Σ_t KL_t is in every case an unbiased estimate of the sequence-level KL(π ‖ π_ref),
+with "full" removing the noise of the sampled token (not that of the sampled prefixes).
 k1 can be negative; k3 never is, and has the lower variance while π stays close to π_ref.
 Far from it, k3 is the noisier one: a token the policy has nearly given up but the
 reference still likes has ρ_t ≫ 1, and k3 grows like ρ_t while k1 grows like log ρ_t.
@@ -32,7 +35,7 @@ from ppo.losses import kl_per_sample
 
 SequenceScorer = Callable[[CompletionBatch], torch.Tensor]  # B completions -> (B,) scores
 
-KL_ESTIMATORS = ("k1", "k3")
+KL_ESTIMATORS = ("k1", "k3", "full")
 
 
 @dataclass
@@ -59,10 +62,15 @@ def per_token_kl(
     reference_log_probs: torch.Tensor,  # (B, T) log π_ref(y_t | s_t)
     mask: torch.Tensor,  # (B, T) bool
     estimator: str = "k1",
+    exact_kl: torch.Tensor | None = None,  # (B, T) KL(π(·|s_t) ‖ π_ref(·|s_t)), needed by "full"
 ) -> torch.Tensor:
-    """KL_t with estimator k1 or k3 (see the module docstring), zero where mask is False. (B, T)."""
+    """KL_t with estimator k1, k3 or full (see the module docstring), zero where mask is False. (B, T)."""
     if estimator not in KL_ESTIMATORS:
         raise ValueError(f"unknown KL estimator {estimator!r}; allowed: {', '.join(KL_ESTIMATORS)}")
+    if estimator == "full":
+        if exact_kl is None:
+            raise ValueError("the 'full' KL estimator needs the exact per-token KL (ppo.lm.rollout.exact_token_kl)")
+        return exact_kl * mask.to(exact_kl.dtype)
     log_ratio = reference_log_probs - policy_log_probs  # log ρ_t
     return kl_per_sample(log_ratio, estimator) * mask.to(log_ratio.dtype)
 
@@ -81,9 +89,10 @@ def assemble_rewards(
     beta: float,
     estimator: str = "k1",
     missing_eos_penalty: float = -1.0,
+    exact_kl: torch.Tensor | None = None,  # (B, T), for estimator "full"
 ) -> TokenRewards:
     """r_t = −β·KL_t everywhere real, plus the score at the last real token; 0 after EOS."""
-    kl = per_token_kl(policy_log_probs, reference_log_probs, mask, estimator)  # (B, T)
+    kl = per_token_kl(policy_log_probs, reference_log_probs, mask, estimator, exact_kl)  # (B, T)
     scores = torch.where(ended_with_eos, scores.to(kl.dtype), torch.full_like(kl[:, 0], missing_eos_penalty))
     rewards = -beta * kl  # (B, T), already zero after EOS
     rows = torch.arange(rewards.size(0), device=rewards.device)

@@ -26,10 +26,21 @@ from ppo.config import (
 from ppo.lm.rewards import KL_ESTIMATORS
 
 CRITIC_KINDS = ("separate", "shared")
+ALGORITHMS = ("ppo", "grpo", "rloo")
 
 
 @dataclass
 class RLHFConfig(UpdateConfig):
+    algorithm: str = field(
+        default="ppo",
+        metadata={"help": "ppo (a critic, token-level GAE), grpo (group-normalised baseline) or rloo "
+                  "(leave-one-out baseline); grpo and rloo train no critic (ppo.lm.group_trainer)"},
+    )
+    group_size: int = field(
+        default=16,
+        metadata={"help": "grpo/rloo: completions G sampled per prompt, compared with each other"},
+    )
+
     # --- rollout sizes --------------------------------------------------------------------------
     iterations: int = field(default=20, metadata={"help": "rollout + update cycles"})
     batch_size: int = field(
@@ -59,16 +70,18 @@ class RLHFConfig(UpdateConfig):
         default=None,
         metadata={"help": "target mean sequence KL (nats) of the adaptive controller; none = fixed β"},
     )
-    kl_horizon: int = field(
-        default=1_000,
+    kl_horizon: int | None = field(
+        default=None,
         metadata={
-            "help": "adaptive controller horizon, in completions (lm-human-preferences: 10000, for far longer"
-            " runs)"
+            "help": "adaptive controller horizon H, in completions; none = iterations·batch_size/20, so that β "
+            "can change by up to a fifth per iteration in a 20-iteration run, and as much in all over any "
+            "run (lm-human-preferences: 10000)"
         },
     )
     kl_estimator: str = field(
         default="k1",
-        metadata={"help": "per-token KL_t in the reward: k1 = log π − log π_ref, or k3"},
+        metadata={"help": "per-token KL_t in the reward: k1 = log π − log π_ref, k3, or full = the exact "
+                  "KL(π(·|s_t) ‖ π_ref(·|s_t)) summed over the vocabulary"},
     )
     whiten_rewards: bool = field(
         default=False,
@@ -109,13 +122,34 @@ class RLHFConfig(UpdateConfig):
     def adaptive_kl(self) -> bool:
         return self.kl_target is not None
 
+    @property
+    def effective_kl_horizon(self) -> int:
+        """H = kl_horizon, or by default (iterations · batch_size) / 20.
+
+        β ← β·(1 + e·B/H) with |e| ≤ 0.2 moves β by at most 0.2·B/H per iteration; with the
+        default H that is 4 / iterations, so over the whole run β can grow or shrink by a
+        factor of about (1 + 4/I)^I ≈ e⁴ ≈ 50 for any run length I: enough to reach a KL target
+        from any sensible starting β, while the controller still averages over several
+        iterations of noisy KL estimates.
+        """
+        if self.kl_horizon is not None:
+            return self.kl_horizon
+        return max(1, self.iterations * self.batch_size // 20)
+
     def validate(self) -> RLHFConfig:
         """Raise ConfigError naming the first impossible value; return self when all is well."""
         self.check_types()
-        for name in ("iterations", "batch_size", "max_new_tokens", "kl_horizon"):
+        for name in ("iterations", "batch_size", "max_new_tokens"):
             require_count(name, getattr(self, name))
+        if self.kl_horizon is not None:
+            require_count("kl_horizon", self.kl_horizon)
         super().validate()
         require_one_of("critic", self.critic, CRITIC_KINDS)
+        require_one_of("algorithm", self.algorithm, ALGORITHMS)
+        if self.algorithm != "ppo":
+            require_count("group_size", self.group_size, minimum=2)
+            if self.batch_size % self.group_size:
+                raise ConfigError(f"batch_size = {self.batch_size} is not divisible by group_size = {self.group_size}")
         require_one_of("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
         require_finite("missing_eos_penalty", self.missing_eos_penalty)
         require_non_negative("kl_coef", self.kl_coef)

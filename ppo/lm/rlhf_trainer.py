@@ -107,6 +107,7 @@ class RLHFTrainer(BaseTrainer):
 
     sample_unit = "completions"
     budget_field = "iterations"
+    uses_critic = True  # False: no value network at all (ppo.lm.group_trainer)
 
     def __init__(self, config: RLHFConfig, reference: GPT, tokenizer: CharTokenizer, task: CompletionTask,
                  run_dir: str | Path | None = None, progress: bool = True, world: World = SINGLE_PROCESS):
@@ -121,10 +122,10 @@ class RLHFTrainer(BaseTrainer):
         self.tokenizer = tokenizer
         self.task = task
         self.reference = copy_with_value_head(reference, value_head=False).requires_grad_(False)
-        shared = config.critic == "shared"
+        shared = config.critic == "shared" and self.uses_critic
         self.policy = copy_with_value_head(reference, value_head=shared)
-        self.critic = None if shared else copy_with_value_head(reference, value_head=True)
-        self.prompts = repeat_prompts(task.prompts, self.local_batch_size)
+        self.critic = copy_with_value_head(reference, value_head=True) if self.uses_critic and not shared else None
+        self.prompts = self.rollout_prompts(task.prompts, self.local_batch_size)
         room = reference.config.block_size - max(len(tokenizer.encode(p)) for p in self.prompts)
         if config.max_new_tokens > room:
             raise ConfigError(f"max_new_tokens = {config.max_new_tokens} does not fit: the model has room for {room} "
@@ -135,11 +136,15 @@ class RLHFTrainer(BaseTrainer):
             groups.append({"params": list(self.critic.parameters()), "lr": config.critic_learning_rate})
         self.optimizer = FlatAdam(groups, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)
-        self.kl_controller = (AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon)
+        self.kl_controller = (AdaptiveKLController(config.kl_coef, config.kl_target, config.effective_kl_horizon)
                               if config.adaptive_kl else FixedKLController(config.kl_coef))
         self.generator = torch.Generator().manual_seed(world.seed(config.seed))  # sampling and minibatch order
         if world.distributed:
             torch.manual_seed(world.seed(config.seed))
+
+    def rollout_prompts(self, prompts: list[str], batch_size: int) -> list[str]:
+        """The prompt of each of the B completions of a rollout."""
+        return repeat_prompts(prompts, batch_size)
 
     @property
     def total_iterations(self) -> int:
@@ -162,13 +167,14 @@ class RLHFTrainer(BaseTrainer):
 
     def collect(self) -> Rollout:
         return collect_rollout(self.policy, self.reference, self.critic, self.tokenizer, self.prompts,
-                               self.config.max_new_tokens, self.config.temperature, self.generator)
+                               self.config.max_new_tokens, self.config.temperature, self.generator,
+                               with_values=self.uses_critic)
 
     def rewards(self, rollout: Rollout) -> TokenRewards:
         scores = self.task.reward(rollout.batch)  # (B,)
         return assemble_rewards(scores, rollout.batch.ended_with_eos, rollout.log_probs, rollout.reference_log_probs,
                                 rollout.batch.mask, self.kl_controller.beta, self.config.kl_estimator,
-                                self.config.missing_eos_penalty)
+                                self.config.missing_eos_penalty, rollout.exact_kl)
 
     def advantages(self, rollout: Rollout, token_rewards: TokenRewards) -> tuple[torch.Tensor, torch.Tensor]:
         """(Â, R), both (B, T) and zero after EOS (whitening, if norm_adv, happens per minibatch)."""
@@ -237,7 +243,9 @@ class RLHFTrainer(BaseTrainer):
             "non_score_reward": float(non_score.mean()),
             "total_reward": float((token_rewards.scores + non_score).mean()),
             "sequence_kl": mean_kl,
-            "sequence_kl_k3": float(per_token_kl(rollout.log_probs, rollout.reference_log_probs, mask, "k3").sum(1).mean()),
+            "sequence_kl_k1": self._sequence_kl(rollout, "k1"),
+            "sequence_kl_k3": self._sequence_kl(rollout, "k3"),
+            "sequence_kl_full": float(rollout.exact_kl.sum(1).mean()),
             "rollout_entropy": float(masked_mean(rollout.entropy, mask)),
             "explained_variance": explained_variance(rollout.values, returns, mask),
             "beta": beta,
@@ -253,6 +261,12 @@ class RLHFTrainer(BaseTrainer):
         if config.sample_every and (self.iteration + 1) % config.sample_every == 0 and self.world.is_main:
             self._print_samples(batch, self.iteration + 1)
         return metrics
+
+    @staticmethod
+    def _sequence_kl(rollout: Rollout, estimator: str) -> float:
+        """Mean over the batch of Σ_t KL_t with a sampled-token estimator (k1, k3)."""
+        kl = per_token_kl(rollout.log_probs, rollout.reference_log_probs, rollout.batch.mask, estimator)
+        return float(kl.sum(1).mean())
 
     def progress_text(self, metrics: dict[str, float]) -> str:
         return f"score {metrics['score']:.2f} KL {metrics['sequence_kl']:.2f}"

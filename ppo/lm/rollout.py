@@ -64,6 +64,7 @@ class CompletionScores:
     log_probs: torch.Tensor  # (B, T) log π(y_t | s_t) at temperature τ, zero after EOS
     entropy: torch.Tensor | None  # (B, T) H[π(· | s_t)] at temperature τ, zero after EOS
     values: torch.Tensor | None  # (B, T) V(s_t), zero after EOS
+    distributions: torch.Tensor | None = None  # (B, T, V) log π(· | s_t) at temperature τ
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Rollout:
     reference_log_probs: torch.Tensor  # (B, T) log π_ref(y_t | s_t)
     values: torch.Tensor  # (B, T) V_old(s_t)
     entropy: torch.Tensor  # (B, T) H[π_old(· | s_t)]
+    exact_kl: torch.Tensor  # (B, T) KL(π_old(·|s_t) ‖ π_ref(·|s_t)), summed over the vocabulary
 
 
 def repeat_prompts(prompts: list[str], batch_size: int) -> list[str]:
@@ -111,7 +113,8 @@ def sample_completions(
         mask[rows, :width] = drawn.mask
         sampler_log_probs[rows, :width] = drawn.log_probs
         ended[rows] = drawn.ended_with_eos
-    texts = [tokenizer.decode(row) for row in completion.tolist()]
+    lengths_generated = mask.sum(1).tolist()  # real tokens of each completion, EOS included
+    texts = [tokenizer.decode_completion(row[:n]) for row, n in zip(completion.tolist(), lengths_generated)]
     return CompletionBatch(tokens, lengths, completion, mask, ended, list(prompts), texts, sampler_log_probs)
 
 
@@ -123,6 +126,7 @@ def completion_positions(prompt_lengths: torch.Tensor, width: int) -> torch.Tens
 def score_completions(
     model: GPT, batch: TokenBatch, temperature: float = 1.0,
     with_entropy: bool = False, with_values: bool = False, critic: GPT | None = None,
+    with_distributions: bool = False,
 ) -> CompletionScores:
     """log π(y_t | s_t) (and optionally H[π(·|s_t)], V(s_t)) for every completion token.
 
@@ -150,16 +154,33 @@ def score_completions(
         if not shared_values:
             all_values = critic.values(inputs)  # (B, L−1)
         values = all_values.gather(1, positions) * real  # (B, T)
-    return CompletionScores(log_probs, entropy, values)
+    return CompletionScores(log_probs, entropy, values, log_p if with_distributions else None)
+
+
+def exact_token_kl(policy_log_p: torch.Tensor, reference_log_p: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """KL(π(·|s_t) ‖ π_ref(·|s_t)) = Σ_v π(v|s_t)·(log π(v|s_t) − log π_ref(v|s_t)) at every real position.
+
+    policy_log_p, reference_log_p: (B, T, V) next-token log-probabilities; returns (B, T).
+    """
+    kl = (policy_log_p.exp() * (policy_log_p - reference_log_p)).sum(dim=-1)  # (B, T)
+    return kl * mask.to(kl.dtype)
 
 
 @torch.no_grad()
 def collect_rollout(
     policy: GPT, reference: GPT, critic: GPT | None, tokenizer: CharTokenizer, prompts: list[str],
     max_new_tokens: int, temperature: float = 1.0, generator: torch.Generator | None = None,
+    with_values: bool = True,
 ) -> Rollout:
-    """Sample from π_old, then log π_old, log π_ref and V_old for every token (critic None = shared trunk)."""
+    """Sample from π_old, then log π_old, log π_ref and V_old for every token (critic None = shared trunk).
+
+    Without values (a trainer with no critic) the values are zeros.
+    """
     batch = sample_completions(policy, tokenizer, prompts, max_new_tokens, temperature, generator)
-    scored = score_completions(policy, batch, temperature, with_entropy=True, with_values=True, critic=critic)
-    reference_log_probs = score_completions(reference, batch, temperature).log_probs
-    return Rollout(batch, scored.log_probs, reference_log_probs, scored.values, scored.entropy)
+    scored = score_completions(policy, batch, temperature, with_entropy=True, with_values=with_values, critic=critic,
+                               with_distributions=True)
+    if not with_values:
+        scored.values = torch.zeros_like(scored.log_probs)
+    reference_scored = score_completions(reference, batch, temperature, with_distributions=True)
+    exact_kl = exact_token_kl(scored.distributions, reference_scored.distributions, batch.mask)
+    return Rollout(batch, scored.log_probs, reference_scored.log_probs, scored.values, scored.entropy, exact_kl)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+SPECIAL_MARK = "\ufffd"  # how a BOS or PAD inside a completion's text shows (never a corpus character)
+
 BOS_TOKEN, EOS_TOKEN, PAD_TOKEN = "<bos>", "<eos>", "<pad>"
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
 
@@ -64,6 +66,17 @@ class CharTokenizer:
             if i not in self._char_of:
                 raise ValueError(f"token id {i} is outside the vocabulary (size {self.vocab_size})")
             out.append(self._char_of[i])
+        return "".join(out)
+
+    def decode_completion(self, ids: Sequence[int] | Iterable[int]) -> str:
+        """The text of a generated completion, up to EOS, with nothing hidden: a BOS or PAD
+        inside it becomes SPECIAL_MARK, so "piz<pad>za" can never read as "pizza"."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == self.eos_id:
+                break
+            out.append(SPECIAL_MARK if i in (self.bos_id, self.pad_id) else self.decode([i]))
         return "".join(out)
 
     def state_dict(self) -> dict[str, list[str]]:

@@ -1,0 +1,56 @@
+"""GRPO and RLOO: the group baselines by hand, and a short run of each learns the task."""
+
+import pytest
+import torch
+from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
+
+from envs import corpus
+from experiments.food_task import FoodTaskConfig, food_task
+from ppo.config import ConfigError
+from ppo.lm.evaluation import evaluate_lm_policy
+from ppo.lm.group_trainer import GroupBaselineTrainer, group_advantages
+from ppo.lm.optimum import completion_probabilities
+from ppo.lm.rlhf_config import RLHFConfig
+
+
+def test_rloo_advantages_by_hand():
+    # group 1: R = 1, 0, 0, 3 → the mean of the others: 1, 4/3, 4/3, 1/3
+    # group 2: R = 2, 2, 2, 2 → all 0
+    rewards = torch.tensor([1.0, 0.0, 0.0, 3.0, 2.0, 2.0, 2.0, 2.0])
+    expected = torch.tensor([0.0, -4 / 3, -4 / 3, 8 / 3, 0.0, 0.0, 0.0, 0.0])
+    torch.testing.assert_close(group_advantages(rewards, 4, "rloo"), expected)
+
+
+def test_grpo_advantages_by_hand():
+    # group 1: R = 1, 0, 0, 3: mean 1, unbiased std = sqrt((0 + 1 + 1 + 4) / 3) = sqrt(2)
+    rewards = torch.tensor([1.0, 0.0, 0.0, 3.0, 2.0, 2.0, 2.0, 2.0])
+    root2 = 2 ** 0.5
+    expected = torch.tensor([0.0, -1 / root2, -1 / root2, 2 / root2, 0.0, 0.0, 0.0, 0.0])
+    torch.testing.assert_close(group_advantages(rewards, 4, "grpo"), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_rollout_holds_whole_groups_of_one_prompt():
+    model, tokenizer = tiny_sft()
+    task = food_task(FoodTaskConfig(person="all"))
+    config = RLHFConfig(algorithm="rloo", group_size=4, batch_size=16, num_minibatches=2, max_new_tokens=10)
+    trainer = GroupBaselineTrainer(config, model, tokenizer, task)
+    assert trainer.critic is None and trainer.policy.value_head is None
+    groups = [trainer.prompts[i : i + 4] for i in range(0, 16, 4)]
+    assert all(len(set(group)) == 1 for group in groups) and len({g[0] for g in groups}) == 4
+    with pytest.raises(ConfigError, match="not divisible by group_size"):
+        RLHFConfig(algorithm="grpo", group_size=5, batch_size=16).validate()
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_a_short_run_of_each_raises_the_target_rate(algorithm):
+    model, tokenizer = tiny_sft()
+    task = food_task(FoodTaskConfig(target_food="pizza"))
+    sft_rate = completion_probabilities(model, tokenizer, task.prompts[0], corpus.FOODS)["pizza"]
+    config = RLHFConfig(algorithm=algorithm, group_size=8, iterations=12, batch_size=64, num_minibatches=2,
+                        learning_rate=1e-3, max_new_tokens=10, seed=1)
+    trainer = GroupBaselineTrainer(config, model, tokenizer, task)
+    trainer.train()
+    result = evaluate_lm_policy(trainer.policy, trainer.reference, tokenizer, task, 400, max_new_tokens=10,
+                                generator=torch.Generator().manual_seed(0))
+    assert sft_rate < 0.2
+    assert result.rates["target_rate"] > max(0.6, sft_rate + 0.4), result.summary()
