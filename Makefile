@@ -1,12 +1,14 @@
 # Two commands for a fresh machine:
 #   make demo   install, train PPO on CartPole-v1 with the defaults, evaluate, show the plot's path
 #   make test   install with the test extras, check the import layers, run the test suite
+# and, after editing a lecture script:
+#   make notebooks   regenerate and execute the lecture notebooks
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/pip install --quiet -c constraints.txt
 
-.PHONY: demo test test-slow install install-dev clean
+.PHONY: demo test test-slow notebooks install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +28,12 @@ test: install-dev
 
 test-slow: install-dev
 	$(BIN)/python -m pytest -q -m slow
+
+# Regenerate lectures/NN_name.ipynb from the scripts (jupytext) and execute them (nbclient):
+#   make notebooks              full runs (a few minutes on a 2-core CPU)
+#   make notebooks QUICK=1      each lecture in its quick mode
+notebooks: install-dev
+	$(BIN)/python lectures/_notebooks.py $(if $(QUICK),--quick)
 
 clean:
 	rm -rf runs lecture_outputs .pytest_cache

@@ -146,17 +146,25 @@ def noise_study(policy: Policy, label: str, seed: int) -> list[dict]:
         gradients = per_episode_gradients(policy, episodes, weights)  # (N, P)
         total_variance = gradients.var(dim=0).sum()  # tr Cov[g]
         # ‖mean of N estimates‖² overshoots ‖E[g]‖² by tr Cov / N on average; remove that
-        signal = (gradients.mean(dim=0).norm() ** 2 - total_variance / len(gradients)).clamp(min=1e-12).sqrt()
+        signal_squared = gradients.mean(dim=0).norm() ** 2 - total_variance / len(gradients)
+        # N episodes resolve ‖E[g]‖ only down to about sqrt(tr Cov / N): below that, the
+        # signal is lost in the noise and the table gives bounds (<, >) instead of values.
+        resolution = (total_variance / len(gradients)).sqrt()
+        resolved = bool(signal_squared > resolution**2)
+        signal = signal_squared.sqrt() if resolved else resolution
+        bound = "" if resolved else ">"
         rows.append({
             "policy": label,
             "weight": weight_name,
             "mean episode length": float(episodes["alive"].sum(0).float().mean()),
-            "|E[g]|": float(signal),
+            "|E[g]|": f"{float(signal):.3g}" if resolved else f"< {float(signal):.3g}",
             "tr Cov[g]": float(total_variance),
-            "noise B=1": float(total_variance.sqrt() / signal),
-            "noise B=16": float((total_variance / 16).sqrt() / signal),
+            "noise B=1": f"{bound}{float(total_variance.sqrt() / signal):.3g}",
+            "noise B=16": f"{bound}{float((total_variance / 16).sqrt() / signal):.3g}",
             # B at which the batch's noise equals the signal: tr Cov / ‖E[g]‖²
-            "B for noise=1": float(total_variance / signal**2),
+            "B for noise=1": f"{bound}{float(total_variance / signal**2):.3g}",
+            "_signal": float(signal),
+            "_resolved": resolved,
             "_gradients": gradients,
         })
     return rows
@@ -214,6 +222,10 @@ trained_rows = noise_study(trained_policies[SEEDS[0]], f"trained (seed {SEEDS[0]
 all_rows = initial_rows + trained_rows
 print_table([{k: v for k, v in row.items() if not k.startswith("_")} for row in all_rows],
             title="REINFORCE gradient estimates, one episode each (noise = sqrt(tr Cov / B) / |E[g]|)")
+for row in all_rows:
+    if not row["_resolved"]:
+        print(f"{row['policy']}, {row['weight']}: with {len(row['_gradients'])} episodes the mean gradient is lost in "
+              f"the noise; |E[g]| is below what they resolve, so the noise columns are lower bounds")
 
 # Empirical check of the 1/B law: split the N episodes into disjoint batches of B and
 # measure how far each batch mean lies from the mean over all N. That distance has
@@ -227,8 +239,9 @@ for row, style in zip(all_rows, ("-o", "-s", "--o", "--s")):
     for b in batch_sizes:
         batches = gradients[: (gradients.shape[0] // b) * b].reshape(-1, b, gradients.shape[1]).mean(1)
         spread = (batches - mean_gradient).norm(dim=1).pow(2).mean() / (1 - b / gradients.shape[0])
-        measured.append(float(spread.sqrt()) / row["|E[g]|"])
-    axis.loglog(batch_sizes, measured, style, label=f"{row['policy']}, weight {row['weight']}")
+        measured.append(float(spread.sqrt()) / row["_signal"])
+    bound_note = "" if row["_resolved"] else " (a lower bound)"
+    axis.loglog(batch_sizes, measured, style, label=f"{row['policy']}, weight {row['weight']}{bound_note}")
 axis.axhline(1.0, color="grey", lw=0.8)
 axis.set_xlabel("episodes per batch B")
 axis.set_ylabel("relative noise  |ĝ_B − E[g]| / |E[g]|")

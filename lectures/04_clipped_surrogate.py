@@ -111,6 +111,15 @@ update — same rollout, same minibatch order — once for each ε, restoring th
 state in between. A large learning rate and K = 10 epochs make the policy want to move
 far, so the clip has work to do. After each update we compare the new policy with the
 one that collected the data on every sample of the rollout.
+
+Which samples count as "good"? The update does not see the raw Â: with `norm_adv` (the
+default) it whitens the advantages, (Â − mean) / std, before the loss. While returns
+are still growing, the critic lags behind them and most raw advantages are positive
+(the line printed below gives both shares), so the raw sign says little; after
+whitening, a sample is pushed up only if it did better than the average sample. The histograms below colour
+the samples by the whitened sign, the one the clip acts on. (The trainer whitens per
+minibatch; whitening the whole rollout at once, as here, can flip the sign of a few
+samples near the mean.)
 """
 
 # %%
@@ -129,8 +138,10 @@ batch = config.batch_size
 obs = trainer.buffer.obs.reshape(batch, -1)
 actions = trainer.buffer.actions.reshape(batch)
 old_log_probs = trainer.buffer.log_probs.reshape(batch)
-signs = advantages.reshape(batch) > 0
 whitened_advantages = normalize_advantages(advantages.reshape(batch))  # the scale the update sees
+signs = whitened_advantages > 0  # the sign the update acts on: Â − mean(Â), not the raw Â
+print(f"samples with Â > 0: {float((advantages > 0).float().mean()):.1%} of the raw advantages, "
+      f"{float(signs.float().mean()):.1%} after whitening")
 
 update_rows, ratios_after = [], {}
 for epsilon in (0.1, 0.2, 0.3, math.inf):
@@ -164,8 +175,8 @@ figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
 bins = torch.linspace(0.0, 2.5, 76).tolist()
 for axis, label in zip(axes, ("ε = 0.2", "no clip")):
     ratio = ratios_after[label].clamp(max=2.5)
-    axis.hist(ratio[signs].tolist(), bins=bins, alpha=0.6, color="tab:green", label="Â > 0")
-    axis.hist(ratio[~signs].tolist(), bins=bins, alpha=0.6, color="tab:red", label="Â ≤ 0")
+    axis.hist(ratio[signs].tolist(), bins=bins, alpha=0.6, color="tab:green", label="whitened Â > 0")
+    axis.hist(ratio[~signs].tolist(), bins=bins, alpha=0.6, color="tab:red", label="whitened Â ≤ 0")
     for edge in (0.8, 1.2):
         axis.axvline(edge, color="black", lw=0.8, ls=":")
     axis.set_xlabel("ratio π_new / π_old after the update (clamped at 2.5)")

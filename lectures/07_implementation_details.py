@@ -9,13 +9,14 @@ beyond the clipped loss: it bootstraps the value of a state cut by a time limit
 (`bootstrap_truncated`), whitens advantages per minibatch (`norm_adv`), initialises
 weights orthogonally (`ortho_init`), anneals the learning rate to 0 (`anneal_lr`) and
 clips the gradient norm (`max_grad_norm`). We switch each off in turn, plus one
-structural choice of the reference code (one full batch per epoch instead of shuffled
-minibatches), and measure the effect over seeds.
+structural choice common in hand-written PPO code (one full batch per epoch instead of
+shuffled minibatches), and measure the effect over seeds.
 
-*Part B — defects of the reference texts.* The material this course started from
-contains code that runs and looks like PPO but is wrong in ways that do not crash. Each
-one is reproduced here in a few lines, next to the correct version, with the number
-that shows the difference:
+*Part B — bugs that look like PPO.* PPO code in circulation — lecture notes, notebooks,
+tutorials — contains mistakes that run and produce a learning curve, so nothing points
+at them. Each section below first shows the mistaken code, condensed to the lines that
+matter, then reproduces the mistake next to the correct version, with the number that
+shows the difference:
 
 1. a step counter that spans episodes, so no update ever runs;
 2. a time-limit truncation treated as a termination, and the last step masked
@@ -65,7 +66,7 @@ All runs use the batched CartPole with a 200-step time limit instead of 500, so 
 episodes are cut by the limit within this short budget and the truncation rule has
 something to act on. "Gradient clipping off" sets `max_grad_norm` so large that it never
 binds. "One full batch per epoch" sets `num_minibatches = 1`: K = 4 gradient steps per
-rollout instead of 16, as in the reference code.
+rollout instead of 16, as hand-written PPO code often does it.
 """
 
 # %%
@@ -142,15 +143,28 @@ seeds, these few seeds have not shown one. A detail that changes little on CartP
 can still earn its place on harder tasks and in the corner cases that Part B makes
 visible.
 
-## Part B — the reference code's defects, each next to the correct version
+## Part B — mistaken code, each next to the correct version
 
 ### 1. A step counter that spans episodes
 
-The reference loop is `for episode: while not done and steps < max_steps: ...; steps += 1;
-if steps % update_every == 0: update()`, with `steps` never reset. After `max_steps`
-steps *in total*, every later episode ends its loop before the first step, so the
-counter never reaches `update_every`. We run it with random actions next to the same
-loop with a per-episode counter.
+The mistaken training loop:
+
+```python
+steps = 0                                   # set once, before the first episode
+for episode in range(num_episodes):
+    state, _ = env.reset()
+    done = False
+    while not done and steps < max_steps:   # meant as a per-episode limit
+        ...                                 # act, store the transition
+        steps += 1
+        if steps % update_every == 0:
+            agent.update()
+```
+
+`steps` is never reset, so after `max_steps` steps *in total* every later episode ends
+its loop before the first step, and with `max_steps = 500 < update_every = 2048` the
+counter never reaches `update_every`. `count_updates` below runs this loop with random
+actions next to the same loop with a per-episode counter.
 """
 
 
@@ -170,7 +184,7 @@ def count_updates(num_episodes: int, per_episode_counter: bool, max_steps: int =
             if total_steps % update_every == 0:
                 updates += 1
     env.close()
-    return {"loop": "per-episode counter" if per_episode_counter else "counter spans episodes (reference)",
+    return {"loop": "per-episode counter" if per_episode_counter else "counter spans episodes (mistaken)",
             "episodes": num_episodes, "transitions collected": total_steps, "updates run": updates}
 
 
@@ -207,16 +221,18 @@ print(f"steps with |Â| > 1: bootstrapped {int((correct.abs() > 1).sum())}, as t
 
 # %% [markdown]
 """
-The reference's GAE has a second, smaller slip: inside the rollout the next value is
+The same code's GAE has a second, smaller slip: inside the rollout the next value is
 masked by `done`, but at the rollout's last step it is not, so a rollout that ends
 exactly on a termination bootstraps from the value of the *reset* state of the next
-episode. Below, a 4-step rollout whose last step terminates, with V(reset state) = 50.
+episode. `gae_as_in_the_mistaken_code` below is that recursion; the line that differs
+from the others is the `next_value` of the last step. A 4-step rollout whose last step
+terminates, with V(reset state) = 50:
 """
 
 
 # %%
-def gae_as_in_the_reference(rewards, values, value_after_rollout, dones, gamma, lam):
-    """The reference's recursion, for one env: the last step's next value is not masked."""
+def gae_as_in_the_mistaken_code(rewards, values, value_after_rollout, dones, gamma, lam):
+    """The mistaken recursion, for one env: the last step's next value is not masked."""
     advantages, running = [], 0.0
     all_values = values + [value_after_rollout]
     for t in reversed(range(len(rewards))):
@@ -228,17 +244,29 @@ def gae_as_in_the_reference(rewards, values, value_after_rollout, dones, gamma, 
 
 
 short_rewards, short_values, short_dones, reset_value = [1.0, 1.0, 1.0, 1.0], [3.0, 2.5, 2.0, 1.0], [0, 0, 0, 1], 50.0
-reference_advantages = gae_as_in_the_reference(short_rewards, short_values, reset_value, short_dones, GAMMA, LAMBDA)
+mistaken_advantages = gae_as_in_the_mistaken_code(short_rewards, short_values, reset_value, short_dones, GAMMA, LAMBDA)
 as_column = lambda values: torch.tensor(values).unsqueeze(1)  # noqa: E731  (T,) → (T, 1)
 terminal = as_column(short_dones).bool()
 library_advantages, _ = compute_gae(as_column(short_rewards), as_column(short_values),
                                     as_column(short_values[1:] + [reset_value]), terminal, terminal, GAMMA, LAMBDA)
-print_table([{"step": t, "done": short_dones[t], "reference Â": reference_advantages[t], "ppo.advantages Â": float(library_advantages[t])}
+print_table([{"step": t, "done": short_dones[t], "mistaken Â": mistaken_advantages[t], "ppo.advantages Â": float(library_advantages[t])}
              for t in range(4)], title="Defect 2b: the last step of a rollout that ends on a termination")
 
 # %% [markdown]
 """
 ### 3. The value loss on unnormalised returns, through a shared trunk
+
+The mistaken update:
+
+```python
+returns = discounted_returns(rewards)                  # raw: tens to hundreds on CartPole
+advantages = returns - values.detach()
+advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+for epoch in range(K):                                 # the whole batch at once, no minibatches
+    logits, values = model(states)                     # one network, one trunk, two heads
+    loss = policy_loss(logits, advantages) + 0.5 * ((values - returns) ** 2).mean()
+    optimizer.zero_grad(); loss.backward(); optimizer.step()
+```
 
 With a shared trunk the value loss and the policy loss pull on the same weights. With
 advantages whitened to unit scale but value targets left as raw returns (tens to
@@ -284,7 +312,7 @@ for label, scale in (("raw returns", 1.0), ("in units of std(R)", return_scale))
     })
 print_table(scale_rows, title="Defect 3: gradients on a shared trunk (one rollout)")
 print("The library's defaults avoid the collision: separate actor and critic networks (shared_network=False), "
-      "and reward scaling by the return's running std is one flag away (normalize_reward). The reference's other "
+      "and reward scaling by the return's running std is one flag away (normalize_reward). The mistaken code's other "
       "choice, one full batch per epoch, is the last row of the Part A table.")
 
 # %% [markdown]
@@ -293,7 +321,17 @@ print("The library's defaults avoid the collision: separate actor and critic net
 
 In RLHF there are two "old" policies: π_old, the policy that generated this batch, and
 π_ref, the frozen supervised model the KL penalty anchors to. The ratio in the clipped
-loss must use π_old. One reference text divides by π_ref instead. Once the policy has
+loss must use π_old. The mistaken pseudocode divides by π_ref instead:
+
+```python
+logprobs_ref = reference_model.log_probs(completions)      # frozen SFT model
+for epoch in range(K):
+    logprobs = policy.log_probs(completions)
+    ratio = torch.exp(logprobs - logprobs_ref)              # should be logprobs - logprobs_old
+    loss = -torch.min(ratio * advantages, torch.clamp(ratio, 1 - eps, 1 + eps) * advantages).mean()
+```
+
+Once the policy has
 drifted from π_ref — which is the point of training — most ratios are far outside
 [1 − ε, 1 + ε] on the *first* minibatch, and the clip switches their gradient off before
 the update has moved anything. Tensors are enough to see it: token distributions of a
@@ -326,8 +364,17 @@ print_table(drift_rows, title="Defect 4: the first minibatch of an update, ratio
 ### 5. Log-probabilities computed once, outside the epoch loop
 
 The ratio r = π_θ / π_old must be recomputed from the *current* θ in every epoch; that
-is the only way the clip can see how far the update has gone. Compute log π_θ once
-before the loop and reuse it, and r stays exactly 1 in every epoch: the clip never
+is the only way the clip can see how far the update has gone. The mistaken code:
+
+```python
+logprobs = policy.log_probs(completions)            # once, before the loop
+for epoch in range(K):
+    ratio = torch.exp(logprobs - logprobs_old)      # the same tensor every epoch
+    loss = -torch.min(ratio * adv, torch.clamp(ratio, 1 - eps, 1 + eps) * adv).mean()
+    loss.backward(retain_graph=True); optimizer.step()
+```
+
+Compute log π_θ once before the loop and reuse it, and r stays exactly 1 in every epoch: the clip never
 engages, the loop reports a clip fraction of 0, and every epoch repeats the first
 epoch's gradient. A tabular policy (logits per state) makes the effect exact.
 """
@@ -366,7 +413,7 @@ def run_epochs(recompute: bool) -> list[dict]:
 
 
 recomputed, reused = run_epochs(recompute=True), run_epochs(recompute=False)
-print_table([{"log-probs": "recomputed each epoch", **recomputed[-1]}, {"log-probs": "computed once (reference)", **reused[-1]}],
+print_table([{"log-probs": "recomputed each epoch", **recomputed[-1]}, {"log-probs": "computed once (mistaken)", **reused[-1]}],
             title=f"Defect 5: after {EPOCHS} epochs on one batch (Adam, lr 0.05)")
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 for rows, label in ((recomputed, "recomputed each epoch"), (reused, "computed once")):
@@ -384,8 +431,14 @@ lecture.save_figure(figure, "stale_log_probs.png")
 """
 ### 6. An "entropy" and a "KL" that estimate neither
 
-One reference computes the entropy as −Σ exp(log p)·log p over the *sampled* tokens
-and the KL as mean(exp(log p_ref)·(log p_ref − log p)). With samples drawn from π, an
+The mistaken code computes both from the log-probabilities of the *sampled* tokens only:
+
+```python
+entropy = -(torch.exp(logprobs) * logprobs).sum()                       # not H[π]
+kl = (torch.exp(logprobs_ref) * (logprobs_ref - logprobs)).mean()       # not KL(π ‖ π_ref)
+```
+
+With samples drawn from π, an
 unbiased entropy estimate is mean(−log π(x)), and the KL estimators of `ppo.losses`
 (k1 = −log ρ, k3 = (ρ − 1) − log ρ with ρ = π_ref(x) / π(x)) are unbiased for KL(π ‖ π_ref).
 Here all are compared with the exact values, which we can compute for a small vocabulary.
@@ -401,9 +454,9 @@ tokens = policy.sample()
 log_p, log_p_reference = policy.log_prob(tokens), reference.log_prob(tokens)
 print_table([
     {"quantity": "entropy H[π] (mean per token)", "exact": float(policy.entropy().mean()),
-     "reference formula": float(-(log_p.exp() * log_p).sum()), "sampled estimate": float(-log_p.mean())},
+     "mistaken formula": float(-(log_p.exp() * log_p).sum()), "sampled estimate": float(-log_p.mean())},
     {"quantity": "KL(π ‖ π_ref) (mean per token)", "exact": float(torch.distributions.kl_divergence(policy, reference).mean()),
-     "reference formula": float((log_p_reference.exp() * (log_p_reference - log_p)).mean()),
+     "mistaken formula": float((log_p_reference.exp() * (log_p_reference - log_p)).mean()),
      "sampled estimate": float(kl_estimate(log_p_reference - log_p, "k3"))},
 ], title=f"Defect 6: {positions} sampled tokens, vocabulary {VOCABULARY} (sampled estimate: −mean log π, and k3)")
 print("The trainer uses the exact entropy of each state's action distribution (entropy() of the policy head's "
@@ -414,8 +467,17 @@ print("The trainer uses the exact entropy of each state's action distribution (e
 ### 7. An "experience replay buffer" for an on-policy method
 
 PPO's loss is built around π_old, the policy that collected the data; its ratio and
-its clip assume the data is fresh. One reference stores transitions in a replay buffer
-of 10⁵–10⁶ and samples minibatches from it — data from hundreds of updates ago. We kept
+its clip assume the data is fresh. The mistaken design keeps an "experience replay
+buffer" of 10⁵–10⁶ transitions and samples minibatches from it — data from hundreds of
+updates ago:
+
+```python
+buffer = deque(maxlen=1_000_000)
+...
+buffer.extend(new_transitions)
+batch = random.sample(buffer, minibatch_size)   # mostly from policies long gone
+```
+ We kept
 every rollout of the base run of Part A and ask, at the end of training, how the final
 policy relates to each: the fraction of samples whose ratio is outside [0.8, 1.2] (no
 gradient from those in the pessimistic direction) and the KL between the policy that
@@ -440,8 +502,17 @@ print(f"A replay buffer of 10^5 transitions would hold the last {100_000 // BASE
 """
 ### 8. One completion per episode
 
-The seed notebook updates the language model after every single completion. Two
-things go wrong. Whitening advantages over a batch of one gives (Â − Â) / σ = 0, so
+A notebook that teaches PPO on a tiny language model (the experiment of lecture 11)
+updates the model after every single completion:
+
+```python
+for episode in range(300):
+    completion = generate(policy, prompt)                 # one sample
+    reward = 4.0 if completion.endswith("pizza<EOS>") else 0.0
+    ppo_update(policy, critic, [completion], [reward])    # a batch of one
+```
+
+Two things go wrong. Whitening advantages over a batch of one gives (Â − Â) / σ = 0, so
 either normalisation is skipped or the signal vanishes. And a single sample is a noisy
 gradient: with a rule reward (1 if the completion is the target, else 0) and a
 starting success rate of 12%, most single completions score 0 and give no gradient at

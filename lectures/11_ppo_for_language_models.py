@@ -26,11 +26,23 @@ last real token terminal), the same K epochs of minibatches of `ppo/update.py`, 
 KL estimators k1 and k3 as the "approx KL". The trainer does not know the task: it gets
 the prompts and the reward from us, as a `CompletionTask`.
 
-The experiment is the seed notebook's: teach a model that rarely completes "ravin likes "
-with "pizza" (section 1 gives the exact rate) to say pizza, with a reward for exactly
-"pizza" + EOS.
-The notebook's run ended with a high pizza rate, a large KL and garbled completions;
-we measure ours — target rate, KL, entropy, well-formed rate — and set it next to π*.
+The experiment is a classic first exercise in RLHF teaching material: teach a model
+that rarely completes "ravin likes " with "pizza" (section 1 gives the exact rate) to
+say pizza, with a reward for exactly "pizza" + EOS. A notebook that teaches it updates
+the model after every single completion:
+
+```python
+for episode in range(300):
+    completion = generate(policy, prompt)                 # one sample
+    reward = 4.0 if completion.endswith("pizza<EOS>") else 0.0
+    ppo_update(policy, critic, [completion], [reward])    # a batch of one
+```
+
+It reports the pizza rate rising from 12% to 81% after 300 episodes, at a mean KL of
+about 3.8 nats to the starting model, with garbled completions among the pizzas
+("pizzaicres wpiesE"). Lecture 7 (defect 8) measures why a batch of one is a poor
+gradient. Here we train with batches of completions and measure ours — target rate,
+KL, entropy, well-formed rate — and set it next to π*.
 
 **Prerequisites.** Lectures 3–7; lecture 7's defects 4–8 are the LM-side pitfalls.
 
@@ -48,12 +60,13 @@ we measure ours — target rate, KL, entropy, well-formed rate — and set it ne
 import math
 
 import torch
+from matplotlib.ticker import MaxNLocator
 
 from _common import Lecture, plt, print_table
 from envs import corpus
 from experiments.food_task import FoodTaskConfig, food_task
 from ppo.advantages import compute_gae
-from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
+from ppo.lm.diagnostics import critic_values_along, plot_critic_values
 from ppo.lm.evaluation import evaluate_lm_policy
 from ppo.lm.model import next_token_log_probs
 from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
@@ -157,11 +170,12 @@ print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollou
 `RLHFTrainer.train` runs one PPO iteration per batch of completions (the module
 docstring of `ppo/lm/rlhf_trainer.py` spells out the loop) and calls us back after each
 with its metrics, as CartPole's trainer does. We print the
-diagnostics the seed notebook plotted and what TRL logs: the target rate, the share of
+diagnostics worth watching, the ones TRL logs among them: the target rate, the share of
 well-formed completions (a food, then EOS), the mean sequence KL to the reference, the
-entropy per token, and the update's approx KL(π_old ‖ π_θ) and clip fraction. The
-critic's values along "ravin likes pizz" and "ravin likes sala" are recorded before
-and after, as in the notebook.
+entropy per token, and the update's approx KL(π_old ‖ π_θ) and clip fraction, and plot
+them with the score, the total reward and the critic's loss. (`ppo-rlhf` writes the
+same curves, and β, into its run folder as training_grid.png.) The critic's values
+along "ravin likes pizz" and "ravin likes sala" are recorded before and after.
 """
 
 # %%
@@ -179,7 +193,27 @@ def report(trainer: RLHFTrainer, metrics: dict) -> None:
 
 trainer.train(callback=report)  # metrics.csv and checkpoint.pt go to the run folder
 lecture.wrote(trainer.run_dir / "checkpoint.pt")
-lecture.wrote(plot_training_grid(trainer.run_dir, f"PPO on {PROMPT!r}… (rule reward, β = {CONFIG.kl_coef})"))
+
+DIAGNOSTIC_PANELS = (  # (metrics, title); β is fixed in this run, so it gets no panel
+    (("score", "total_reward"), "score, and total reward score − β·KL"),
+    (("target_rate", "well_formed_rate"), "target rate and well-formed rate"),
+    (("sequence_kl",), "mean sequence KL to π_ref (nats)"),
+    (("entropy",), "entropy per token (nats)"),
+    (("approx_kl", "clip_fraction"), "approx KL(π_old ‖ π_θ) and clip fraction"),
+    (("value_loss",), "critic loss"),
+)
+figure, axes = plt.subplots(2, 3, figsize=(14, 7))
+iterations = range(1, len(trainer.history) + 1)
+for axis, (keys, title) in zip(axes.flat, DIAGNOSTIC_PANELS):
+    for key in keys:
+        axis.plot(iterations, [metrics[key] for metrics in trainer.history], label=key)
+    axis.set_title(title, fontsize=10)
+    axis.set_xlabel("iteration")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+figure.suptitle(f"PPO on {PROMPT!r}… (rule reward, β = {CONFIG.kl_coef} throughout)")
+lecture.save_figure(figure, "training_diagnostics.png")
 critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 lecture.wrote(plot_critic_values(probe_texts, critic_before, critic_after, lecture.path("critic_values.png"),
                                  "the critic's V(s_t) before and after PPO"))
@@ -239,7 +273,9 @@ k1 can be negative, k3 cannot. k3 has the smaller variance while π and π_ref a
 the exact KL of the two next-token distributions at every visited prefix,
 Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)), and sum it along the completion: an estimate
 of the same sequence KL without the sampling noise of the token. Compare the three rows,
-and the spread of each.
+and the spread of each. The figure puts every completion's k1 and k3 on one axis (a
+symmetric log scale, so that a value tens of nats out fits next to the bulk), and the
+printed lines say how much of each mean the largest 1% of completions carry.
 """
 
 
@@ -278,16 +314,22 @@ axes[0].bar(range(len(by_position)), by_position.tolist(), color="tab:purple")
 axes[0].set_xlabel("completion position t (0 = first character)")
 axes[0].set_ylabel("share of the sequence KL")
 axes[0].set_title("Where the KL is spent")
-bins = torch.linspace(float(min(v.sum(1).min() for v in estimates.values())),
-                      float(max(v.sum(1).max() for v in estimates.values())), 60).tolist()
-for name, values in estimates.items():
-    axes[1].hist(values.sum(1).tolist(), bins=bins, alpha=0.5, label=f"{name} per completion")
-axes[1].axvline(float(exact.sum(1).mean()), color="black", ls="--", label="exact, mean")
-axes[1].set_xlabel("sequence KL estimate (nats)")
-axes[1].set_ylabel("completions (log scale)")
-axes[1].set_yscale("log")
+# One dot per completion on a symmetric-log axis: the bulk near the mean and a rare k3
+# value tens of nats out stay readable on the same axis; the bar marks each mean.
+for row_index, (name, values) in enumerate(estimates.items()):
+    sums = values.sum(1)  # (B,) per-completion sequence KL
+    largest = sums.sort(descending=True).values[: max(1, len(sums) // 100)]
+    print(f"{name}: per-completion sums from {float(sums.min()):.2f} to {float(sums.max()):.2f} nats; "
+          f"the largest 1% of completions carry {float(largest.sum() / sums.sum()):.0%} of the mean")
+    jitter = (torch.rand(len(sums), generator=torch.Generator().manual_seed(row_index)) - 0.5) * 0.5
+    axes[1].scatter(sums.tolist(), (row_index + jitter).tolist(), s=12, alpha=0.5, label=f"{name}, one completion")
+    axes[1].plot([float(sums.mean())] * 2, [row_index - 0.35, row_index + 0.35], color="black", lw=2.5)
+axes[1].axvline(float(exact.sum(1).mean()), color="black", ls="--", lw=1, label="exact, mean (bars: each estimator's mean)")
+axes[1].set_xscale("symlog", linthresh=1.0)
+axes[1].set_yticks(range(len(estimates)), list(estimates))
+axes[1].set_xlabel("sequence KL estimate (nats, symmetric log scale)")
+axes[1].legend(fontsize=8, loc="lower right")
 axes[1].set_title("k1 and k3, one number per completion")
-axes[1].legend(fontsize=8)
 lecture.save_figure(figure, "kl_estimators.png")
 
 # %% [markdown]
@@ -334,10 +376,10 @@ for beta in BETAS:
                          "KL (k1 ± s.e.)": f"{result.kl_k1:.2f} ± {result.kl_k1_stderr:.2f}", "π* KL": f"{best.kl:.2f}",
                          "most frequent": ", ".join(result.examples[:3])})
 print_table(optimum_rows, title=f"PPO against π* ∝ π_ref·exp(score/β): {EVAL_SAMPLES} fresh completions each, temperature 1")
-SEED_NOTEBOOK = {"pizza rate before": "12%", "pizza rate after 300 episodes": "81%", "mean KL": "~3.8 nats",
-                 "completions": "some garbled, e.g. 'pizzaicres wpiesE'"}
-print("the seed notebook reported (one completion per update, reward 4, no batching): "
-      + "; ".join(f"{key} {value}" for key, value in SEED_NOTEBOOK.items()))
+ONE_COMPLETION_PER_UPDATE = {"pizza rate before": "12%", "pizza rate after 300 episodes": "81%",
+                             "mean KL": "~3.8 nats", "completions": "some garbled, e.g. 'pizzaicres wpiesE'"}
+print("for comparison, the one-completion-per-update loop of the introduction reports (reward 4; not run here): "
+      + "; ".join(f"{key} {value}" for key, value in ONE_COMPLETION_PER_UPDATE.items()))
 
 beta_grid = torch.logspace(math.log10(0.01), math.log10(3.0), 60).tolist()
 curve = [optimum_at(beta) for beta in beta_grid]
@@ -372,6 +414,7 @@ axes[1].set_title("sequence KL to π_ref (dashed: π*'s)")
 axes[2].set_title("entropy per token")
 for axis in axes:
     axis.set_xlabel("iteration")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.legend(fontsize=8)
 lecture.save_figure(figure, "training_curves.png")
 

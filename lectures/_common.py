@@ -8,6 +8,11 @@ The convention each lecture follows (lectures/README.md explains it):
 
 The output root is `lecture_outputs/` in the repository, or the folder named by the
 environment variable LECTURE_OUTPUTS (the tests point it at a temporary folder).
+
+Quick or full: `--quick` on the command line, or the environment variable
+LECTURE_QUICK=1, which is how a notebook asks for it (`%env LECTURE_QUICK=1` in a cell
+before the first one, or set it before starting Jupyter). In a notebook every PNG a
+lecture announces is also shown inline; from the shell the files are only written.
 """
 
 from __future__ import annotations
@@ -24,7 +29,11 @@ if str(REPO_ROOT) not in sys.path:  # `ppo` and `envs` importable without instal
 
 import matplotlib  # noqa: E402
 
-matplotlib.use("Agg")  # files only, no window
+IN_NOTEBOOK = "ipykernel" in sys.modules  # a Jupyter kernel (or nbclient) runs this lecture
+if IN_NOTEBOOK:  # the notebook shows what the script prints and the figures, no Out[] of a cell's last value
+    get_ipython().ast_node_interactivity = "none"  # noqa: F821  (defined inside IPython)
+else:
+    matplotlib.use("Agg")  # files only, no window
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
@@ -35,6 +44,16 @@ torch.set_num_threads(1)  # tiny networks: one thread is fastest, and the machin
 keep_freed_memory()  # autograd's freed buffers stay in the process instead of being page-faulted in again
 
 OUTPUT_ROOT_VARIABLE = "LECTURE_OUTPUTS"
+QUICK_VARIABLE = "LECTURE_QUICK"  # 1 = quick run; works where no command line does (a notebook)
+
+
+def quick_from_environment() -> bool:
+    value = os.environ.get(QUICK_VARIABLE, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise SystemExit(f"{QUICK_VARIABLE} = {value!r} must be 1 (quick run) or 0 (full run)")
 
 
 class Lecture:
@@ -45,11 +64,12 @@ class Lecture:
             description=(description or name).strip().splitlines()[0],
             epilog=f"Files go to lecture_outputs/{name}/ (or $LECTURE_OUTPUTS/{name}/).",
         )
-        parser.add_argument("--quick", action="store_true", help="a short version: fewer seeds and steps")
+        parser.add_argument("--quick", action="store_true",
+                            help=f"a short version: fewer seeds and steps (or set {QUICK_VARIABLE}=1)")
         # parse_known_args: a notebook kernel passes arguments of its own
         args, _ = parser.parse_known_args()
         self.name = name
-        self.quick: bool = args.quick
+        self.quick: bool = args.quick or quick_from_environment()
         root = Path(os.environ.get(OUTPUT_ROOT_VARIABLE, REPO_ROOT / "lecture_outputs"))
         self.folder = root / name
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -65,11 +85,16 @@ class Lecture:
         return self.folder / filename
 
     def wrote(self, path: Path) -> Path:
+        """Announce a file the lecture wrote; in a notebook, a PNG is also shown inline."""
         print(f"wrote: {shown_path(path)}")
+        if IN_NOTEBOOK and path.suffix == ".png":  # the lecture's own figures and the library's plots alike
+            from IPython.display import Image, display
+
+            display(Image(filename=str(path)))
         return path
 
     def save_figure(self, figure, filename: str) -> Path:
-        """Save a matplotlib figure as a PNG in the output folder and close it."""
+        """Save a matplotlib figure as a PNG in the output folder and close it (a notebook shows the PNG)."""
         path = self.path(filename)
         figure.tight_layout()
         figure.savefig(path, dpi=110)
@@ -82,11 +107,14 @@ class Lecture:
 
 
 def shown_path(path: Path) -> str:
-    """The path relative to the working directory when it lies below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    """The path relative to the working directory, or to the repository (a notebook runs in
+    lectures/), when it lies below it."""
+    for base in (Path.cwd(), REPO_ROOT):
+        try:
+            return str(path.resolve().relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(path)
 
 
 def print_table(rows: list[dict], title: str | None = None, digits: int = 3) -> None:

@@ -1,0 +1,25 @@
+"""Exercises for lecture 7 — implementation details. Check: pytest lectures/exercises/test_lecture_07.py"""
+
+import torch
+
+
+def whiten(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Exercise 7.1. (Â − mean Â) / (std Â + eps), with the unbiased std (as torch.std)."""
+    raise NotImplementedError("exercise 7.1")
+
+
+def shuffled_minibatches(batch_size: int, num_minibatches: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """Exercise 7.2. One epoch's minibatches: a random permutation of 0 … batch_size − 1
+    (drawn with `generator`) cut into num_minibatches equal index tensors. Assume
+    num_minibatches divides batch_size.
+    """
+    raise NotImplementedError("exercise 7.2")
+
+
+def reward_with_bootstrap(reward: torch.Tensor, truncated: torch.Tensor, final_value: torch.Tensor,
+                          gamma: float) -> torch.Tensor:
+    """Exercise 7.3. Another way to bootstrap a time-limit cut, for code that treats every
+    end of an episode as a termination: add γ V(final observation) to the reward of each
+    truncated step. All arguments (N,) (truncated as bools).
+    """
+    raise NotImplementedError("exercise 7.3")

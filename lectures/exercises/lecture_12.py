@@ -1,0 +1,25 @@
+"""Exercises for lecture 12 — the RLHF pipeline. Check: pytest lectures/exercises/test_lecture_12.py"""
+
+import torch
+
+
+def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tensor) -> torch.Tensor:
+    """Exercise 12.1. The reward model's loss on comparisons: −mean log σ(r(y_w) − r(y_l)).
+    Keep it finite when the score gap is large (a plain log(sigmoid(...)) is not).
+    """
+    raise NotImplementedError("exercise 12.1")
+
+
+def group_normalised_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Exercise 12.2. GRPO's critic-free advantage. rewards: (G, K), K completions of each
+    of G prompts. Each completion's reward minus its group's mean, divided by its group's
+    (unbiased) std + eps. → (G, K).
+    """
+    raise NotImplementedError("exercise 12.2")
+
+
+def leave_one_out_advantages(rewards: torch.Tensor) -> torch.Tensor:
+    """Exercise 12.3. RLOO's baseline: each completion's reward minus the mean reward of
+    the other K − 1 completions of the same prompt. (G, K) → (G, K).
+    """
+    raise NotImplementedError("exercise 12.3")

@@ -1,0 +1,25 @@
+"""Checks for the exercises of lecture 12."""
+
+import torch
+
+from ppo.lm.reward_model import bradley_terry_loss
+
+
+def test_bradley_terry_loss_matches_the_library_and_stays_finite(exercise):
+    chosen, rejected = torch.tensor([2.0, -1.0, 0.0, 150.0]), torch.tensor([1.0, 0.5, 0.0, -150.0])
+    assert torch.allclose(exercise.bradley_terry_loss(chosen, rejected), bradley_terry_loss(chosen, rejected))
+    assert torch.isfinite(exercise.bradley_terry_loss(torch.tensor([-150.0]), torch.tensor([150.0])))
+
+
+def test_group_normalised_advantages(exercise):
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [4.0, 4.0, 4.0, 0.0]])
+    advantages = exercise.group_normalised_advantages(rewards)
+    assert torch.allclose(advantages.mean(dim=1), torch.zeros(2), atol=1e-6)
+    assert torch.allclose(advantages.std(dim=1), torch.ones(2), atol=1e-4)
+    assert torch.allclose(exercise.group_normalised_advantages(torch.ones(1, 4)), torch.zeros(1, 4))
+
+
+def test_leave_one_out_advantages(exercise):
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
+    expected = torch.tensor([[1 - 1 / 3, -2 / 3, -2 / 3, 1 - 1 / 3], [3.0, -1.0, -1.0, -1.0]])
+    assert torch.allclose(exercise.leave_one_out_advantages(rewards), expected, atol=1e-6)
