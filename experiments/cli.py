@@ -169,6 +169,21 @@ def resume_command(prog: str, world) -> str:
     return f"torchrun --nproc-per-node {world.size} -m {MODULES[prog]}"
 
 
+def train_stoppably(prog: str, trainer, run_dir: Path, world) -> int | None:
+    """trainer.train() under GracefulStop. Returns the exit code when the command should end
+    here — the run was stopped (checkpoint saved, resume command printed: 130), or this
+    process is not process 0 (0), which writes and reports — and None when it goes on."""
+    with GracefulStop(prog) as stop:
+        trainer.train(callback=stop.callback)
+    if not world.is_main:
+        return INTERRUPTED_EXIT_CODE if stop.requested else 0
+    if stop.requested or trainer.iteration < trainer.total_iterations:
+        print(f"{prog}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
+              f"Resume with: {resume_command(prog, world)} --resume {run_dir}", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
+    return None
+
+
 class GracefulStop:
     """SIGINT / SIGTERM ask a training loop to stop after the current iteration.
 

@@ -42,8 +42,8 @@ from experiments.cli import (
     configure_process,
     fresh_run_dir,
     given_flags,
-    resume_command,
     run_with_user_errors,
+    train_stoppably,
 )
 from experiments.food_task import FoodTaskConfig, food_shares, food_task
 from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -150,14 +150,9 @@ def _run_process(args, world) -> int:
               f"{', '.join(repr(p) for p in prompts)}, reward {task_config.reward}, {beta}, {_method(config)}, "
               f"seed {config.seed}{processes}")
     wall_start, cpu_start = time.perf_counter(), time.process_time()
-    with GracefulStop(PROG) as stop:
-        trainer.train(callback=stop.callback)
-    if not world.is_main:
-        return INTERRUPTED_EXIT_CODE if stop.requested else 0
-    if stop.requested or trainer.iteration < trainer.total_iterations:
-        print(f"{PROG}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
-              f"Resume with: {resume_command(PROG, world)} --resume {run_dir}", file=sys.stderr)
-        return INTERRUPTED_EXIT_CODE
+    exit_code = train_stoppably(PROG, trainer, run_dir, world)
+    if exit_code is not None:
+        return exit_code
     ppo_wall, ppo_cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
     summary.update(ppo_wall_seconds=ppo_wall, ppo_cpu_seconds=ppo_cpu, load_average_end=os.getloadavg()[0],
                    final_beta=trainer.kl_controller.beta)
@@ -235,19 +230,19 @@ def _resume(args, world):
         check_writable_folder(run_dir, "run_dir")
     summary: dict = {"task": task_config.to_dict()}
     reward_model = None
-    state = None
+    reward_state = None
     if task_config.reward == "model":
-        state = load_checkpoint(run_dir / "reward_model.pt", required_keys=("reward_model",))
-        summary["reward_model"] = state.get("summary", {})
+        reward_state = load_checkpoint(run_dir / "reward_model.pt", required_keys=("reward_model",))
+        summary["reward_model"] = reward_state.get("summary", {})
     task = food_task(task_config)  # the reward is set below once the reward model exists
-    _, saved_config = RLHFTrainer.load_run(run_dir, RLHFConfig)
-    trainer = trainer_class(saved_config.algorithm).resume(run_dir, task, trainer_flags.get("iterations"),
-                                                           progress=not args.no_progress, world=world)
+    checkpoint, saved_config = RLHFTrainer.load_run(run_dir, RLHFConfig, required_keys=RLHFTrainer.REQUIRED_STATE)
+    trainer = trainer_class(saved_config.algorithm).from_checkpoint(
+        checkpoint, saved_config, run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress, world=world)
     configure_process(trainer.config.num_threads)
-    if state is not None:
+    if reward_state is not None:
         reward_model = RewardModel.from_sft(trainer.reference)
         try:
-            reward_model.load_state_dict(state["reward_model"])
+            reward_model.load_state_dict(reward_state["reward_model"])
         except (RuntimeError, TypeError) as error:
             raise CheckpointError(f"{run_dir / 'reward_model.pt'} does not fit ({str(error).splitlines()[0][:120]})") from None
         reward_model.eval()

@@ -17,16 +17,14 @@ import time
 from pathlib import Path
 
 from experiments.cli import (
-    INTERRUPTED_EXIT_CODE,
-    GracefulStop,
     OneLineArgumentParser,
     add_dataclass_flags,
     check_writable_folder,
     configure_process,
     fresh_run_dir,
     given_flags,
-    resume_command,
     run_with_user_errors,
+    train_stoppably,
 )
 from ppo.config import ConfigError, PPOConfig
 
@@ -137,23 +135,15 @@ def _train_process(args, world) -> int:
         if world.is_main:
             check_writable_folder(run_dir, "run_dir")
         configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
-        try:
-            envs = training_envs(config, world)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-        trainer = PPO(config, envs, run_dir=run_dir, progress=not args.no_progress, world=world)
+        trainer = PPO(config, training_envs(config, world), run_dir=run_dir, progress=not args.no_progress,
+                      world=world)
     config = trainer.config
 
     started = time.perf_counter()
-    with GracefulStop(PROG) as stop:
-        trainer.train(callback=stop.callback)
+    exit_code = train_stoppably(PROG, trainer, run_dir, world)
+    if exit_code is not None:
+        return exit_code
     wall = time.perf_counter() - started
-    if not world.is_main:
-        return INTERRUPTED_EXIT_CODE if stop.requested else 0
-    if stop.requested or trainer.iteration < trainer.total_iterations:
-        print(f"{PROG}: stopped after iteration {trainer.iteration} of {trainer.total_iterations}; checkpoint saved. "
-              f"Resume with: {resume_command(PROG, world)} --resume {run_dir}", file=sys.stderr)
-        return INTERRUPTED_EXIT_CODE
     from ppo.plotting import plot_learning_curve
 
     curve = plot_learning_curve(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")

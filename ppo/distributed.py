@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ppo.config import ConfigError
+from ppo.losses import normalize_advantages
+
 COLLECTIVE_TIMEOUT_SECONDS = 600  # a lost peer is usually reported at once; a hung one after this
 
 
@@ -94,6 +97,13 @@ class World:
             return flag
         return bool(self.sum_(torch.tensor([float(flag)])).item() > 0)
 
+    def whiten(self, advantages: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Advantage whitening over all processes' shares (`whiten_across`); for one process
+        exactly ppo.losses.normalize_advantages."""
+        if not self.distributed:
+            return normalize_advantages(advantages, mask)
+        return whiten_across(self, advantages, mask)
+
     def mean_of(self, value: float) -> float:
         """(1/K) Σ_k value_k of a Python number."""
         if not self.distributed:
@@ -111,9 +121,9 @@ class World:
         return values
 
     def share(self, count: int, what: str) -> int:
-        """count / K, or a ValueError naming `what` if it does not divide."""
+        """count / K, or a ConfigError naming `what` if it does not divide."""
         if count % self.size:
-            raise ValueError(f"{what} = {count} is not divisible by the {self.size} processes")
+            raise ConfigError(f"{what} = {count} is not divisible by the {self.size} processes")
         return count // self.size
 
     def seed(self, seed: int) -> int:

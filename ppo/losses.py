@@ -138,7 +138,12 @@ def clip_fraction(
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Fraction of samples whose ratio left [1 − ε, 1 + ε]: E[ 1{|r_t(θ) − 1| > ε} ]."""
-    ratio = torch.exp(new_log_probs - old_log_probs)
+    return log_ratio_clip_fraction(new_log_probs - old_log_probs, clip_coef, mask)
+
+
+def log_ratio_clip_fraction(log_ratio: torch.Tensor, clip_coef: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """`clip_fraction` from log r_t(θ) directly: E[ 1{|exp(log r_t) − 1| > ε} ]."""
+    ratio = torch.exp(log_ratio)
     return masked_mean(((ratio - 1.0).abs() > clip_coef).to(ratio.dtype), mask)
 
 

@@ -117,12 +117,10 @@ class RewardScaler:
         return scaled.clamp(-self.clip, self.clip).to(reward.dtype)
 
     def state_dict(self) -> dict:
-        return {"stats": self.stats.state_dict(), "gamma": self.gamma, "clip": self.clip, "epsilon": self.epsilon,
-                "returns": self.returns.clone()}
+        """The statistics; each env's running return G belongs to the episodes in progress and is
+        checkpointed with them (PPO.process_state)."""
+        return {"stats": self.stats.state_dict(), "gamma": self.gamma, "clip": self.clip, "epsilon": self.epsilon}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore the statistics and, when given, each env's running return G."""
         self.stats.load_state_dict(state["stats"])
         self.gamma, self.clip, self.epsilon = state["gamma"], state["clip"], state["epsilon"]
-        if state.get("returns") is not None and state["returns"].shape == self.returns.shape:
-            self.returns = state["returns"].to(self.returns.device, torch.float64).clone()

@@ -32,12 +32,11 @@ from ppo.advantages import compute_gae, successor_values
 from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
-from ppo.distributed import SINGLE_PROCESS, World, whiten_across
+from ppo.distributed import SINGLE_PROCESS, World
 from ppo.losses import (
     clipped_surrogate_loss,
     entropy_bonus,
     explained_variance,
-    normalize_advantages,
     ppo_loss,
     value_clip_fraction,
     value_loss,
@@ -86,11 +85,8 @@ class PPO(BaseTrainer):
         super().__init__(config.validate(), run_dir, progress, world)
         torch.manual_seed(config.seed)  # the same initial weights in every process
         self.device = resolve_device(config.device)
-        try:
-            self.local_num_envs = world.share(config.num_envs, "num_envs")
-            world.share(config.minibatch_size, "the minibatch size num_envs * num_steps / num_minibatches")
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+        self.local_num_envs = world.share(config.num_envs, "num_envs")
+        world.share(config.minibatch_size, "the minibatch size num_envs * num_steps / num_minibatches")
         if envs.num_envs != self.local_num_envs:
             raise ConfigError(f"the envs have {envs.num_envs} copies but this process needs "
                               f"num_envs = {config.num_envs} / {world.size} processes = {self.local_num_envs}")
@@ -226,7 +222,7 @@ class PPO(BaseTrainer):
         new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
         advantages = minibatch["advantages"]
         if config.norm_adv:  # over the whole minibatch, all processes' shares together
-            advantages = whiten_across(self.world, advantages) if self.world.distributed else normalize_advantages(advantages)
+            advantages = self.world.whiten(advantages)
         policy_loss = self.policy_loss(new_log_probs, minibatch["log_probs"], advantages)
         critic_loss = value_loss(new_values, minibatch["values"], minibatch["returns"], config.value_clip_coef)
         entropy_mean = entropy_bonus(entropy)
@@ -395,11 +391,7 @@ class PPO(BaseTrainer):
         state, config = cls.load_run(run_dir, PPOConfig, required_keys=cls.REQUIRED_STATE)
         if total_timesteps is not None:
             config = config.replace(total_timesteps=total_timesteps).validate()
-        try:
-            envs = make_envs(config)
-        except ValueError as error:  # num_envs not divisible by the processes
-            raise ConfigError(str(error)) from None
-        trainer = cls(config, envs, run_dir=run_dir, progress=progress, world=world)
+        trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress, world=world)
         trainer.load_state_dict(state)
         return trainer
 

@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 
 from ppo.distributed import SINGLE_PROCESS, World
-from ppo.losses import kl_estimate, masked_mean
+from ppo.losses import kl_estimate, log_ratio_clip_fraction
 from ppo.optim import FlatAdam
 
 
@@ -123,8 +123,10 @@ def run_update(
                 terms.append(torch.stack([value.detach() for value in result.terms.values()]))
             log_ratios.append(result.log_ratio)
             masks.append(result.mask)
-            if target_kl is not None and _mean_kl(world, result.log_ratio, result.mask) > target_kl:
-                early_stopped = True
+            if target_kl is not None:  # the minibatch's k3 KL, averaged over the processes: all stop alike
+                kl = world.mean_of(float(kl_estimate(result.log_ratio, "k3", result.mask)))
+                early_stopped = kl > target_kl
+            if early_stopped:
                 break
             grad_norms.append(gradient_step(optimizer, result.loss, max_grad_norm, world))
         if early_stopped:
@@ -133,9 +135,8 @@ def run_update(
     first_ratio_error = _largest_ratio_error(log_ratios[0], masks[0])
     log_ratio = torch.cat(log_ratios)  # minibatches of one rollout share their trailing shape
     mask = None if masks[0] is None else torch.cat(masks)
-    clipped = ((log_ratio.exp() - 1.0).abs() > clip_coef).to(log_ratio.dtype)
     summary = torch.stack([kl_estimate(log_ratio, "k1", mask), kl_estimate(log_ratio, "k3", mask),
-                           masked_mean(clipped, mask), first_ratio_error])
+                           log_ratio_clip_fraction(log_ratio, clip_coef, mask), first_ratio_error])
     summary = world.average_(summary).tolist()  # the mean over processes (equal shares)
     term_means = world.average_(torch.stack(terms).mean(dim=0)).tolist() if terms else []
     return {
@@ -148,12 +149,6 @@ def run_update(
         "early_stopped": float(early_stopped),
         "grad_norm": float(torch.stack(grad_norms).mean()) if grad_norms else float("nan"),
     }
-
-
-def _mean_kl(world: World, log_ratio: torch.Tensor, mask: torch.Tensor | None) -> float:
-    """k3 KL(π_old ‖ π_θ) of the minibatch, averaged over the processes: every one decides alike."""
-    kl = kl_estimate(log_ratio, "k3", mask)
-    return float(world.average_(kl.reshape(1).clone()) if world.distributed else kl)
 
 
 def _largest_ratio_error(log_ratio: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -43,7 +43,7 @@ from ppo.advantages import compute_gae
 from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError
-from ppo.distributed import SINGLE_PROCESS, World, whiten_across
+from ppo.distributed import SINGLE_PROCESS, World
 from ppo.lm.kl_control import AdaptiveKLController, FixedKLController
 from ppo.lm.model import GPT, GPTConfig
 from ppo.lm.rewards import TokenRewards, assemble_rewards, per_token_kl
@@ -108,16 +108,15 @@ class RLHFTrainer(BaseTrainer):
     sample_unit = "completions"
     budget_field = "iterations"
     uses_critic = True  # False: no value network at all (ppo.lm.group_trainer)
+    REQUIRED_STATE = ("gpt_config", "tokenizer", "reference", "policy", "critic", "optimizer", "beta", "generator",
+                      "torch_rng")
 
     def __init__(self, config: RLHFConfig, reference: GPT, tokenizer: CharTokenizer, task: CompletionTask,
                  run_dir: str | Path | None = None, progress: bool = True, world: World = SINGLE_PROCESS):
         """With K = world.size processes each samples batch_size / K completions (ppo.distributed)."""
         super().__init__(config.validate(), run_dir, progress, world)
-        try:
-            self.local_batch_size = world.share(config.batch_size, "batch_size")
-            world.share(config.batch_size // config.num_minibatches, "the minibatch size batch_size / num_minibatches")
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+        self.local_batch_size = world.share(config.batch_size, "batch_size")
+        world.share(config.batch_size // config.num_minibatches, "the minibatch size batch_size / num_minibatches")
         torch.manual_seed(config.seed)
         self.tokenizer = tokenizer
         self.task = task
@@ -194,8 +193,7 @@ class RLHFTrainer(BaseTrainer):
         old_log_probs, old_values = minibatch["log_probs"], minibatch["values"]  # (b, T)
         advantages = minibatch["advantages"]
         if config.norm_adv:  # over the whole minibatch, all processes' shares together
-            advantages = (whiten_across(self.world, advantages, mask) if self.world.distributed
-                          else normalize_advantages(advantages, mask))
+            advantages = self.world.whiten(advantages, mask)
         policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages, config.clip_coef, mask)
         critic_loss = value_loss(scored.values, old_values, minibatch["returns"], config.value_clip_coef, mask)
         entropy = entropy_bonus(scored.entropy, mask)
@@ -318,8 +316,14 @@ class RLHFTrainer(BaseTrainer):
     def resume(cls, run_dir: str | Path, task: CompletionTask, iterations: int | None = None,
                progress: bool = True, world: World = SINGLE_PROCESS) -> "RLHFTrainer":
         """Continue a run from its checkpoint; the task (prompts and reward) comes from the caller."""
-        state, config = cls.load_run(run_dir, RLHFConfig, required_keys=(
-            "gpt_config", "tokenizer", "reference", "policy", "critic", "optimizer", "beta", "generator", "torch_rng"))
+        state, config = cls.load_run(run_dir, RLHFConfig, required_keys=cls.REQUIRED_STATE)
+        return cls.from_checkpoint(state, config, run_dir, task, iterations, progress, world)
+
+    @classmethod
+    def from_checkpoint(cls, state: dict, config: RLHFConfig, run_dir: str | Path, task: CompletionTask,
+                        iterations: int | None = None, progress: bool = True,
+                        world: World = SINGLE_PROCESS) -> "RLHFTrainer":
+        """A trainer that continues from `state`, the checkpoint `load_run` read (with its config)."""
         if iterations is not None:
             config = config.replace(iterations=iterations).validate()
         reference, tokenizer = _reference_from_state(state, run_dir)
