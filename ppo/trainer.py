@@ -260,9 +260,10 @@ class PPO(BaseTrainer):
         if config.anneal_lr:
             self.optimizer.lr = config.learning_rate * self.learning_rate_fraction()
         episode_returns, episode_lengths = self.collect_rollout()
-        if self.world.distributed:  # the run's episodes, all processes' together
-            episode_returns = torch.cat([part.to(self.device) for part in self.world.gather(episode_returns.cpu())])
-            episode_lengths = torch.cat([part.to(self.device) for part in self.world.gather(episode_lengths.cpu())])
+        if self.world.distributed:  # the run's episodes, all processes' together (one gather)
+            parts = self.world.gather((episode_returns.cpu(), episode_lengths.cpu()))
+            episode_returns = torch.cat([returns for returns, _ in parts]).to(self.device)
+            episode_lengths = torch.cat([lengths for _, lengths in parts]).to(self.device)
         advantages, returns = self.compute_advantages()
         metrics = self.update(advantages, returns)
         self.recent_returns.extend(episode_returns.tolist())
