@@ -113,3 +113,18 @@ def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str 
         return GymnasiumVecEnv(env_id, num_envs, device=device)
     except (gym.error.DependencyNotInstalled, ImportError) as error:
         raise EnvError(missing_extra_message(env_id, error)) from None
+
+
+def make_seed_batch_env(env_id: str, num_seeds: int, num_envs: int, backend: str = "auto", device: str = "cpu"):
+    """The envs of a batch of `num_seeds` runs with `num_envs` copies each (ppo.seed_batch).
+
+    Torch backend: one env of num_seeds · num_envs copies in seed groups (one physics call,
+    one random stream per run). Gymnasium: a StackedVecEnv of each run's own envs.
+    """
+    check_env_id(env_id)
+    backend = resolve_backend(env_id, backend)
+    if backend == "torch":
+        return make_torch_vec_env(env_id, num_seeds * num_envs, device=device, groups=num_seeds)
+    from envs.stacked_vec_env import StackedVecEnv
+
+    return StackedVecEnv([make_vec_env(env_id, num_envs, backend, device) for _ in range(num_seeds)])

@@ -49,6 +49,22 @@ def _optional_int(text: str) -> int | None:
     return int(text)
 
 
+class SweepValues(list):
+    """The values of a flag given as a comma list (`--learning-rate 1e-3,3e-3`): a sweep over them."""
+
+
+def _comma_list(convert: Callable):
+    """A flag type that reads one value, or a comma list of values as SweepValues."""
+
+    def parse(text: str):
+        if "," not in text:
+            return convert(text)
+        return SweepValues(convert(part.strip()) for part in text.split(","))
+
+    parse.__name__ = getattr(convert, "__name__", "value")  # argparse names it in its errors
+    return parse
+
+
 def configure_process(num_threads: int) -> None:
     """Process-wide settings every training command makes before any work: torch's CPU
     thread count, and glibc's malloc kept from returning autograd's buffers (ppo.malloc)."""
@@ -61,10 +77,11 @@ def configure_process(num_threads: int) -> None:
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (),
-                        shown_defaults: dict | None = None) -> None:
+                        shown_defaults: dict | None = None, sweepable: bool = False) -> None:
     """One flag per field of dataclass `cls`, default shown in the help, value omitted
     from the namespace unless given. `shown_defaults` replaces the dataclass defaults in
-    the help text (a command shows the values its preset will use)."""
+    the help text (a command shows the values its preset will use). With `sweepable`,
+    every number or text flag also takes a comma list (SweepValues: a sweep)."""
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
         if field.name in skip:
@@ -91,6 +108,8 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, .
         else:
             kwargs.update(type=hint, metavar=hint.__name__.upper())
             help_text += f" (default: {default})"
+        if sweepable and "type" in kwargs and "nargs" not in kwargs:
+            kwargs["type"] = _comma_list(kwargs["type"])
         parser.add_argument(flag, help=help_text, **kwargs)
 
 
@@ -98,7 +117,7 @@ def given_flags(namespace: argparse.Namespace, cls) -> dict:
     """The fields of `cls` the user set on the command line."""
     names = {field.name for field in dataclasses.fields(cls)}
     values = {name: value for name, value in vars(namespace).items() if name in names}
-    return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
+    return {name: tuple(value) if type(value) is list else value for name, value in values.items()}
 
 
 def fresh_run_dir(base: Path) -> Path:

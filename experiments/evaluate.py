@@ -42,8 +42,9 @@ def check_seed(seed: int | None) -> None:
         raise ConfigError(f"seed = {seed} must be an integer in [0, 2**32 - 10000) (gymnasium seeds are unsigned)")
 
 
-def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | None = None) -> dict:
-    """Evaluate, print one summary line, write eval.json next to the checkpoint."""
+def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | None = None,
+                 verbose: bool = True) -> dict:
+    """Evaluate, print one summary line (if verbose), write eval.json next to the checkpoint."""
     import torch
 
     from envs.factory import gymnasium_env_factory
@@ -75,7 +76,8 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
         raise TrainingDiverged(f"the policy of {run_dir} earns non-finite returns; nothing written")
     (folder / "eval.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
     mode = "greedy" if greedy else "sampled"
-    print(f"evaluation on {result['env_id']}: {result['mean_return']:.1f} ± {result['std_return']:.1f} over {len(returns)} {mode} episodes")
+    if verbose:
+        print(f"evaluation on {result['env_id']}: {result['mean_return']:.1f} ± {result['std_return']:.1f} over {len(returns)} {mode} episodes")
     return result
 
 

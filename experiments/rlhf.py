@@ -23,6 +23,7 @@ the checkpoint and prints the --resume command; a resumed run continues bit for 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import sys
@@ -50,7 +51,7 @@ from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
 from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.optimum import MALFORMED, optimum_over_prompts, rule_scores
+from ppo.lm.optimum import MALFORMED, NO_EOS, optimum_over_prompts, rule_scores
 from ppo.lm.pretrain import PretrainingInterrupted, default_cache_dir, load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rlhf_config import RLHFConfig
@@ -143,7 +144,8 @@ def _run_process(args, world) -> int:
     critic_before = ({text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
                      if trainer.uses_critic else None)
 
-    beta = f"β {config.kl_coef}" + (f" adaptive → KL {config.kl_target}" if config.adaptive_kl else "")
+    beta = f"β {config.kl_coef}" + (f" adaptive ({config.kl_controller} rule) → KL {config.kl_target}"
+                                    if config.adaptive_kl else "")
     processes = f" on {world.size} processes" if world.distributed else ""
     if world.is_main:
         print(f"{config.algorithm.upper()}: {config.iterations} iterations × {config.batch_size} completions of "
@@ -158,7 +160,7 @@ def _run_process(args, world) -> int:
                    final_beta=trainer.kl_controller.beta)
 
     grid = plot_training_grid(run_dir, f"{config.algorithm.upper()} on {prompts[0]!r}… ({task_config.reward} reward, "
-                                       f"seed {config.seed})")
+                                       f"seed {config.seed})", kl_target=config.kl_target)
     written = ["checkpoint.pt", "metrics.csv", grid.name]
     if trainer.uses_critic:
         critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
@@ -187,8 +189,14 @@ def _run_process(args, world) -> int:
     optimum = _optimum(task_config, config, trainer, tokenizer, prompts, reward_model)
     summary["optimum"] = optimum
     print(f" OPT: π* ∝ π_ref·exp(r/β) at β = {optimum['beta']:.3g}: {target} rate "
-          f"{optimum['target_rate']:.1%}, KL {optimum['kl']:.2f} nats, E[score] {optimum['expected_score']:.3f}"
+          f"{optimum['target_rate']:.1%}, well-formed {optimum['well_formed_rate']:.1%}, KL {optimum['kl']:.2f} nats, "
+          f"E[score] {optimum['expected_score']:.3f}"
           f"{' (malformed strings scored by their mean)' if reward_model else ''}")
+    print(f"      no EOS within {config.max_new_tokens} tokens (score {config.missing_eos_penalty:g}): SFT "
+          f"{optimum['reference_no_eos_lower']:.1e} to {optimum['reference_no_eos']:.1e}, "
+          f"π* {optimum['probabilities'][NO_EOS]:.1e}")
+    if config.adaptive_kl:
+        _print_kl_control(config, summary, optimum, target, reward_model is None)
     if reward_model is not None:
         for name in ("sft", "ppo"):
             summary[name]["learned_score"] = _mean_learned_score(reward_model, trainer, name, tokenizer, prompts, config,
@@ -204,6 +212,19 @@ def _run_process(args, world) -> int:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"run folder {run_dir}: {', '.join(written)}, summary.json")
     return 0
+
+
+def _print_kl_control(config: RLHFConfig, summary: dict, optimum: dict, target: str, rule_reward: bool) -> None:
+    """β's path and where the KL ended against the target; for the rule reward, whether the target is reachable."""
+    final_kl = summary["ppo"]["kl_k1"]
+    print(f"  KL: target {config.kl_target:g} nats, β {config.kl_coef:g} → {summary['final_beta']:.3g} "
+          f"({config.kl_controller} rule); the policy ends at {final_kl:.2f} nats ({final_kl / config.kl_target:.0%} "
+          f"of the target), the optimum at the final β at {optimum['kl']:.2f}")
+    if rule_reward:  # as β → 0, π* keeps only the target: KL → −log π_ref(target)
+        largest = -math.log(max(optimum["reference_probabilities"][target], 1e-300))
+        if largest < config.kl_target:
+            print(f"      the target is out of reach: the rule pays only for {target!r}, so no policy it prefers is "
+                  f"further than −log π_ref({target}) = {largest:.2f} nats from the SFT model, whatever β")
 
 
 def _method(config: RLHFConfig) -> str:
@@ -297,9 +318,15 @@ def _food_scores(model: RewardModel, tokenizer, prompt: str) -> dict[str, float]
 @torch.no_grad()
 def _optimum(task_config: FoodTaskConfig, config: RLHFConfig, trainer: RLHFTrainer, tokenizer, prompts,
              reward_model) -> dict:
-    """π* ∝ π_ref·exp(r/β) per prompt at the final β, averaged over the prompts."""
+    """π* ∝ π_ref·exp(r/β) per prompt at the final β, averaged over the prompts.
+
+    The groups: each food, MALFORMED (ended with EOS, not a food: the rule's 0, or the
+    reward model's mean over corrupted foods) and NO_EOS (no EOS within max_new_tokens:
+    missing_eos_penalty, as in training).
+    """
     if reward_model is None:
-        scores_for = lambda prompt: rule_scores(corpus.FOODS, task_config.target_food, task_config.score)  # noqa: E731
+        rule = rule_scores(corpus.FOODS, task_config.target_food, task_config.score, config.missing_eos_penalty)
+        scores_for = lambda prompt: rule  # noqa: E731
     else:
         rng = random.Random(config.seed)
 
@@ -311,10 +338,14 @@ def _optimum(task_config: FoodTaskConfig, config: RLHFConfig, trainer: RLHFTrain
             return scores
 
     optimum = optimum_over_prompts(trainer.reference, tokenizer, prompts, corpus.FOODS, scores_for,
-                                   trainer.kl_controller.beta, config.temperature)
+                                   trainer.kl_controller.beta, config.temperature,
+                                   max_new_tokens=config.max_new_tokens, missing_eos_penalty=config.missing_eos_penalty)
     return {"beta": optimum.beta, "target_rate": optimum.probabilities[task_config.target_food],
-            "well_formed_rate": 1.0 - optimum.probabilities[MALFORMED], "kl": optimum.kl,
-            "expected_score": optimum.expected_score, "probabilities": optimum.probabilities}
+            "well_formed_rate": 1.0 - optimum.probabilities[MALFORMED] - optimum.probabilities[NO_EOS],
+            "kl": optimum.kl, "expected_score": optimum.expected_score, "probabilities": optimum.probabilities,
+            "reference_probabilities": optimum.reference_probabilities,
+            "reference_no_eos": optimum.reference_probabilities[NO_EOS],
+            "reference_no_eos_lower": max(0.0, optimum.reference_probabilities[NO_EOS] - optimum.no_eos_unresolved)}
 
 
 @torch.no_grad()

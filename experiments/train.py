@@ -4,10 +4,13 @@
     ppo-train --env-id Acrobot-v1 --seed 3
     ppo-train --learning-rate 1e-3 --update-epochs 10 --no-anneal-lr
     ppo-train --resume runs/CartPole-v1__seed1  # continue a run from its checkpoint
+    ppo-train --seeds 1-16                      # 16 seeds at once, one batched computation
+    ppo-train --learning-rate 1e-3,3e-3 --seeds 1-10   # a sweep: every comma list is a grid axis
 
 Every PPOConfig field is a flag; see `ppo-train --help`. The run folder receives
 config.json, metrics.csv, TensorBoard events, checkpoint.pt, learning_curve.png and,
-when --eval-episodes > 0, eval.json.
+when --eval-episodes > 0, eval.json. Several seeds or a sweep (experiments.sweep) give
+each run such a folder, named after what differs from the defaults.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from experiments.cli import (
     OneLineArgumentParser,
+    SweepValues,
     add_dataclass_flags,
     check_writable_folder,
     configure_process,
@@ -26,6 +30,7 @@ from experiments.cli import (
     run_with_user_errors,
     train_stoppably,
 )
+from experiments.sweep import run_folder_name
 from ppo.config import ConfigError, PPOConfig
 
 PROG = "ppo-train"
@@ -41,7 +46,17 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
         f"(see --list-presets); every flag below overrides them. {about}",
     )
     run = parser.add_argument_group("run")
-    run.add_argument("--run-dir", type=Path, default=None, help="output folder (default: runs/ENV_ID__seedSEED, numbered if taken)")
+    run.add_argument("--run-dir", type=Path, default=None,
+                     help="output folder (default: runs/ENV_ID__…__seedSEED, named after the flags that differ from "
+                     "the defaults, numbered if taken); with several seeds or a sweep, the folder the runs go in "
+                     "(default: runs)")
+    run.add_argument("--seeds", default=None, metavar="SEEDS",
+                     help="train several seeds as one batched computation, e.g. 1-16 or 1,3,5 (or 1-4,9); each "
+                     "gets its own run folder. Any hyperparameter given as a comma list (--learning-rate 1e-3,3e-3) "
+                     "is swept: every combination, over every seed, then one summary table per setting")
+    run.add_argument("--success-threshold", type=float, default=None, metavar="RETURN",
+                     help="the final evaluation that counts as solved in a sweep's summary table "
+                     "(default: the env's gymnasium reward_threshold, 475 for CartPole-v1)")
     run.add_argument("--preset", default=None, help="preset row: 'auto' (named like --env-id; the default), a name, or 'none'")
     run.add_argument("--list-presets", action="store_true", help="print the preset table and exit")
     run.add_argument("--eval-episodes", type=int, default=100, help="greedy evaluation episodes after training; 0 = skip (default: 100)")
@@ -50,7 +65,8 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
                      "On the torch backend the run continues exactly as if never stopped; gymnasium envs "
                      "start fresh episodes")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig)"), PPOConfig, shown_defaults=shown)
+    add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig; a comma list sweeps a flag)"), PPOConfig,
+                        shown_defaults=shown, sweepable=True)
     return parser
 
 
@@ -94,6 +110,26 @@ def training_envs(config: PPOConfig, world=None):
     return make_vec_env(config.env_id, num_envs, config.env_backend, resolve_device(config.device))
 
 
+def _seeds(args, flags: dict) -> list[int] | None:
+    """The seeds of --seeds, or of --seed given as a comma list; None for one ordinary --seed."""
+    from ppo.seed_batch import parse_seeds
+
+    if args.seeds is not None:
+        if "seed" in flags:
+            raise ConfigError("give --seed or --seeds, not both")
+        return parse_seeds(args.seeds)
+    if isinstance(flags.get("seed"), SweepValues):
+        return list(flags.pop("seed"))
+    return None
+
+
+def _defaults(flags: dict, preset: str | None) -> PPOConfig:
+    """The config of a run given only this command line's env and backend (what a folder name is relative to)."""
+    from experiments.presets import build_config
+
+    return build_config({name: flags[name] for name in ("env_id", "env_backend") if name in flags}, preset or "auto")
+
+
 def _train(args) -> int:
     """Under torchrun, each process runs this; process 0 alone writes, prints and evaluates."""
     from ppo.distributed import close_world, init_world
@@ -115,6 +151,19 @@ def _train_process(args, world) -> int:
     if args.eval_episodes < 0:
         raise ConfigError(f"eval_episodes = {args.eval_episodes} must be ≥ 0")
     flags = given_flags(args, PPOConfig)
+    seeds = _seeds(args, flags)
+    if any(isinstance(value, SweepValues) for value in flags.values()) or len(seeds or ()) > 1:
+        if args.resume is not None:
+            raise ConfigError("--resume continues one run: give it one run folder, without --seeds or comma lists")
+        if world.distributed:
+            raise ConfigError("several seeds or a sweep run in one process; start them without torchrun")
+        from experiments.sweep import run_sweep
+
+        return run_sweep(PROG, flags, seeds or [PPOConfig.seed if "seed" not in flags else flags["seed"]],
+                         args.preset or "auto", args.run_dir or Path("runs"), args.eval_episodes,
+                         not args.no_progress, args.success_threshold)
+    if seeds:
+        flags["seed"] = seeds[0]
     if args.resume is not None:
         unexpected = sorted(set(flags) - {"total_timesteps"})
         unexpected += ["run_dir"] if args.run_dir is not None else []
@@ -128,7 +177,7 @@ def _train_process(args, world) -> int:
         configure_process(trainer.config.num_threads)  # the checkpoint's weights replace the fresh ones
     else:
         config = build_config(flags, args.preset or "auto")
-        run_dir = args.run_dir or fresh_run_dir(Path("runs") / f"{config.env_id.replace('/', '_')}__seed{config.seed}")
+        run_dir = args.run_dir or fresh_run_dir(Path("runs") / run_folder_name(config, _defaults(flags, args.preset)))
         run_dir = Path(world.gather(str(run_dir))[0])  # process 0 names the run folder for all
         if (run_dir / "checkpoint.pt").exists():
             raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")

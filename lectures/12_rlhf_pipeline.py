@@ -16,31 +16,41 @@ The reward model is a proxy. It was fitted on the answers people compared, and P
 an optimiser that goes looking for whatever the proxy over-scores. The KL penalty is
 what keeps it near the text the reward model was trained on. We make this concrete:
 our "people" prefer healthy food according to a hidden table (`envs/token_task.py`,
-`HEALTHINESS`), so we can score every answer with the truth as well as with the proxy.
+`HEALTHINESS`), so we can score every answer with the truth (the *gold* score) as well
+as with the proxy.
 
 **What it shows.**
 1. A reward model trained on synthetic comparisons: its loss, its accuracy on held-out
    pairs, its scores next to the hidden rule — and strings it never saw that it scores
    above every food.
-2. PPO against it with β > 0 and with β = 0: the proxy score, the true score, the
-   well-formed rate and the KL side by side. The gap between proxy and truth is
-   reward hacking.
-3. The adaptive KL controller (`ppo/lm/kl_control.py`): β steered towards a KL target.
-4. Two critic-free alternatives built from the same pieces — a group-normalised
-   baseline (GRPO-style) and a leave-one-out baseline (RLOO) — against PPO with a critic.
+2. Reward over-optimisation measured as Gao, Schulman & Hilton (2022) measure it
+   (`experiments/overoptimization.py`): the gold and the proxy score against the
+   distance d = √KL from the SFT model, for PPO at a sweep of β over training and for
+   best-of-n sampling (exactly), with their fitted functional forms.
+3. Two KL controllers (`ppo/lm/kl_control.py`): Ziegler et al.'s proportional rule, and
+   β solved from the batch so that the KL-regularised optimum has the target KL.
+4. Two critic-free trainers of the library (`ppo/lm/group_trainer.py`) — a
+   group-normalised baseline (GRPO) and a leave-one-out baseline (RLOO) — against PPO
+   with a critic, on the same reward.
 
 **Prerequisites.** Lecture 11.
 
 **Library.** `ppo/lm/reward_model.py` (`RewardModel`, `bradley_terry_loss`,
 `train_reward_model`, `pairwise_accuracy`), `envs/token_task.py` (`preference_pairs`,
 `healthiness`, `corrupt`), `ppo/lm/task.py` (`CompletionTask`: any reward),
-`ppo/lm/rlhf_trainer.py` (`RLHFTrainer`), `ppo/lm/kl_control.py` (`AdaptiveKLController`),
-`ppo/lm/rollout.py` (`sample_completions`, `score_completions`), `ppo/lm/rewards.py`
-(`per_token_kl`), `ppo/update.py` (`run_update`), `ppo/losses.py`
-(`clipped_surrogate_loss`). Command line: `python -m experiments.rlhf --reward model`.
+`ppo/lm/rlhf_trainer.py` (`RLHFTrainer`), `ppo/lm/group_trainer.py` (`trainer_class`,
+`GroupBaselineTrainer`, `group_advantages`), `ppo/lm/kl_control.py`
+(`OptimumKLController`, `ProportionalKLController`), `ppo/lm/enumeration.py`, `ppo/lm/best_of_n.py`,
+`ppo/lm/overoptimization_fit.py`, `experiments/overoptimization.py` (`train_proxy`,
+`best_of_n_points`, `ppo_points`), `ppo/lm/rollout.py` (`sample_completions`,
+`score_completions`), `ppo/lm/rewards.py` (`per_token_kl`). Command line:
+`python -m experiments.rlhf --reward model [--algorithm grpo|rloo]`,
+`python -m experiments.overoptimization`.
 """
 
 # %%
+import csv
+import math
 import random
 import time
 from collections import Counter
@@ -50,17 +60,18 @@ import torch
 from _common import Lecture, plt, print_table
 from envs import corpus
 from envs.token_task import HEALTHINESS, corrupt, healthiness, is_well_formed, preference_pairs
+from experiments import overoptimization
 from experiments.food_task import FoodTaskConfig, food_task
-from ppo.lm.kl_control import AdaptiveKLController
+from ppo.lm.best_of_n import best_of_n_kl_bound
+from ppo.lm.group_trainer import group_advantages, trainer_class
+from ppo.lm.kl_control import KLFeedback, ProportionalKLController, largest_tilted_kl, solve_beta, tilted_kl
+from ppo.lm.overoptimization_fit import fit_overoptimization
 from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
 from ppo.lm.reward_model import bradley_terry_loss, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rewards import per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer, copy_with_value_head
-from ppo.lm.rollout import TokenBatch, repeat_prompts, sample_completions, score_completions
-from ppo.losses import clipped_surrogate_loss
-from ppo.optim import FlatAdam, linear_annealing
-from ppo.update import MinibatchLoss, run_update
+from ppo.lm.rlhf_trainer import RLHFTrainer
+from ppo.lm.rollout import repeat_prompts, sample_completions, score_completions
 
 lecture = Lecture("12_rlhf_pipeline", __doc__)
 PERSON, RELATION = "ravin", "likes"
@@ -98,7 +109,8 @@ EOS token, and minimises the Bradley–Terry loss −log σ(r(y_w) − r(y_l)). 
 *differences* are learned, so afterwards the scores are shifted and scaled to mean 0 and
 std 1 on the SFT model's own completions. We keep its budget small — a few thousand
 comparisons, a few hundred steps — as a real reward model is small next to the space of
-answers a policy can produce.
+answers a policy can produce. This reward model is the one PPO, GRPO and RLOO optimise
+in sections 4 and 5.
 """
 
 # %%
@@ -121,10 +133,10 @@ print(f"{RM_STEPS} Bradley–Terry steps in {rm_seconds:.1f} s: loss {rm_losses[
 
 
 @torch.no_grad()
-def proxy_scores(texts: list[str], prompt: str = PROMPT) -> torch.Tensor:
-    """The reward model's normalised score of prompt + text + EOS for each text. (N,)"""
-    tokens, last = encode_texts(tokenizer, [prompt + text for text in texts])
-    return reward_model(tokens, last)
+def proxy_scores(texts: list[str], model=None) -> torch.Tensor:
+    """A reward model's (default: this one's) normalised score of PROMPT + text + EOS for each text. (N,)"""
+    tokens, last = encode_texts(tokenizer, [PROMPT + text for text in texts])
+    return (model or reward_model)(tokens, last)
 
 
 food_scores = proxy_scores(list(corpus.FOODS))
@@ -171,23 +183,209 @@ lecture.save_figure(figure, "reward_model.png")
 
 # %% [markdown]
 """
-## 3. Stage 3: PPO against the reward model, with and without the KL penalty
+## 3. Over-optimisation, measured: the gold and the proxy score against √KL
 
-`RLHFTrainer` accepts any task with any reward: a function from a batch of completions
-to one score each. We hand it the food task with the reward model's `score_batch` as
-the reward, wrapped so that it also records the hidden rule's score of the same batch —
-a number PPO never sees. Two runs, identical but
-for β: the default penalty, and none.
+The probe shows *that* a proxy over-scores strings it never saw. Gao, Schulman & Hilton
+(2022) measure *how much optimisation* it takes before the gold score suffers, and find
+the same functional forms across reward-model sizes. `experiments/overoptimization.py`
+runs their experiment on the food task; its command (`python -m
+experiments.overoptimization`) writes a figure, a CSV and the fits. Here we call its
+functions on the lecture's SFT model, with the command's defaults (far smaller ones
+under `--quick`), and write the same CSV and a figure like its own:
 
-`measure` evaluates a policy on fresh samples: the proxy score (with the missing-EOS
-penalty, as in training), the true score, the well-formed rate and the KL to the SFT
-model (k1, summed over tokens).
+* the gold score is the hidden rule (`healthiness`: a food's healthiness, the malformed
+  score of section 2 for anything else);
+* the proxy (`train_proxy`) is a reward model fitted, as in InstructGPT, to comparisons
+  of the SFT model's *own* samples, labelled by raters who prefer a over b with
+  probability σ((gold(a) − gold(b)) / T). Two imperfections follow, as in real reward
+  models: few comparisons (very few between the healthy foods the SFT model rarely says),
+  and a blind spot — the SFT model almost never writes a malformed string, so this proxy
+  has hardly seen one (section 2's reward model saw many, on purpose);
+* best-of-n (`best_of_n_points`): draw n completions from π_ref, keep the one the proxy
+  scores highest. Every completion with π_ref(y|x) ≥ ε is enumerated with its exact
+  probability (`ppo.lm.enumeration`), and with F(s) = P_ref(r ≤ s), F⁻(s) = P_ref(r < s),
+  q = F − F⁻ (`ppo.lm.best_of_n`),
+
+      π_bon(y) = π_ref(y) / q(r(y)) · (F(r(y))ⁿ − F⁻(r(y))ⁿ),
+
+  so KL(π_bon ‖ π_ref) and both expected scores follow in closed form for every n, no
+  sampling — exact up to the completions rarer than ε (their total mass is the
+  residual; at least one of n draws falls among them with probability 1 − (1 − residual)ⁿ,
+  the total variation by which the results may be off, printed for the largest n);
+* PPO against the proxy (`ppo_points`, `RLHFTrainer`) for every β of a sweep: both
+  scores and the sequence KL of every iteration's rollout, and of fresh samples at the end.
+
+With d = √KL(π ‖ π_ref), the gold score gained over the SFT model is fitted by least
+squares (`ppo.lm.overoptimization_fit`) with the paper's forms
+
+    best-of-n:  R(d) = d · (α − β·d)           peak at d* = α / (2β)
+    RL:         R(d) = d · (α − β·log d)       peak at d* = exp(α/β − 1)
+
+(α, β are the paper's fit coefficients here, not the KL coefficient), and KL* = d*² is
+where more optimisation starts to lower the gold score.
+"""
+
+# %%
+OVEROPTIMIZATION_FLAGS = lecture.choose(
+    full=[],  # the command's defaults
+    quick=["--betas", "0", "--iterations", "2", "--batch-size", "16", "--preference-pairs", "40",
+           "--reward-model-steps", "5", "--eval-samples", "32", "--best-of-n-max", "50",
+           "--enumeration-threshold", "1e-4"])
+settings = overoptimization.settings_from(overoptimization.build_parser().parse_args(
+    ["--out-dir", str(lecture.folder), "--person", PERSON, "--relation", RELATION, *OVEROPTIMIZATION_FLAGS]))
+started = time.perf_counter()
+gold_proxy, num_comparisons = overoptimization.train_proxy(settings, sft, tokenizer, RELATION)
+bon_rows, residual = overoptimization.best_of_n_points(settings, sft, tokenizer, gold_proxy)
+gold_sft, proxy_sft = bon_rows[0]["gold"], bon_rows[0]["proxy"]  # n = 1 is π_ref itself
+print(f"proxy: a reward model fitted to {num_comparisons} comparisons of SFT samples (rater noise T = "
+      f"{settings.rater_noise:g}); the SFT model's gold score {gold_sft:+.3f}, proxy {proxy_sft:+.3f}")
+print(f"best-of-n: every completion with π_ref ≥ {settings.enumeration_threshold:g} enumerated (residual mass "
+      f"{residual:.1e}: within total variation {1 - (1 - residual) ** settings.best_of_n_max:.2g} at n = "
+      f"{settings.best_of_n_max:,}); PPO: {settings.ppo.iterations} iterations × {settings.ppo.batch_size} "
+      f"completions for each β of {' '.join(f'{beta:g}' for beta in settings.betas)}")
+ppo_rows = overoptimization.ppo_points(settings, sft, tokenizer, gold_proxy, RELATION)  # prints each β's final policy
+overoptimization_seconds = time.perf_counter() - started
+for row in bon_rows + ppo_rows:
+    row["sqrt_kl"] = math.sqrt(max(row["kl"], 0.0))
+    row["gold_gain"] = row["gold"] - gold_sft
+
+
+def fit_or_none(form: str, rows: list[dict]):
+    """The least-squares fit of `form` to the rows' (d, gold gain); None when they cannot determine it."""
+    try:
+        return fit_overoptimization(form, [row["sqrt_kl"] for row in rows], [row["gold_gain"] for row in rows])
+    except ValueError:
+        return None
+
+
+training_rows = [row for row in ppo_rows if row["method"] == "ppo"]
+finals = {row["beta"]: row for row in ppo_rows if row["method"] == "ppo_final"}
+fits = {"best-of-n": fit_or_none("best_of_n", bon_rows), "PPO": fit_or_none("rl", training_rows)}
+csv_path = lecture.path("overoptimization.csv")
+with csv_path.open("w", newline="") as file:
+    writer = csv.DictWriter(file, fieldnames=overoptimization.CSV_COLUMNS)
+    writer.writeheader()
+    writer.writerows({key: row.get(key, "") for key in overoptimization.CSV_COLUMNS} for row in bon_rows + ppo_rows)
+lecture.wrote(csv_path)
+
+shown_n = sorted({bon_rows[round(i * (len(bon_rows) - 1) / 5)]["n"] for i in range(6)})
+print_table([{"n": row["n"], "KL(π_bon ‖ π_ref)": row["kl"], "log n − (n−1)/n": best_of_n_kl_bound(row["n"]),
+              "d = √KL": row["sqrt_kl"], "proxy": row["proxy"], "gold": row["gold"]}
+             for row in bon_rows if row["n"] in shown_n],
+            title=f"Best-of-n for {PROMPT!r}, exact")
+print_table([{"β": beta, "KL to SFT": row["kl"], "d = √KL": row["sqrt_kl"], "proxy": row["proxy"],
+              "gold": row["gold"], "most frequent": row["most_frequent"]} for beta, row in finals.items()],
+            title=f"PPO against the proxy after {settings.ppo.iterations} iterations, {settings.eval_samples} fresh "
+                  f"samples per β")
+largest_d = {"best-of-n": max(row["sqrt_kl"] for row in bon_rows), "PPO": max(row["sqrt_kl"] for row in training_rows)}
+print_table([{"method": name, "form": "d(α − βd)" if name == "best-of-n" else "d(α − β log d)", "α": fit.alpha,
+              "β": fit.beta, "rms error": fit.rms_error, "points": fit.num_points, "peak KL* = d*²": fit.peak_kl,
+              "gold at the peak": gold_sft + fit.peak_gain, "largest measured KL": largest_d[name] ** 2}
+             for name, fit in fits.items() if fit is not None],
+            title="The fitted forms of Gao et al. (gold gain over the SFT model against d = √KL)")
+best_beta = max(finals, key=lambda beta: finals[beta]["gold"])
+bon_peak = max(bon_rows, key=lambda row: row["gold"])
+print(f"best-of-n: gold highest at n = {bon_peak['n']:,} ({bon_peak['gold']:+.3f}, KL {bon_peak['kl']:.2f}); at n = "
+      f"{bon_rows[-1]['n']:,} gold {bon_rows[-1]['gold']:+.3f} at proxy {bon_rows[-1]['proxy']:+.3f} (proxy at the "
+      f"gold peak {bon_peak['proxy']:+.3f})")
+best_proxy_food = float(proxy_scores(list(corpus.FOODS), gold_proxy).max())
+for beta, row in finals.items():
+    if row["proxy"] > best_proxy_food and row["gold"] < gold_sft:
+        print(f"β = {beta:g} over-optimised: proxy {row['proxy']:+.2f}, above the proxy's best food "
+              f"({best_proxy_food:+.2f}), at gold {row['gold']:+.2f}, below the SFT model's {gold_sft:+.2f}")
+print(f"best final gold at β = {best_beta:g} ({finals[best_beta]['gold']:+.3f}, KL {finals[best_beta]['kl']:.2f}); "
+      f"the experiment took {overoptimization_seconds:.1f} s")
+
+figure, axes = plt.subplots(1, 3, figsize=(17, 4.6))
+d_bon = [row["sqrt_kl"] for row in bon_rows]
+axes[0].plot(d_bon, [row["gold"] for row in bon_rows], "o-", ms=3, color="tab:orange", label="gold (exact)")
+axes[0].plot(d_bon, [row["proxy"] for row in bon_rows], "s-", ms=3, color="tab:blue", label="proxy (exact)")
+for n in (1, 10, 100, 1_000, 10_000):
+    row = next((row for row in bon_rows if row["n"] == n), None)
+    if row is not None:
+        axes[0].annotate(f"n={n:,}", (row["sqrt_kl"], row["gold"]), fontsize=7, xytext=(2, 4),
+                         textcoords="offset points")
+axes[0].set_title(f"best-of-n, n = 1 … {settings.best_of_n_max:,}")
+colors = plt.get_cmap("viridis")
+for index, beta in enumerate(settings.betas):
+    color = colors(index / max(1, len(settings.betas) - 1))
+    rows = [row for row in training_rows if row["beta"] == beta]
+    for axis, key in ((axes[1], "gold"), (axes[2], "proxy")):
+        axis.plot([row["sqrt_kl"] for row in rows], [row[key] for row in rows], "-", lw=1.2, alpha=0.7, color=color,
+                  label=f"β = {beta:g}")
+        axis.plot([finals[beta]["sqrt_kl"]], [finals[beta][key]], "*", ms=10, color=color, mec="black", mew=0.5)
+for axis, (name, fit) in zip(axes[:2], fits.items()):
+    if fit is not None:
+        grid = torch.linspace(0, max(largest_d[name], 1e-3), 200, dtype=torch.float64)
+        axis.plot(grid.tolist(), (gold_sft + fit.predict(grid)).tolist(), "--", color="black", lw=1.2,
+                  label=f"fit: α {fit.alpha:.3f}, β {fit.beta:.3f}")
+axes[1].set_title("PPO against the proxy: gold over training (★ final)")
+axes[2].set_title("PPO against the proxy: proxy over training (★ final)")
+for axis, ylabel in zip(axes, ("score", "gold score (hidden rule)", "proxy score (reward model)")):
+    axis.set_xlabel("d = √KL(π ‖ π_ref)  (√nats)")
+    axis.set_ylabel(ylabel)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, loc="lower left")
+lecture.save_figure(figure, "overoptimization.png")
+
+# %% [markdown]
+"""
+Read the tables and overoptimization.png. Best-of-n first: its KL falls ever further
+below log n − (n−1)/n as n grows — that formula assumes no two draws tie, and here a few
+likely completions hold almost all the mass. Its gold score rises with the proxy and
+then, for large n, falls while the proxy still creeps up (the best-of-n line above): the
+best of very many draws is more and more often a rare string the proxy over-scores.
+That is over-optimisation without a single gradient step. (How far gold falls at the
+very largest n is less certain: there a draw rarer than ε is likely, by the total
+variation printed first.)
+
+PPO with a penalty settles on the foods the proxy ranks highest; the larger β, the
+nearer the SFT model, trading proxy for KL at the exchange rate β. Without one
+(β = 0), nothing stops the policy at the foods: whether it finds a string in the
+proxy's blind spot depends on the seed and the budget, and when it does (an
+"over-optimised" line above), the proxy rises above every food's score while the gold
+drops to the malformed score, far from the SFT model — the paper's rise-then-fall of
+gold against d, in one run. The fitted forms summarise these curves as Gao et al. do;
+a peak beyond the largest measured KL (compare the last two columns of the fits) is an
+extrapolation, not a measurement.
+
+## 4. An adaptive β
+
+A fixed β is an exchange rate you must guess. `ppo-rlhf --kl-target` asks for a KL
+instead, and a controller of `ppo/lm/kl_control.py` moves β after every batch. Ziegler
+et al. (2019) use a proportional rule (`ProportionalKLController`): with the batch's mean
+sequence KL and its n completions,
+
+    e = clip(KL / KL_target − 1, −0.2, 0.2),     β ← β · (1 + e · n / horizon).
+
+It was made for runs of thousands of batches, in which the policy moves slowly next to
+β. Here the policy reaches its optimum in a handful of iterations — as fast as the rule
+can move β — and the KL answers β only after the policy has moved: at the start the KL
+is 0, so the rule *lowers* β, the policy overshoots the target, and a policy that has
+collapsed onto a few answers hardly comes back (every completion of a batch earns about
+the same reward, so the advantages vanish).
+
+The library's default (`OptimumKLController`) uses what this objective lets us know:
+its maximiser, π*_β(y) ∝ π_ref(y)·exp(r(y)/β). The batch estimates KL(π*_β ‖ π_ref) for
+every β at once: re-weight the completions by exp(−ℓ_i), ℓ_i = log π(y_i)/π_ref(y_i),
+to make them a sample of π_ref (q_i), tilt that by exp(r_i/β) (p_i(β)), and take
+K(β) = Σ p_i log(p_i/q_i). K falls as β grows, so K(β̂) = KL_target has one root. β̂
+depends on π_ref, the reward and the target only, so every batch estimates the same
+number; the controller averages them (geometrically, each weighted by the batch's
+effective sample size, which falls as the policy moves away from π_ref). β moves there
+(by at most a factor 2 per batch) before the policy does, and PPO then converges to the
+optimum that has the target KL.
+
+The table takes one step of the proportional rule by hand next to the library's, and
+evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times
+against section 2's reward model: fixed β, and each controller asked for a target KL
+well below what the fixed β settles at.
 """
 
 
 # %%
 class RecordingScorer:
-    """The reward model's scores for PPO; the hidden rule's mean score of each batch on the side."""
+    """The reward model's scores for the trainer; the hidden rule's mean score of each batch on the side."""
 
     def __init__(self):
         self.true_means: list[float] = []
@@ -204,6 +402,7 @@ TASK_CONFIG = FoodTaskConfig(person=PERSON, relation=RELATION, reward="model")
 
 @torch.no_grad()
 def measure(policy, reference, seed: int = 0) -> dict:
+    """Proxy (missing-EOS penalty where EOS is missing, as in training), true score, well-formed rate, KL (k1)."""
     batch = sample_completions(policy, tokenizer, [PROMPT] * EVAL_SAMPLES, BASE.max_new_tokens, BASE.temperature,
                                torch.Generator().manual_seed(10_000 + seed))
     completions = list(zip(batch.texts, batch.ended_with_eos.tolist()))  # (text, ended with EOS)
@@ -218,200 +417,143 @@ def measure(policy, reference, seed: int = 0) -> dict:
             "most frequent": ", ".join(f"{text!r}×{count}" for text, count in counts.most_common(3))}
 
 
-def run_ppo(config: RLHFConfig) -> tuple[RLHFTrainer, RecordingScorer, float]:
-    scorer = RecordingScorer()
-    trainer = RLHFTrainer(config, sft, tokenizer, food_task(TASK_CONFIG, reward=scorer), progress=False)
+def train(config: RLHFConfig) -> tuple[RLHFTrainer, float]:
+    """The library's trainer for config.algorithm (PPO, GRPO or RLOO) on the food task with section 2's reward
+    model; the trainer and its seconds per iteration."""
+    trainer = trainer_class(config.algorithm)(config, sft, tokenizer, food_task(TASK_CONFIG, reward=RecordingScorer()),
+                                              progress=False)
     started = time.perf_counter()
     trainer.train()
-    return trainer, scorer, (time.perf_counter() - started) / config.iterations
+    return trainer, (time.perf_counter() - started) / config.iterations
 
 
-BETAS = [BASE.kl_coef, 0.0]
-ppo_runs = {beta: run_ppo(BASE.replace(kl_coef=beta)) for beta in BETAS}
-reference = ppo_runs[BASE.kl_coef][0].reference
-hacking_rows = [{"policy": "SFT", **measure(reference, reference)}]
-for beta, (trainer, _, _) in ppo_runs.items():
-    hacking_rows.append({"policy": f"PPO, β = {beta}", **measure(trainer.policy, reference)})
-print_table(hacking_rows, title=f"After {ITERATIONS} iterations × {BATCH} completions: {EVAL_SAMPLES} fresh samples each")
-no_penalty = hacking_rows[-1]
-print(f"β = 0: proxy score {no_penalty['proxy score r_φ']:+.2f} against the best food's {best_food:+.2f}; "
-      f"true score {no_penalty['true score']:+.2f} against the best food's {max(HEALTHINESS.values()):+.2f}")
+KL_TARGET = 1.0  # nats; the fixed-β run settles well above it (printed below)
+HORIZON = BASE.replace(kl_target=KL_TARGET).effective_kl_horizon  # the default: iterations · batch_size / 20
 
-figure, axes = plt.subplots(1, 4, figsize=(16, 3.8))
-for beta, (trainer, scorer, _) in ppo_runs.items():
-    iterations = range(1, len(trainer.history) + 1)
-    label = f"β = {beta}"
-    axes[0].plot(iterations, [m["score"] for m in trainer.history], label=label)
-    axes[1].plot(iterations, scorer.true_means, label=label)
-    axes[2].plot(iterations, [m["well_formed_rate"] for m in trainer.history], label=label)
-    axes[3].plot(iterations, [m["sequence_kl"] for m in trainer.history], label=label)
-axes[0].axhline(best_food, color="gray", ls=":", label="best food")
-axes[1].axhline(max(HEALTHINESS.values()), color="gray", ls=":", label="best food")
-for axis, title in zip(axes, ("proxy score r_φ (what PPO sees)", "true score (hidden rule)", "well-formed rate",
-                              "sequence KL to SFT (nats)")):
-    axis.set_title(title, fontsize=10)
-    axis.set_xlabel("iteration")
-    axis.legend(fontsize=8)
-lecture.save_figure(figure, "reward_hacking.png")
 
-# %% [markdown]
-"""
-Read the two PPO rows against each other. With the penalty, every step away from the
-SFT model's spelling costs β per nat, so the policy stays among the strings the reward
-model was trained to rank. Without it, nothing stops the policy from following the
-proxy into the strings of the probe above, where the proxy and the truth part ways —
-if it finds one, its proxy score rises past the best food's while the true score and
-the well-formed rate fall, and the KL climbs. Whether and when it finds one depends on
-the seed and the budget; the penalty removes the incentive either way.
+def proportional_step(beta: float, kl: float, n: int) -> tuple[float, float]:
+    """(e, β after one batch) by Ziegler et al.'s proportional rule, written out."""
+    error = min(max(kl / KL_TARGET - 1, -0.2), 0.2)
+    return error, beta * (1 + error * n / HORIZON)
 
-## 4. An adaptive β
 
-A fixed β is an exchange rate you must guess. The controller of `ppo/lm/kl_control.py`
-(Ziegler et al. 2019) steers it towards a KL target instead: after each batch of n
-completions with mean sequence KL,
+step_rows = []
+for kl in (0.0, KL_TARGET / 2, KL_TARGET, KL_TARGET * 1.1, KL_TARGET * 3):
+    error, by_rule = proportional_step(1.0, kl, BATCH)
+    controller = ProportionalKLController(1.0, KL_TARGET, HORIZON)
+    step_rows.append({"measured KL": kl, "e": error, "β by the proportional rule": by_rule,
+                      "β from ProportionalKLController": controller.update(KLFeedback(kl, BATCH))})
+print_table(step_rows, title=f"One step from β = 1.0: target {KL_TARGET} nats, n = {BATCH}, horizon {HORIZON}")
+same = all(math.isclose(row["β by the proportional rule"], row["β from ProportionalKLController"], rel_tol=1e-12)
+           for row in step_rows)
+print("the library's controller takes exactly the proportional step" if same else
+      "the library's controller departs from the plain proportional rule here (ppo/lm/kl_control.py says how)")
 
-    e = clip(KL / KL_target − 1, −0.2, 0.2),     β ← β · (1 + e · n / horizon).
+sft_batch = sample_completions(sft, tokenizer, [PROMPT] * BATCH, BASE.max_new_tokens, BASE.temperature,
+                               torch.Generator().manual_seed(7))
+sft_scores = torch.where(sft_batch.ended_with_eos, reward_model.score_batch(sft_batch),
+                         torch.tensor(BASE.missing_eos_penalty))
+sft_log_ratios = torch.zeros(BATCH)  # the SFT model is the reference: ℓ_i = 0, q uniform
+beta_hat = solve_beta(sft_scores, sft_log_ratios, KL_TARGET)
+print_table([{"β": beta, "K(β): KL of π*_β, estimated from the batch": tilted_kl(1 / beta, sft_scores, sft_log_ratios)}
+             for beta in (0.05, BASE.kl_coef, 0.5, beta_hat, 2.0)],
+            title=f"K(β) on {BATCH} SFT completions (largest possible {largest_tilted_kl(sft_scores, sft_log_ratios):.2f}"
+                  f" nats); K(β̂) = {KL_TARGET} at β̂ = {beta_hat:.3g}")
 
-We start from the default β, ask for a target KL well below what that β settled at,
-and shorten the horizon (in completions) so that β can move within this short run.
-"""
-
-# %%
-fixed_kl = ppo_runs[BASE.kl_coef][0].history[-1]["sequence_kl"]
-KL_TARGET = 1.0  # nats; the fixed-β run settled at the KL printed below
-HORIZON = 256  # completions; short, so that β can move within this run (the table shows one batch's change)
-print_table([{"measured KL": kl, "e": min(max(kl / KL_TARGET - 1, -0.2), 0.2),
-              "β after one batch (from 1.0)": AdaptiveKLController(1.0, KL_TARGET, HORIZON).update(kl, BATCH)}
-             for kl in (0.0, KL_TARGET / 2, KL_TARGET, KL_TARGET * 1.1, KL_TARGET * 3)],
-            title=f"The update rule, target {KL_TARGET} nats, n = {BATCH}, horizon {HORIZON}")
-ADAPTIVE_ITERATIONS = lecture.choose(full=60, quick=ITERATIONS)
-adaptive, _, _ = run_ppo(BASE.replace(kl_target=KL_TARGET, kl_horizon=HORIZON, iterations=ADAPTIVE_ITERATIONS))
-betas = [m["beta"] for m in adaptive.history] + [adaptive.kl_controller.beta]
-kl_curve = [m["sequence_kl"] for m in adaptive.history]
-last_batches = kl_curve[-max(1, len(kl_curve) // 6):]
-print(f"{ADAPTIVE_ITERATIONS} iterations: β {betas[0]:.3g} → lowest {min(betas):.3g} → final {betas[-1]:.3g}; "
-      f"sequence KL highest {max(kl_curve):.2f}, mean of the last {len(last_batches)} batches "
-      f"{sum(last_batches) / len(last_batches):.2f} (target {KL_TARGET}; the fixed β = {BASE.kl_coef} run ended at {fixed_kl:.2f})")
-print_table([{"policy": f"PPO, adaptive β → KL {KL_TARGET}", **measure(adaptive.policy, reference)}],
-            title="The adaptive run on fresh samples")
+fixed, fixed_seconds = train(BASE)
+fixed_kl = fixed.history[-1]["sequence_kl"]
+adaptive = {rule: train(BASE.replace(kl_target=KL_TARGET, kl_controller=rule))[0]
+            for rule in ("proportional", "optimum")}
+for rule, trainer in adaptive.items():
+    betas = [m["beta"] for m in trainer.history] + [trainer.kl_controller.beta]
+    kl_curve = [m["sequence_kl"] for m in trainer.history]
+    last_batches = kl_curve[-max(1, len(kl_curve) // 6):]
+    print(f"{rule} rule, {len(kl_curve)} iterations: β {betas[0]:.3g} → lowest {min(betas):.3g} → final "
+          f"{betas[-1]:.3g}; sequence KL highest {max(kl_curve):.2f}, mean of the last {len(last_batches)} batches "
+          f"{sum(last_batches) / len(last_batches):.2f} (target {KL_TARGET}; the fixed β = {BASE.kl_coef} run ended at "
+          f"{fixed_kl:.2f})")
+reference = fixed.reference
+fixed_measured = measure(fixed.policy, reference)
+print_table([{"policy": "SFT", **measure(reference, reference)},
+             {"policy": f"PPO, fixed β = {BASE.kl_coef}", **fixed_measured},
+             *({"policy": f"PPO, {rule} rule → KL {KL_TARGET}", **measure(trainer.policy, reference)}
+               for rule, trainer in adaptive.items())],
+            title=f"After training, {EVAL_SAMPLES} fresh samples each")
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
-iterations = range(1, len(adaptive.history) + 1)
-axes[0].plot(iterations, [m["sequence_kl"] for m in adaptive.history], label="adaptive β")
-axes[0].plot(range(1, len(ppo_runs[BASE.kl_coef][0].history) + 1),
-             [m["sequence_kl"] for m in ppo_runs[BASE.kl_coef][0].history], label=f"fixed β = {BASE.kl_coef}")
+axes[0].plot(range(1, len(fixed.history) + 1), [m["sequence_kl"] for m in fixed.history], color="0.5",
+             label=f"fixed β = {BASE.kl_coef}")
+for rule, trainer in adaptive.items():
+    axes[0].plot(range(1, len(trainer.history) + 1), [m["sequence_kl"] for m in trainer.history], label=f"{rule} rule")
+    axes[1].plot(range(len(trainer.history) + 1), [m["beta"] for m in trainer.history] + [trainer.kl_controller.beta],
+                 label=f"{rule} rule")
 axes[0].axhline(KL_TARGET, color="black", ls="--", lw=1, label="target")
 axes[0].set_ylabel("sequence KL to SFT (nats)")
-axes[1].plot(range(len(betas)), betas, color="tab:purple")
 axes[1].set_ylabel("β")
 axes[1].set_yscale("log")
 for axis in axes:
     axis.set_xlabel("iteration")
-axes[0].legend(fontsize=8)
+    axis.legend(fontsize=8)
 axes[0].set_title("KL steered towards a target")
 axes[1].set_title("β, adapted after every batch")
 lecture.save_figure(figure, "adaptive_kl.png")
 
 # %% [markdown]
 """
-Read adaptive_kl.png: while the KL is more than 20% above the target, e sits at its
-clip and β grows by the same factor every batch; the policy answers with a lag (it has to
-unlearn), so β keeps growing for a while after the KL has started to fall — a
-proportional controller with a limited rate. The learning rate annealed to 0 by the end
-of the run also slows the policy's answer. Compare the most frequent completions with
-the fixed-β row of section 3: the same reward model, another point on the
-reward–KL trade-off.
+Read adaptive_kl.png: the proportional rule first lowers β while the KL is still
+climbing from 0 (its lowest β comes within the first iterations), the policy runs to
+where the fixed β takes it, and β then climbs at its limited rate while the policy
+answers late: at the end of the run the KL is still on its way down. The optimum rule
+sets β near β̂ within two batches and holds it there; after an early excursion that all three runs share, the KL comes down to the
+target as PPO converges to π*_β̂. Compare both with the fixed-β row: the same reward
+model, another point on the reward–KL trade-off.
 
-## 5. Without a critic: group baselines (GRPO-style) and leave-one-out (RLOO)
+## 5. Without a critic: group baselines (GRPO) and leave-one-out (RLOO)
 
 PPO's critic is a second network as large as the policy, trained alongside it, whose
 only job is the baseline V(s_t). For a reward paid once per completion there is a
 cheaper baseline: sample G completions of the same prompt and compare each with the
 others. With the sequence reward R_i = r_φ(y_i) − β · Σ_t KL_t(y_i):
 
-    GRPO-style:  Â_i = (R_i − mean_j R_j) / (std_j R_j + ε)       (one group of G)
-    RLOO:        Â_i = R_i − (1 / (G − 1)) Σ_{j ≠ i} R_j
+    GRPO:   Â_i = (R_i − mean_j R_j) / (std_j R_j + ε)         (j over the group of G)
+    RLOO:   Â_i = R_i − (1 / (G − 1)) Σ_{j ≠ i} R_j
 
-Every token of completion i gets the same Â_i; no value network, no GAE. (GRPO as
-published also moves the KL from the reward into the loss; here both keep it in the
-reward, so the only difference from PPO is the baseline.) Everything else is reused:
-the sampler, the per-token log-probs at temperature τ, the KL estimate, PPO's clipped
-surrogate with the same ε, and the very update routine of both trainers
-(`ppo.update.run_update`: the same epochs, minibatches, gradient clipping and early stop).
+Every token of completion i gets the same Â_i; no value network, no GAE. The library's
+`GroupBaselineTrainer` (`ppo/lm/group_trainer.py`) is `RLHFTrainer` with three methods
+replaced: the rollout's prompts come in groups of G, `advantages` puts Â_i on every token
+(`group_advantages`), and `minibatch_loss` drops the value loss. Everything else is PPO's:
+the sampler, the per-token log-probs at temperature τ, the KL penalty in the reward, the
+clipped surrogate with the same ε, and the same update routine (`ppo.update.run_update`:
+epochs, minibatches, gradient clipping, early stop). `trainer_class(config.algorithm)`
+picks the trainer, as `ppo-rlhf --algorithm grpo|rloo --group-size G` does. (Published
+GRPO moves the KL from the reward into the loss; here both keep it in the reward, so the
+baseline is the only difference from PPO.) First the two baselines on one group by hand:
 """
 
-
 # %%
-def group_advantages(rewards: torch.Tensor, group_size: int, kind: str) -> torch.Tensor:
-    """(B,) sequence rewards, consecutive groups of G completions of one prompt -> (B,) advantages."""
-    grouped = rewards.view(-1, group_size)  # (B / G, G)
-    if kind == "GRPO":
-        advantages = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, keepdim=True) + 1e-6)
-    else:  # RLOO: the mean of the other G − 1 rewards
-        advantages = grouped - (grouped.sum(1, keepdim=True) - grouped) / (group_size - 1)
-    return advantages.reshape(-1)
-
-
-def train_critic_free(kind: str, config: RLHFConfig, group_size: int) -> tuple[list[dict], object, float]:
-    torch.manual_seed(config.seed)
-    policy = copy_with_value_head(sft, value_head=False)
-    frozen = copy_with_value_head(sft, value_head=False).requires_grad_(False)
-    optimizer = FlatAdam(policy.parameters(), lr=config.learning_rate, eps=config.adam_eps)
-    generator = torch.Generator().manual_seed(config.seed)
-
-    def minibatch_loss(minibatch: dict) -> MinibatchLoss:
-        """PPO's clipped surrogate on b completions; no value loss, no entropy term."""
-        tokens = TokenBatch(minibatch["tokens"], minibatch["prompt_lengths"], minibatch["completion"], minibatch["mask"])
-        new_log_probs = score_completions(policy, tokens, config.temperature).log_probs  # (b, T)
-        loss = clipped_surrogate_loss(new_log_probs, minibatch["log_probs"], minibatch["advantages"], config.clip_coef,
-                                      tokens.mask)
-        return MinibatchLoss(loss=loss, log_ratio=(new_log_probs.detach() - minibatch["log_probs"]) * tokens.mask,
-                             mask=tokens.mask, terms={"policy_loss": loss})
-
-    history, started = [], time.perf_counter()
-    for iteration in range(config.iterations):
-        optimizer.lr = linear_annealing(config.learning_rate, iteration, config.iterations)  # as RLHFTrainer
-        with torch.no_grad():
-            batch = sample_completions(policy, tokenizer, [PROMPT] * config.batch_size, config.max_new_tokens,
-                                       config.temperature, generator)
-            old_log_probs = score_completions(policy, batch, config.temperature).log_probs  # (B, T)
-            reference_log_probs = score_completions(frozen, batch, config.temperature).log_probs
-            scores = torch.where(batch.ended_with_eos, reward_model.score_batch(batch),
-                                 torch.tensor(config.missing_eos_penalty))  # (B,)
-            sequence_kl = per_token_kl(old_log_probs, reference_log_probs, batch.mask, config.kl_estimator).sum(1)
-            advantages = group_advantages(scores - config.kl_coef * sequence_kl, group_size, kind)  # (B,)
-            token_advantages = advantages.unsqueeze(1) * batch.mask  # (B, T): Â_i at every real token
-        samples = {"tokens": batch.tokens, "prompt_lengths": batch.prompt_lengths, "completion": batch.completion,
-                   "mask": batch.mask, "log_probs": old_log_probs, "advantages": token_advantages}
-        run_update(samples, minibatch_loss, optimizer, update_epochs=config.update_epochs,
-                   num_minibatches=config.num_minibatches, max_grad_norm=config.max_grad_norm,
-                   target_kl=config.target_kl, clip_coef=config.clip_coef, generator=generator)
-        well_formed = [is_well_formed(text, bool(eos)) for text, eos in zip(batch.texts, batch.ended_with_eos)]
-        history.append({"score": float(scores.mean()), "sequence_kl": float(sequence_kl.mean()),
-                        "well_formed_rate": sum(well_formed) / len(batch)})
-    return history, policy, (time.perf_counter() - started) / config.iterations
-
-
+example = torch.tensor([1.0, 0.5, 0.0, -0.5])
+print_table([{"R_i": float(reward), "mean of the other three": float((example.sum() - reward) / 3),
+              "GRPO Â_i": float(grpo), "RLOO Â_i": float(rloo)}
+             for reward, grpo, rloo in zip(example, group_advantages(example, 4, "grpo"),
+                                           group_advantages(example, 4, "rloo"))],
+            title="One group of G = 4 sequence rewards (group_advantages)")
 GROUP_SIZE = lecture.choose(full=16, quick=8)
 print(f"{BATCH // GROUP_SIZE} groups of G = {GROUP_SIZE} completions per iteration, β = {BASE.kl_coef}, "
       f"{ITERATIONS} iterations, the same optimiser settings as PPO")
-ppo_trainer, _, ppo_seconds = ppo_runs[BASE.kl_coef]
-method_rows = [{"method": "PPO (critic, token-level GAE)", "s / iteration": ppo_seconds,
-                "trained networks": 2, **measure(ppo_trainer.policy, reference)}]
-critic_free = {}
-for kind in ("GRPO", "RLOO"):
-    history, policy, seconds = train_critic_free(kind, BASE, GROUP_SIZE)
-    critic_free[kind] = history
-    method_rows.append({"method": f"{kind} baseline, no critic", "s / iteration": seconds, "trained networks": 1,
-                        **measure(policy, reference)})
-print_table(method_rows, title=f"Three ways to the same objective (β = {BASE.kl_coef}): {EVAL_SAMPLES} fresh samples each")
+trainers = {"PPO (critic, token-level GAE)": (fixed, fixed_seconds)}
+for algorithm in ("grpo", "rloo"):
+    trainers[f"{algorithm.upper()} baseline, no critic"] = train(BASE.replace(algorithm=algorithm,
+                                                                               group_size=GROUP_SIZE))
+print_table([{"method": name, "s / iteration": seconds, "trained networks": 2 if trainer.uses_critic else 1,
+              **(fixed_measured if trainer is fixed else measure(trainer.policy, reference))}
+             for name, (trainer, seconds) in trainers.items()],
+            title=f"Three trainers, one objective (β = {BASE.kl_coef}): {EVAL_SAMPLES} fresh samples each")
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
-curves = {"PPO (critic)": ppo_trainer.history, **{f"{kind} (no critic)": history for kind, history in critic_free.items()}}
-for name, history in curves.items():
-    iterations = range(1, len(history) + 1)
-    axes[0].plot(iterations, [m["score"] for m in history], label=name)
-    axes[1].plot(iterations, [m["sequence_kl"] for m in history], label=name)
+for name, (trainer, _) in trainers.items():
+    iterations = range(1, len(trainer.history) + 1)
+    axes[0].plot(iterations, [m["score"] for m in trainer.history], label=name)
+    axes[1].plot(iterations, [m["sequence_kl"] for m in trainer.history], label=name)
 axes[0].set_title("proxy score r_φ of the batch")
 axes[1].set_title("sequence KL to SFT (nats)")
 for axis in axes:
@@ -426,8 +568,10 @@ lecture.save_figure(figure, "critic_free.png")
 * A reward model is trained on comparisons and is only trustworthy near them (the probe
   in section 2). PPO is an optimiser: it will find what the proxy over-scores unless
   something holds it back.
-* The KL penalty to the SFT model is that something: compare the β rows of section 3 —
-  proxy score, true score, well-formed rate and KL.
+* Over-optimisation has a shape (section 3): measured against d = √KL, the gold score
+  first rises with the proxy and then, once the policy (or the best of very many
+  samples) leaves the region the comparisons covered, falls while the proxy keeps
+  rising. The KL penalty sets how far along that curve PPO goes.
 * The adaptive controller replaces "choose β" with "choose a KL budget" (section 4).
 * With one reward per completion, a baseline from other samples of the same prompt can
   stand in for the critic (section 5): one network fewer to train and hold in memory, at

@@ -84,6 +84,28 @@ def ppo_loss(
     return loss
 
 
+def transition_loss(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
+                    minibatch: dict[str, torch.Tensor], advantages: torch.Tensor, policy_loss, config):
+    """(L, its terms) on b transitions: L = L_policy − c_e·H + c_v·L_value.
+
+    `minibatch` holds the rollout's log π_old ("log_probs"), V_old ("values") and R
+    ("returns"); `advantages` are Â as the update uses them (whitened or not);
+    `policy_loss(new_log_probs, old_log_probs, advantages)` is L_policy (the clipped
+    surrogate, or a variant's); `config` supplies c_v, c_e and ε_v (vf_coef, ent_coef,
+    value_clip_coef). The terms (policy_loss, value_loss, entropy, value_clip_fraction)
+    are what the logs show.
+    """
+    policy = policy_loss(new_log_probs, minibatch["log_probs"], advantages)
+    critic = value_loss(new_values, minibatch["values"], minibatch["returns"], config.value_clip_coef)
+    entropy_mean = entropy_bonus(entropy)
+    return ppo_loss(policy, critic, entropy_mean, config.vf_coef, config.ent_coef), {
+        "policy_loss": policy,
+        "value_loss": critic,
+        "entropy": entropy_mean,
+        "value_clip_fraction": value_clip_fraction(new_values, minibatch["values"], config.value_clip_coef),
+    }
+
+
 def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """H[π_θ] averaged over samples; it enters the loss as −c_e · H to keep exploring."""
     return masked_mean(entropy, mask)

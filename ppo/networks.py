@@ -64,8 +64,11 @@ class CategoricalDistribution:
     def __init__(self, logits: torch.Tensor):
         self.log_probs = torch.log_softmax(logits, dim=-1)  # (B, n)
 
-    def sample(self) -> torch.Tensor:
-        uniform = torch.rand_like(self.log_probs).clamp_(min=torch.finfo(self.log_probs.dtype).tiny)
+    def sample(self, uniform: torch.Tensor | None = None) -> torch.Tensor:
+        """One action per row; `uniform` (the U of the docstring, shaped like the logits)
+        is drawn from the global generator unless given."""
+        uniform = torch.rand_like(self.log_probs) if uniform is None else uniform
+        uniform = uniform.clamp(min=torch.finfo(self.log_probs.dtype).tiny)
         return (self.log_probs - torch.log(-torch.log(uniform))).argmax(dim=-1)
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:

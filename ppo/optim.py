@@ -23,6 +23,7 @@ operations on one vector: the optimizer part of a step is 4–8× faster on a 2-
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -182,3 +183,101 @@ def _unique(parameters: Iterable[nn.Parameter], seen: set[int]) -> list[nn.Param
             seen.add(id(p))
             unique.append(p)
     return unique
+
+
+class StackedAdam:
+    """S independent Adams, one per member of a stack of identical networks.
+
+    `parameters` are stacked tensors whose leading axis indexes the S members
+    (`ppo.stacked_networks.StackedActorCritic.parameters_in_member_order()`). They are
+    re-pointed into one (S, P) matrix whose row s is member s's flat parameter vector, in
+    the order FlatAdam lays out one member's parameters; gradients likewise. Adam acts
+    element by element, so one step on the matrix is S FlatAdam steps, with
+
+        g_s ← g_s · min(1, c / (‖g_s‖₂ + 10⁻⁶))       each member's own global norm
+
+    and each member its own step count t_s: a member left out of a step (`active[s]`
+    False, an update it ended early) keeps its θ, m, v and t. Rows with the same t
+    are updated with FlatAdam's very arithmetic (Python-float bias corrections), so a
+    member's step equals its own run's.
+    """
+
+    def __init__(self, parameters: Iterable[nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8):
+        self.parameters = list(parameters)
+        first = self.parameters[0]
+        self.num_members = first.shape[0]
+        if any(p.shape[0] != self.num_members or p.dtype != first.dtype or p.device != first.device
+               for p in self.parameters):
+            raise ValueError("StackedAdam needs parameters with one leading member axis, dtype and device")
+        self.lr = float(lr)
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        sizes = [p[0].numel() for p in self.parameters]
+        self.flat_params = torch.empty(self.num_members, sum(sizes), dtype=first.dtype, device=first.device)
+        self.flat_grads = torch.zeros_like(self.flat_params)
+        offset = 0
+        for p, size in zip(self.parameters, sizes):
+            columns = slice(offset, offset + size)
+            self.flat_params[:, columns].copy_(p.detach().reshape(self.num_members, size))
+            p.data = self.flat_params[:, columns].view(p.shape)
+            p.grad = self.flat_grads[:, columns].view(p.shape)
+            offset += size
+        self._grad_views = [p.grad for p in self.parameters]
+        self.exp_avg = torch.zeros_like(self.flat_params)
+        self.exp_avg_sq = torch.zeros_like(self.flat_params)
+        self.steps = [0] * self.num_members  # t_s
+        # A member's slice of a row is not dense memory, which autograd's layout check notes
+        # once; gradients still accumulate in place into these views.
+        warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+
+    def zero_grad(self) -> None:
+        self.flat_grads.zero_()
+
+    def clip_grad_norm(self, max_norm: float | None) -> torch.Tensor:
+        """Clip each member's gradient to its own global norm `max_norm`; returns the (S,) norms before."""
+        norm = torch.linalg.vector_norm(self.flat_grads, dim=1)
+        if max_norm is not None:
+            self.flat_grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0).unsqueeze(1))
+        return norm
+
+    @torch.no_grad()
+    def step(self, active: list[bool] | None = None) -> None:
+        """One Adam step for every member (or those with `active[s]`)."""
+        if any(p.grad is not view for p, view in zip(self.parameters, self._grad_views)):
+            raise RuntimeError("a parameter's .grad no longer points into StackedAdam's matrix; "
+                               "zero gradients with the optimizer's zero_grad()")
+        members = [s for s in range(self.num_members) if active is None or active[s]]
+        for s in members:
+            self.steps[s] += 1
+        by_step: dict[int, list[int]] = {}
+        for s in members:
+            by_step.setdefault(self.steps[s], []).append(s)
+        for steps, rows in by_step.items():
+            if len(rows) == self.num_members:
+                self._adam(self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq, steps)
+                continue
+            index = torch.tensor(rows, device=self.flat_params.device)
+            parts = [tensor.index_select(0, index) for tensor in
+                     (self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq)]
+            self._adam(*parts, steps)
+            for tensor, part in zip((self.flat_params, self.exp_avg, self.exp_avg_sq), (parts[0], parts[2], parts[3])):
+                tensor.index_copy_(0, index, part)
+
+    def _adam(self, params, grads, exp_avg, exp_avg_sq, steps: int) -> None:
+        """FlatAdam.step's arithmetic on rows that share the step count t."""
+        exp_avg.lerp_(grads, 1.0 - self.beta1)
+        exp_avg_sq.mul_(self.beta2).addcmul_(grads, grads, value=1.0 - self.beta2)
+        bias_correction1 = 1.0 - self.beta1**steps
+        bias_correction2 = 1.0 - self.beta2**steps
+        denominator = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
+        params.addcdiv_(exp_avg, denominator, value=-self.lr / bias_correction1)
+
+    def member_state_dict(self, member: int) -> dict:
+        """Member `member`'s optimizer as a FlatAdam state dict (what its own run would save)."""
+        return {
+            "lr": [self.lr],
+            "steps": self.steps[member],
+            "exp_avg": self.exp_avg[member].clone(),
+            "exp_avg_sq": self.exp_avg_sq[member].clone(),
+        }

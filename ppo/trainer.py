@@ -33,14 +33,7 @@ from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.distributed import SINGLE_PROCESS, World
-from ppo.losses import (
-    clipped_surrogate_loss,
-    entropy_bonus,
-    explained_variance,
-    ppo_loss,
-    value_clip_fraction,
-    value_loss,
-)
+from ppo.losses import clipped_surrogate_loss, explained_variance, transition_loss
 from ppo.networks import ActorCritic, spaces_to_dict
 from ppo.normalize import ObservationNormalizer, RewardScaler
 from ppo.optim import FlatAdam
@@ -72,7 +65,30 @@ def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: 
         raise ConfigError(f"{env_id} has action space {action_space}; the trainer supports Discrete and 1-D Box")
 
 
-class PPO(BaseTrainer):
+class StepsEnvs:
+    """What a trainer that steps a VecEnv keeps of it: the envs, their spaces, the action bounds."""
+
+    device: torch.device
+
+    def bind_envs(self, envs: VecEnv, env_id: str) -> None:
+        self.envs = envs
+        observation_space, action_space = envs.single_observation_space, envs.single_action_space
+        check_spaces(observation_space, action_space, env_id)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.continuous = isinstance(action_space, gym.spaces.Box)
+        if self.continuous:
+            self.action_low = torch.as_tensor(action_space.low, dtype=torch.float32, device=self.device)
+            self.action_high = torch.as_tensor(action_space.high, dtype=torch.float32, device=self.device)
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """The action sent to the env: Gaussian samples clipped to the bounds; the buffer
+        keeps the unclipped sample, whose log-prob is the one the update recomputes."""
+        if self.continuous:
+            return torch.max(torch.min(action, self.action_high), self.action_low)
+        return action
+
+
+class PPO(BaseTrainer, StepsEnvs):
     """Proximal Policy Optimization with the clipped surrogate, on the caller's `VecEnv`."""
 
     sample_unit = "steps"
@@ -92,14 +108,8 @@ class PPO(BaseTrainer):
                               f"num_envs = {config.num_envs} / {world.size} processes = {self.local_num_envs}")
         if torch.device(envs.device).type != self.device.type:
             raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
-        self.envs = envs
-        observation_space, action_space = envs.single_observation_space, envs.single_action_space
-        check_spaces(observation_space, action_space, config.env_id)
-        self.observation_space, self.action_space = observation_space, action_space
-        self.continuous = isinstance(action_space, gym.spaces.Box)
-        if self.continuous:
-            self.action_low = torch.as_tensor(action_space.low, dtype=torch.float32, device=self.device)
-            self.action_high = torch.as_tensor(action_space.high, dtype=torch.float32, device=self.device)
+        self.bind_envs(envs, config.env_id)
+        observation_space, action_space = self.observation_space, self.action_space
 
         self.model = ActorCritic.from_config(config, observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
@@ -153,13 +163,6 @@ class PPO(BaseTrainer):
         if self.obs_normalizer is None:
             return raw_obs
         return self.obs_normalizer(raw_obs) if update_statistics else self.obs_normalizer.normalize(raw_obs)
-
-    def env_action(self, action: torch.Tensor) -> torch.Tensor:
-        """The action sent to the env: Gaussian samples clipped to the bounds; the buffer
-        keeps the unclipped sample, whose log-prob is the one the update recomputes."""
-        if self.continuous:
-            return torch.max(torch.min(action, self.action_high), self.action_low)
-        return action
 
     # ------------------------------------------------------------------ rollout
     @torch.inference_mode()
@@ -218,24 +221,13 @@ class PPO(BaseTrainer):
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """L = L_policy − c_e·H + c_v·L_value on b transitions, with log π_θ, H, V recomputed."""
-        config = self.config
         new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
         advantages = minibatch["advantages"]
-        if config.norm_adv:  # over the whole minibatch, all processes' shares together
+        if self.config.norm_adv:  # over the whole minibatch, all processes' shares together
             advantages = self.world.whiten(advantages)
-        policy_loss = self.policy_loss(new_log_probs, minibatch["log_probs"], advantages)
-        critic_loss = value_loss(new_values, minibatch["values"], minibatch["returns"], config.value_clip_coef)
-        entropy_mean = entropy_bonus(entropy)
-        return MinibatchLoss(
-            loss=ppo_loss(policy_loss, critic_loss, entropy_mean, config.vf_coef, config.ent_coef),
-            log_ratio=new_log_probs.detach() - minibatch["log_probs"],
-            terms={
-                "policy_loss": policy_loss,
-                "value_loss": critic_loss,
-                "entropy": entropy_mean,
-                "value_clip_fraction": value_clip_fraction(new_values, minibatch["values"], config.value_clip_coef),
-            },
-        )
+        loss, terms = transition_loss(new_log_probs, entropy, new_values, minibatch, advantages, self.policy_loss,
+                                      self.config)
+        return MinibatchLoss(loss=loss, log_ratio=new_log_probs.detach() - minibatch["log_probs"], terms=terms)
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatch steps on the clipped-surrogate loss (ppo.update)."""

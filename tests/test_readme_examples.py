@@ -34,8 +34,10 @@ def test_the_python_api_examples_run(tmp_path: Path):
                                 capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S)
         assert result.returncode == 0, f"README example {number} failed:\n{example}\n{result.stderr[-3000:]}"
         outputs.append(result.stdout)
-    trained, acted, evaluated, language_model = outputs
+    trained, batched, acted, evaluated, language_model = outputs
     assert "stopped after" in trained
+    assert "mean of the last 20 episodes per seed:" in batched
+    assert all((tmp_path / "runs" / "cartpole-batch" / f"seed{seed}" / "checkpoint.pt").is_file() for seed in (1, 2, 3, 4))
     assert (tmp_path / "runs" / "cartpole-api" / "checkpoint.pt").is_file()
     assert "one greedy episode: return" in acted
     assert "greedy evaluation:" in evaluated

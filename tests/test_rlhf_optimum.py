@@ -7,8 +7,18 @@ import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
 from envs import corpus
-from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.enumeration import ending_mass
+from ppo.lm.model import GPT, GPTConfig, completion_log_probs
+from ppo.lm.optimum import (
+    MALFORMED,
+    NO_EOS,
+    completion_probabilities,
+    kl_regularised_optimum,
+    optimum_over_prompts,
+    rule_scores,
+)
 from ppo.lm.rollout import sample_completions
+from ppo.lm.tokenizer import CharTokenizer
 
 
 def kl_divergence(probabilities: dict, reference: dict) -> float:
@@ -49,3 +59,106 @@ def test_completion_probabilities_match_sampled_frequencies():
         sampled = sum(text == food and bool(eos) for text, eos in zip(batch.texts, batch.ended_with_eos)) / 4000
         standard_error = math.sqrt(exact[food] * (1 - exact[food]) / 4000)
         assert abs(sampled - exact[food]) < 4 * standard_error + 1e-3, (food, sampled, exact[food])
+
+
+def uniform_model(tokenizer: CharTokenizer) -> GPT:
+    """A GPT with every weight 0: logits 0, so each step is uniform over the K tokens it may emit (EOS and
+    the characters; BOS and PAD never)."""
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=8, n_layer=1, n_head=1, n_embd=4,
+                          never_emitted=(tokenizer.bos_id, tokenizer.pad_id)))
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+    return model.eval()
+
+
+# Alphabet {a, b} and EOS: every token has probability 1/3 at every step. Within T tokens,
+# π(answer + EOS) = 3^−(len + 1) if len + 1 ≤ T (else 0), π(no EOS within T) = (2/3)^T, and
+# MALFORMED is what is left: T = 2: 1 − 1/9 − 1/9 − 0 − 4/9 = 1/3 (only the empty string);
+# T = 3: 1 − 3/27 − 3/27 − 1/27 − 8/27 = 12/27 (the empty string 9/27, "aa", "ba", "bb").
+HAND_WORKED = {
+    2: {"a": 1 / 9, "b": 1 / 9, "ab": 0.0, NO_EOS: 4 / 9, MALFORMED: 1 / 3},
+    3: {"a": 1 / 9, "b": 1 / 9, "ab": 1 / 27, NO_EOS: 8 / 27, MALFORMED: 12 / 27},
+}
+
+
+@pytest.mark.parametrize("max_new_tokens", sorted(HAND_WORKED))
+def test_groups_of_a_uniform_model_by_hand(max_new_tokens):
+    tokenizer = CharTokenizer("ab")
+    model = uniform_model(tokenizer)
+    groups = completion_probabilities(model, tokenizer, "", ("a", "b", "ab"), max_new_tokens=max_new_tokens)
+    assert groups == pytest.approx(HAND_WORKED[max_new_tokens], abs=1e-7)  # the answers: float32 teacher forcing
+    assert groups[NO_EOS] == pytest.approx(HAND_WORKED[max_new_tokens][NO_EOS], abs=1e-15)  # the tree: float64
+    mass = ending_mass(model, tokenizer, "", max_new_tokens, min_probability=1e-3)  # nothing dropped
+    assert mass.unresolved == 0.0 and mass.no_eos == pytest.approx((2 / 3) ** max_new_tokens, abs=1e-15)
+
+
+def test_the_optimum_scores_running_out_of_tokens_with_the_missing_eos_penalty():
+    """T = 3, reward 1 for "a" + EOS, β = 1/2, missing-EOS penalty −1, by hand:
+
+        Z = (3/27)·e² + (3/27 + 1/27 + 12/27)·e⁰ + (8/27)·e⁻²
+        π*(a) = (3/27)·e² / Z,   π*(NO_EOS) = (8/27)·e⁻² / Z,   KL = E_π*[r] / β − log Z
+    """
+    tokenizer = CharTokenizer("ab")
+    model = uniform_model(tokenizer)
+    beta, penalty = 0.5, -1.0
+    scores = rule_scores(("a", "b", "ab"), "a", 1.0, missing_eos_penalty=penalty)
+    assert scores == {"a": 1.0, "b": 0.0, "ab": 0.0, MALFORMED: 0.0, NO_EOS: -1.0}
+    optimum = optimum_over_prompts(model, tokenizer, [""], ("a", "b", "ab"), lambda prompt: scores, beta,
+                                   max_new_tokens=3, missing_eos_penalty=penalty)
+    with pytest.raises(ValueError, match="missing_eos_penalty"):  # a reward that disagrees with training
+        optimum_over_prompts(model, tokenizer, [""], ("a", "b", "ab"), lambda prompt: {**scores, NO_EOS: 0.0}, beta,
+                             max_new_tokens=3, missing_eos_penalty=penalty)
+    z = 3 / 27 * math.exp(2) + 16 / 27 + 8 / 27 * math.exp(-2)
+    expected_score = (3 / 27 * math.exp(2) - 8 / 27 * math.exp(-2)) / z
+    assert optimum.probabilities["a"] == pytest.approx(3 / 27 * math.exp(2) / z, rel=1e-6)
+    assert optimum.probabilities[NO_EOS] == pytest.approx(8 / 27 * math.exp(-2) / z, rel=1e-6)
+    assert optimum.expected_score == pytest.approx(expected_score, rel=1e-6)
+    assert optimum.kl == pytest.approx(expected_score / beta - math.log(z), rel=1e-6)
+    assert optimum.no_eos_unresolved == 0.0
+    # scored 0 instead (the optimum before the split), running out of tokens would be 7× likelier
+    z_if_zero = 3 / 27 * math.exp(2) + 24 / 27
+    assert optimum.probabilities[NO_EOS] < 0.2 * (8 / 27) / z_if_zero
+
+
+def test_no_eos_probability_is_bracketed_around_brute_force_enumeration():
+    """T = 3: every one of the (V − 1)³ EOS-free completions, and every one that ends within 3 tokens
+    (the 1 + (V − 1) + (V − 1)² strings s of up to two tokens, then EOS), scored by teacher forcing."""
+    model, tokenizer = tiny_sft()
+    prompt = corpus.prompt("ravin", "likes")
+    emitted = torch.tensor([i for i in range(tokenizer.vocab_size)
+                            if i not in (tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id)])
+    running_on = [ids.tolist() for ids in torch.cartesian_prod(emitted, emitted, emitted)]
+    ending = [[tokenizer.eos_id]] + [[i, tokenizer.eos_id] for i in emitted.tolist()]
+    ending += [[*ids.tolist(), tokenizer.eos_id] for ids in torch.cartesian_prod(emitted, emitted)]
+    with torch.no_grad():
+        no_eos, ended = (float(completion_log_probs(model, tokenizer.encode(prompt), completions).double().exp().sum())
+                         for completions in (running_on, ending))
+    assert no_eos + ended == pytest.approx(1.0, abs=1e-5) and ended > 1e-4  # float32 teacher forcing
+    for min_probability in (1e-3, 1e-6, 1e-12):
+        mass = ending_mass(model, tokenizer, prompt, 3, min_probability)
+        assert mass.ended + mass.no_eos + mass.unresolved == pytest.approx(1.0, abs=1e-12)
+        assert mass.no_eos - 1e-6 <= no_eos <= mass.no_eos_upper + 1e-6, (min_probability, mass, no_eos)
+        assert mass.ended - 1e-6 <= ended <= mass.ended + mass.unresolved + 1e-6, (min_probability, mass, ended)
+    assert mass.unresolved < 1e-9
+    assert (mass.no_eos, mass.ended) == pytest.approx((no_eos, ended), abs=1e-6)
+
+
+def test_no_eos_and_malformed_groups_match_sampled_frequencies_at_a_short_limit():
+    """At T = 6 the foods of six letters or more cannot end: much of the mass runs out of tokens."""
+    model, tokenizer = tiny_sft()
+    prompt, limit, n = corpus.prompt("ravin", "likes"), 6, 4000
+    groups = completion_probabilities(model, tokenizer, prompt, corpus.FOODS, max_new_tokens=limit)
+    assert groups["donuts"] == 0.0 and groups["pizza"] > 0.0 and sum(groups.values()) == pytest.approx(1.0)
+    mass = ending_mass(model, tokenizer, prompt, limit, 1e-8)
+    assert groups[NO_EOS] == pytest.approx(mass.no_eos_upper) and mass.unresolved < 1e-3
+    batch = sample_completions(model, tokenizer, [prompt] * n, max_new_tokens=limit,
+                               generator=torch.Generator().manual_seed(1))
+    sampled = {NO_EOS: float((~batch.ended_with_eos).double().mean()),
+               MALFORMED: sum(bool(eos) and text not in corpus.FOODS
+                              for text, eos in zip(batch.texts, batch.ended_with_eos)) / n,
+               "pizza": sum(bool(eos) and text == "pizza" for text, eos in zip(batch.texts, batch.ended_with_eos)) / n}
+    assert sampled[NO_EOS] > 0.2
+    for group, frequency in sampled.items():
+        standard_error = math.sqrt(groups[group] * (1 - groups[group]) / n)
+        assert abs(frequency - groups[group]) < 4 * standard_error + mass.unresolved + 1e-3, (group, frequency, groups)

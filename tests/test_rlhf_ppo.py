@@ -105,3 +105,21 @@ def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(tmp_path):
     for name, tensor in whole.policy.state_dict().items():
         assert torch.equal(resumed.policy.state_dict()[name], tensor), name
     assert resumed.kl_controller.beta == whole.kl_controller.beta
+
+
+def test_the_kl_controller_sees_every_completion_with_its_score_and_sequence_log_ratio():
+    model, tokenizer = tiny_sft()
+    trainer = RLHFTrainer(RLHFConfig(iterations=2, kl_target=0.5, seed=4, **TINY), model, tokenizer, PIZZA)
+    seen = []
+    update = trainer.kl_controller.update
+    trainer.kl_controller.update = lambda feedback: seen.append(feedback) or update(feedback)
+    trainer.train_iteration()
+    trainer.train_iteration()
+    first, second = seen
+    assert len(first.scores) == len(first.log_ratios) == 32 == first.num_completions
+    assert torch.equal(first.log_ratios, torch.zeros(32, dtype=torch.float64))  # the policy is the reference
+    assert set(first.scores.tolist()) <= {0.0, 1.0, -1.0}  # the rule's scores and the missing-EOS penalty
+    assert float(second.log_ratios.abs().max()) > 0
+    # with the k1 estimator, the sequence KL in the reward is ℓ itself
+    assert second.mean_sequence_kl == pytest.approx(float(second.log_ratios.mean()), abs=1e-6)
+    assert trainer.history[1]["beta"] != trainer.history[0]["beta"]  # β moved after the first batch

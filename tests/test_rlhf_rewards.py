@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-from ppo.lm.kl_control import AdaptiveKLController, FixedKLController
 from ppo.lm.rewards import assemble_rewards, last_token_index, per_token_kl
 from ppo.lm.rlhf_trainer import token_advantages
 
@@ -59,11 +58,3 @@ def test_gae_along_tokens_stops_at_eos_and_ignores_values_after_it():
     # λ = 0: one-step TD errors; the EOS step does not bootstrap from the next position
     advantages, _ = token_advantages(rewards, values, MASK, gamma=1.0, gae_lambda=0.0)
     torch.testing.assert_close(advantages[0], torch.tensor([0.0, 0.0, 0.5, 0.0]))
-
-
-def test_fixed_and_adaptive_kl_controllers():
-    assert FixedKLController(0.1).update(100.0, 64) == 0.1
-    controller = AdaptiveKLController(beta=0.1, target=2.0, horizon=1000)
-    assert controller.update(8.0, 100) == pytest.approx(0.1 * (1 + 0.2 * 0.1))  # error clipped at +0.2
-    controller = AdaptiveKLController(beta=0.1, target=2.0, horizon=1000)
-    assert controller.update(1.8, 100) == pytest.approx(0.1 * (1 - 0.1 * 0.1))  # e = 1.8/2 − 1 = −0.1

@@ -37,8 +37,10 @@ def make_torch_vec_env(
     seed: int | None = None,
     dtype: torch.dtype = torch.float64,
     max_episode_steps: int | None = None,
+    groups: int = 1,
 ) -> TorchClassicEnv:
-    """N batched copies of `env_id`; `dtype` is the dtype the physics runs in.
+    """N batched copies of `env_id`; `dtype` is the dtype the physics runs in; `groups`
+    seed groups of N / groups copies each, one random stream per group (TorchClassicEnv).
 
     `max_episode_steps` replaces the env's time limit, as in `gymnasium.make(env_id,
     max_episode_steps=...)` (None keeps gymnasium's: 500 for CartPole-v1, and so on).
@@ -47,7 +49,7 @@ def make_torch_vec_env(
         raise ValueError(f"no batched torch version of {env_id!r}; supported ids: {', '.join(TORCH_ENV_IDS)}")
     if max_episode_steps is not None and (isinstance(max_episode_steps, bool) or max_episode_steps < 1):
         raise ValueError(f"max_episode_steps = {max_episode_steps!r} must be a positive integer or None")
-    env = _ENV_CLASSES[env_id](num_envs, device=device, seed=seed, dtype=dtype)
+    env = _ENV_CLASSES[env_id](num_envs, device=device, seed=seed, dtype=dtype, groups=groups)
     if max_episode_steps is not None:
         env.max_episode_steps = int(max_episode_steps)  # an instance attribute shadows the class's
     return env

@@ -64,8 +64,8 @@ class TorchAcrobot(TorchClassicEnv):
     TORQUES = (-1.0, 0.0, 1.0)
     START_RANGE = 0.1
 
-    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64):
-        super().__init__(num_envs, device, seed, dtype)
+    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64, groups: int = 1):
+        super().__init__(num_envs, device, seed, dtype, groups)
         high = np.array([1.0, 1.0, 1.0, 1.0, self.MAX_VEL_1, self.MAX_VEL_2], dtype=np.float32)
         self.single_observation_space = spaces.Box(-high, high, dtype=np.float32)
         self.single_action_space = spaces.Discrete(3)

@@ -25,6 +25,12 @@ Autoreset comes in two flavours that give the same distribution of episodes:
   keep it where the episode ended, with `torch.where`. Nothing waits on the device;
   finding the finished rows would need their count on the host, a sync every step.
 
+Seed groups (`groups=S`): the copies form S consecutive blocks of N = num_envs / S, each
+with its own generator, so block s draws exactly what an N-copy env seeded alone would
+(`reset(seed=[seed_1, …, seed_S])`). The physics is still one call for all S·N copies;
+only the start states are drawn block by block. This is how a batch of seeds
+(`ppo.seed_batch`) gives every member its own environment stream.
+
 Either way there is no Python loop over copies and no `.item()` in `step`. On CPU a
 step in which no episode ended skips the restart altogether; `obs` is then the very
 tensor `final_obs` (as gymnasium's wrapper in `ppo.vec_env` may also share them).
@@ -33,6 +39,7 @@ tensor `final_obs` (as gymnasium's wrapper in `ppo.vec_env` may also share them)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Sequence
 
 import gymnasium as gym
 import torch
@@ -66,15 +73,22 @@ class TorchClassicEnv(ABC):
         device: str | torch.device = "cpu",
         seed: int | None = None,
         dtype: torch.dtype = torch.float64,
+        groups: int = 1,
     ):
+        if groups < 1 or num_envs % groups:
+            raise ValueError(f"groups = {groups} must be a positive divisor of num_envs = {num_envs}")
         self.num_envs = num_envs
         self.device = torch.device(device)
         self.dtype = dtype
-        self.generator = torch.Generator(device=self.device)
-        if seed is None:
-            self.generator.seed()  # nondeterministic
-        else:
-            self.generator.manual_seed(seed)
+        self.groups = groups
+        self.group_size = num_envs // groups
+        self.generators = [torch.Generator(device=self.device) for _ in range(groups)]
+        for index, generator in enumerate(self.generators):
+            if seed is None:
+                generator.seed()  # nondeterministic
+            else:
+                generator.manual_seed(seed + index)
+        self.generator = self.generators[0]  # the one `_initial_state` draws with (see _draw_initial_states)
         self.reset_by_index = self.device.type == "cpu"  # see the module docstring
         self.elapsed_steps = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self._state: torch.Tensor | None = None  # (state_dim, N) once reset
@@ -101,13 +115,32 @@ class TorchClassicEnv(ABC):
 
     # ----- the VecEnv interface ------------------------------------------------------
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Start a fresh episode in every copy; returns obs (N, obs_dim) float32."""
+    def reset(self, seed: int | Sequence[int] | None = None) -> torch.Tensor:
+        """Start a fresh episode in every copy; returns obs (N, obs_dim) float32.
+
+        With seed groups, `seed` may list one seed per group (an int seeds group g with seed + g).
+        """
         if seed is not None:
-            self.generator.manual_seed(seed)
-        self._state = self._initial_state(self.num_envs)
+            seeds = list(seed) if isinstance(seed, Sequence) else [seed + index for index in range(self.groups)]
+            if len(seeds) != self.groups:
+                raise ValueError(f"reset got {len(seeds)} seeds for {self.groups} seed groups")
+            for generator, group_seed in zip(self.generators, seeds):
+                generator.manual_seed(group_seed)
+        self._state = self._draw_initial_states([self.group_size] * self.groups)
         self.elapsed_steps.zero_()
         return self._observe(self._state)
+
+    def _draw_initial_states(self, counts: list[int]) -> torch.Tensor:
+        """Start states for counts[g] copies of each group g, each drawn with its group's generator."""
+        if self.groups == 1:
+            return self._initial_state(counts[0])
+        parts = []
+        for generator, count in zip(self.generators, counts):
+            if count:
+                self.generator = generator
+                parts.append(self._initial_state(count))
+        self.generator = self.generators[0]
+        return torch.cat(parts, dim=1)
 
     def step(self, actions: torch.Tensor) -> StepResult:
         if self._state is None:
@@ -133,7 +166,11 @@ class TorchClassicEnv(ABC):
         self._state = next_state
         if rows.numel() == 0:  # nothing ended: obs is final_obs (a CPU tensor's size costs no sync)
             return final_obs
-        fresh = self._initial_state(rows.numel())  # (state_dim, k)
+        if self.groups == 1:
+            fresh = self._initial_state(rows.numel())  # (state_dim, k)
+        else:  # rows are sorted, so each group's rows come together, in order
+            counts = torch.bincount(rows // self.group_size, minlength=self.groups).tolist()
+            fresh = self._draw_initial_states(counts)
         self._state.index_copy_(1, rows, fresh)  # next_state is ours to overwrite
         self.elapsed_steps.index_fill_(0, rows, 0)
         if self.observation_is_state:  # one dtype pass over the state beats patching a copy
@@ -141,7 +178,7 @@ class TorchClassicEnv(ABC):
         return final_obs.index_copy(0, rows, self._observe(fresh))  # (N, obs_dim)
 
     def _restart_by_mask(self, next_state, final_obs, done) -> torch.Tensor:
-        fresh = self._initial_state(self.num_envs)  # (state_dim, N)
+        fresh = self._draw_initial_states([self.group_size] * self.groups)  # (state_dim, N)
         self._state = torch.where(done, fresh, next_state)  # done (N,) broadcasts over the rows
         self.elapsed_steps.masked_fill_(done, 0)
         return torch.where(done.unsqueeze(1), self._observe(fresh), final_obs)
@@ -169,8 +206,23 @@ class TorchClassicEnv(ABC):
             "num_envs": self.num_envs,
             "state": None if self._state is None else self._state.clone(),  # (state_dim, N)
             "elapsed_steps": self.elapsed_steps.clone(),  # (N,)
-            "generator": self.generator.get_state(),
+            "generator": self.generators[0].get_state(),
+            **({"group_generators": [generator.get_state() for generator in self.generators]}
+               if self.groups > 1 else {}),
         }
+
+    def group_state_dict(self, group: int) -> dict:
+        """Group `group`'s copies as the `state_dict()` of an env of group_size copies seeded alone."""
+        columns = slice(group * self.group_size, (group + 1) * self.group_size)
+        return {
+            "env_id": self.env_id,
+            "num_envs": self.group_size,
+            "state": None if self._state is None else self._state[:, columns].clone(),
+            "elapsed_steps": self.elapsed_steps[columns].clone(),
+            "generator": self.generators[group].get_state(),
+        }
+
+    member_state_dict = group_state_dict  # the name a seed batch asks for (ppo.seed_batch)
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a `state_dict()`; ValueError if it belongs to another env or size."""
@@ -180,7 +232,8 @@ class TorchClassicEnv(ABC):
         saved = state["state"]
         self._state = None if saved is None else saved.to(self.device, self.dtype).clone()
         self.elapsed_steps.copy_(state["elapsed_steps"])
-        self.generator.set_state(state["generator"])
+        for generator, generator_state in zip(self.generators, state.get("group_generators", [state["generator"]])):
+            generator.set_state(generator_state)
 
     # ----- helpers for subclasses ----------------------------------------------------
 

@@ -56,8 +56,8 @@ class TorchCartPole(TorchClassicEnv):
     THETA_LIMIT = 12 * 2 * math.pi / 360  # 12 degrees in radians
     START_RANGE = 0.05
 
-    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64):
-        super().__init__(num_envs, device, seed, dtype)
+    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64, groups: int = 1):
+        super().__init__(num_envs, device, seed, dtype, groups)
         # Observations may leave the termination box by one step; the space allows twice it.
         high = np.array([2 * self.X_LIMIT, np.inf, 2 * self.THETA_LIMIT, np.inf], dtype=np.float32)
         self.single_observation_space = spaces.Box(-high, high, dtype=np.float32)

@@ -40,8 +40,8 @@ class TorchMountainCar(TorchClassicEnv):
     GRAVITY = 0.0025
     START_POSITION = (-0.6, -0.4)
 
-    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64):
-        super().__init__(num_envs, device, seed, dtype)
+    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64, groups: int = 1):
+        super().__init__(num_envs, device, seed, dtype, groups)
         low = np.array([self.MIN_POSITION, -self.MAX_SPEED], dtype=np.float32)
         high = np.array([self.MAX_POSITION, self.MAX_SPEED], dtype=np.float32)
         self.single_observation_space = spaces.Box(low, high, dtype=np.float32)

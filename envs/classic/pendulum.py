@@ -46,8 +46,8 @@ class TorchPendulum(TorchClassicEnv):
     MAX_TORQUE = 2.0
     START_HIGH = (math.pi, 1.0)  # start theta in [-pi, pi), theta_dot in [-1, 1)
 
-    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64):
-        super().__init__(num_envs, device, seed, dtype)
+    def __init__(self, num_envs: int, device="cpu", seed: int | None = None, dtype=torch.float64, groups: int = 1):
+        super().__init__(num_envs, device, seed, dtype, groups)
         high = np.array([1.0, 1.0, self.MAX_SPEED], dtype=np.float32)
         self.single_observation_space = spaces.Box(-high, high, dtype=np.float32)
         self.single_action_space = spaces.Box(-self.MAX_TORQUE, self.MAX_TORQUE, shape=(1,), dtype=np.float32)

@@ -48,8 +48,12 @@ def running_average(values: list[float]) -> list[float]:
     return out
 
 
-def plot_training_grid(run_dir: str | Path, title: str | None = None) -> Path:
-    """A 3 × 3 grid of the per-iteration metrics of a run; returns the PNG path."""
+def plot_training_grid(run_dir: str | Path, title: str | None = None, kl_target: float | None = None) -> Path:
+    """A 3 × 3 grid of the per-iteration metrics of a run; returns the PNG path.
+
+    With `kl_target` (an adaptive β), the KL panel shows the target as a dashed line and
+    the β panel is drawn on a log scale, so the controller's steps read as factors.
+    """
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir / "metrics.csv")
     iterations = list(range(1, len(rows) + 1))
@@ -62,6 +66,11 @@ def plot_training_grid(run_dir: str | Path, title: str | None = None) -> Path:
             axis.plot(iterations, values, label=key, alpha=0.8)
             if with_running_average:
                 axis.plot(iterations, running_average(values), label=f"{key} (running average)", color="black", lw=1.2)
+        if kl_target is not None and keys == "sequence_kl":
+            axis.axhline(kl_target, color="C3", ls="--", lw=1.2, label=f"KL target {kl_target:g}")
+        if kl_target is not None and keys == "beta" and axis.lines:
+            axis.set_yscale("log")
+            label = f"β, adapted towards KL {kl_target:g} (log scale)"
         axis.set_title(label, fontsize=10)
         axis.set_xlabel("iteration")
         axis.grid(alpha=0.3)

@@ -6,20 +6,68 @@ reference (the SFT model):
     max_π  E_y~π [ r(y) ] − β · KL(π ‖ π_ref)
 
 A large β keeps the text sane but learns slowly; a small β lets the policy hack the
-reward. Two ways to choose β:
+reward. Three ways to choose β, each a controller with `beta` and `update(feedback)`
+called once per iteration with that iteration's batch (`KLFeedback`):
 
 * `FixedKLController`: β stays where it was set.
-* `AdaptiveKLController` (Ziegler et al. 2019, `lm-human-preferences`): after each batch
-  of n completions whose mean sequence KL was KL, with proportional error
+* `ProportionalKLController` (Ziegler et al. 2019, `lm-human-preferences`): after each
+  batch of n completions whose mean sequence KL was KL, with proportional error
 
       e = clip(KL / KL_target − 1, −0.2, 0.2)
       β ← β · (1 + e · n / horizon)
 
-  β grows while the policy is further from the reference than the target, and shrinks
-  while it is closer; `horizon` (in completions) sets how fast.
+  β grows while the policy is further from the reference than the target and shrinks
+  while it is closer; `horizon` (in completions) sets how fast. Made for long runs: the
+  KL answers a change of β only after the policy has moved, so in a run as short as the
+  policy's own convergence the rule first lowers β (the KL starts at 0), the policy
+  overshoots, and a policy that has collapsed onto one answer barely moves back, as
+  every completion of the batch earns the same reward and the advantages vanish.
+* `OptimumKLController` (the default for a KL target): β solved from the batch. The
+  maximiser of the objective above is known, π*_β(y) ∝ π_ref(y)·exp(r(y)/β), and the
+  batch estimates its KL for every β at once. With scores r_i and sequence log-ratios
+  ℓ_i = log π(y_i) − log π_ref(y_i) of the n completions y_i ~ π,
+
+      q_i = exp(−ℓ_i) / Σ_j exp(−ℓ_j)                  the batch re-weighted to π_ref
+      p_i(β) = q_i · exp(r_i/β) / Σ_j q_j · exp(r_j/β)  re-weighted to π*_β
+      K(β) = Σ_i p_i · log(p_i / q_i)                    ≈ KL(π*_β ‖ π_ref)
+
+  K falls as β grows (dK/dθ = θ·Var_p(r) with θ = 1/β: an exponential tilt) from
+  K_max = −log Σ_{i: r_i = max r} q_i as β → 0 to 0 as β → ∞, so K(β̂) = KL_target has one
+  root, found by bisection in log β, and
+
+      β ← β · clip(β̂ / β, 1/m, m)          (m = max_factor, 2 by default)
+
+  β̂ depends on π_ref, r and the target only, not on the policy that drew the batch, so
+  every batch estimates the same number; the controller pools them, weighting each by
+  its effective sample size ESS_t = (Σ_i e^{−ℓ_i})² / Σ_i e^{−2ℓ_i} (n for a batch of the
+  SFT model, few once the policy has moved far and the re-weighting rests on a handful
+  of completions, whose K(β) then reads low):
+
+      β̄ = exp(Σ_t ESS_t · log β̂_t / Σ_t ESS_t),      β ← β · clip(β̄ / β, 1/m, m)
+
+  with m = max_factor (2 by default). β goes where the optimum has the target KL before
+  the policy gets there, and PPO then converges to that optimum. A batch that cannot
+  tell (K_max ≤ KL_target: every completion scored alike, or the target above what the
+  batch can show) adds nothing; until some batch has told, the proportional rule takes
+  the step.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class KLFeedback:
+    """One iteration's batch, as a controller sees it."""
+
+    mean_sequence_kl: float  # the mean over the batch of the sequence KL in the reward
+    num_completions: int  # n
+    scores: torch.Tensor | None = None  # (n,) r_i, the score each completion received
+    log_ratios: torch.Tensor | None = None  # (n,) ℓ_i = Σ_t log π(y_t | s_t) − log π_ref(y_t | s_t)
 
 
 class FixedKLController:
@@ -30,11 +78,17 @@ class FixedKLController:
             raise ValueError(f"beta = {beta} must be ≥ 0")
         self.beta = float(beta)
 
-    def update(self, mean_sequence_kl: float, num_completions: int) -> float:
+    def update(self, feedback: KLFeedback) -> float:
         return self.beta
 
+    def state_dict(self) -> dict:
+        return {"beta": self.beta}
 
-class AdaptiveKLController:
+    def load_state_dict(self, state: dict) -> None:
+        self.beta = float(state["beta"])
+
+
+class ProportionalKLController:
     """β ← β · (1 + clip(KL / KL_target − 1, −0.2, 0.2) · n / horizon)."""
 
     ERROR_CLIP = 0.2
@@ -48,7 +102,106 @@ class AdaptiveKLController:
             raise ValueError(f"KL horizon = {horizon} must be > 0")
         self.beta, self.target, self.horizon = float(beta), float(target), int(horizon)
 
-    def update(self, mean_sequence_kl: float, num_completions: int) -> float:
-        error = min(max(mean_sequence_kl / self.target - 1.0, -self.ERROR_CLIP), self.ERROR_CLIP)
-        self.beta *= 1.0 + error * num_completions / self.horizon
+    def update(self, feedback: KLFeedback) -> float:
+        error = min(max(feedback.mean_sequence_kl / self.target - 1.0, -self.ERROR_CLIP), self.ERROR_CLIP)
+        factor = 1.0 + error * feedback.num_completions / self.horizon
+        if factor <= 0:
+            raise ValueError(f"horizon = {self.horizon} is too short for {feedback.num_completions} completions: "
+                             f"the step would make β ≤ 0 (the horizon must exceed n·{self.ERROR_CLIP})")
+        self.beta *= factor
         return self.beta
+
+    def state_dict(self) -> dict:
+        return {"beta": self.beta}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.beta = float(state["beta"])
+
+
+def tilted_kl(inverse_beta: float, scores: torch.Tensor, log_ratios: torch.Tensor) -> float:
+    """K(β) = Σ_i p_i · log(p_i / q_i) with θ = 1/β (the module docstring), in float64."""
+    log_q = torch.log_softmax(-log_ratios.double(), dim=0)
+    log_p = torch.log_softmax(log_q + inverse_beta * scores.double(), dim=0)
+    return float((log_p.exp() * (log_p - log_q)).sum())
+
+
+def largest_tilted_kl(scores: torch.Tensor, log_ratios: torch.Tensor) -> float:
+    """K_max = lim_{β→0} K(β) = −log Σ_{i: r_i = max r} q_i."""
+    log_q = torch.log_softmax(-log_ratios.double(), dim=0)
+    best = scores.double() == scores.double().max()
+    return float(-torch.logsumexp(log_q[best], dim=0))
+
+
+def solve_beta(scores: torch.Tensor, log_ratios: torch.Tensor, target: float, lowest: float = 1e-4,
+               highest: float = 1e4, steps: int = 60) -> float | None:
+    """β̂ with K(β̂) = target, by bisection of log β on [lowest, highest]; None when K_max ≤ target.
+
+    A root below `lowest` (or above `highest`) returns that bound.
+    """
+    if largest_tilted_kl(scores, log_ratios) <= target:
+        return None
+    low, high = math.log(lowest), math.log(highest)  # K(e^low) > target > K(e^high), K decreasing
+    if tilted_kl(math.exp(-low), scores, log_ratios) <= target:
+        return lowest
+    if tilted_kl(math.exp(-high), scores, log_ratios) >= target:
+        return highest
+    for _ in range(steps):
+        middle = 0.5 * (low + high)
+        if tilted_kl(math.exp(-middle), scores, log_ratios) > target:
+            low = middle
+        else:
+            high = middle
+    return math.exp(0.5 * (low + high))
+
+
+def effective_sample_size(log_ratios: torch.Tensor) -> float:
+    """(Σ w)² / Σ w² of the weights w_i = exp(−ℓ_i) that make the batch a sample of π_ref."""
+    log_w = -log_ratios.double()
+    return float((2 * torch.logsumexp(log_w, dim=0) - torch.logsumexp(2 * log_w, dim=0)).exp())
+
+
+class OptimumKLController(ProportionalKLController):
+    """β ← β · clip(β̄ / β, 1/m, m), β̄ the ESS-weighted geometric mean of the batches' β̂ (K(β̂) = KL_target)."""
+
+    def __init__(self, beta: float, target: float, horizon: int = 10_000, max_factor: float = 2.0):
+        super().__init__(beta, target, horizon)
+        if not max_factor > 1:
+            raise ValueError(f"max_factor = {max_factor} must be > 1")
+        self.max_factor = float(max_factor)
+        self.weighted_log_solutions = 0.0  # Σ_t ESS_t · log β̂_t over the batches that identified β̂
+        self.total_weight = 0.0  # Σ_t ESS_t
+        self.last_solution: float | None = None  # β̂ of the last batch (None: not identified)
+
+    def update(self, feedback: KLFeedback) -> float:
+        if feedback.scores is None or feedback.log_ratios is None:
+            raise ValueError("OptimumKLController needs the batch's scores and log-ratios")
+        self.last_solution = solve_beta(feedback.scores, feedback.log_ratios, self.target)
+        if self.last_solution is not None:
+            weight = effective_sample_size(feedback.log_ratios)
+            self.weighted_log_solutions += weight * math.log(self.last_solution)
+            self.total_weight += weight
+        if self.total_weight == 0.0:  # no batch has identified β̂ yet
+            return super().update(feedback)
+        solution = math.exp(self.weighted_log_solutions / self.total_weight)
+        self.beta *= min(max(solution / self.beta, 1.0 / self.max_factor), self.max_factor)
+        return self.beta
+
+    def state_dict(self) -> dict:
+        return {"beta": self.beta, "weighted_log_solutions": self.weighted_log_solutions,
+                "total_weight": self.total_weight}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.beta = float(state["beta"])
+        self.weighted_log_solutions = float(state.get("weighted_log_solutions", 0.0))
+        self.total_weight = float(state.get("total_weight", 0.0))
+
+
+def kl_controller(beta: float, target: float | None, rule: str = "optimum", horizon: int = 10_000):
+    """The controller of a run: fixed β without a target, else the named rule ("optimum" or "proportional")."""
+    if target is None:
+        return FixedKLController(beta)
+    if rule == "optimum":
+        return OptimumKLController(beta, target, horizon)
+    if rule == "proportional":
+        return ProportionalKLController(beta, target, horizon)
+    raise ValueError(f"KL controller {rule!r} is not one of: optimum, proportional")

@@ -9,13 +9,32 @@ whose maximiser is known in closed form (a Gibbs distribution tilted by the rewa
     π*(y) = π_ref(y) · exp(r(y) / β) / Z,          Z = Σ_y π_ref(y) · exp(r(y) / β)
     KL(π* ‖ π_ref) = E_π*[r] / β − log Z
 
-When the reward pays for a short list of answers (in the food task: ten foods, each
-followed by EOS), the SFT model's probability of each, π_ref(answer + EOS | x), is one
-forward pass. Everything else — the malformed strings — has the leftover mass
-1 − Σ_answer π_ref(answer), and if the reward gives all of it the same score, the sum over
-y collapses to one term per answer plus one, and because r is constant inside each group,
-the KL over whole strings equals the KL over these groups. As β → 0, π* keeps only the
-best-scoring group, re-weighted by π_ref inside it, with KL = −log π_ref(best group).
+When the reward is constant on a few groups of completions, the sum over y collapses to
+one term per group, and because r is constant inside each group (π* ∝ π_ref there), the
+KL over whole strings equals the KL over the groups. In the food task, with the length
+limit T = max_new_tokens of training, the groups are
+
+    answer a      a then EOS, within T tokens:    π_ref(a + EOS | x), one forward pass
+                  (0 if a + EOS is longer than T: training cuts it off first)
+    NO_EOS        no EOS within T tokens: r = missing_eos_penalty, as in training
+    MALFORMED     anything else that ends with EOS within T: the rule's 0, or whatever
+                  one score the caller gives it
+                  π_ref(MALFORMED) = 1 − Σ_a π_ref(a) − π_ref(NO_EOS)
+
+π_ref(NO_EOS) is a sum over every EOS-free T-token prefix (up to (V − 1)^T of them): no
+formula shortens it for a transformer, so it comes from the prefix tree of
+`ppo.lm.enumeration.ending_mass`: every EOS branch of every prefix with π ≥ ε is summed
+exactly, and the prefixes dropped below ε (mass `unresolved`) are counted as running on.
+π_ref(NO_EOS) is then an upper bound at most `unresolved` above the exact value (for
+the default SFT model and prompt, T = 16: within [2.3e-5, 6.1e-5] at ε = 1e-8 and
+[3.8e-5, 4.3e-5] at ε = 1e-10, so about 4e-5 of its mass runs on). Moving mass δ
+between NO_EOS and MALFORMED moves Z by δ·|exp(r_MALFORMED/β) − exp(r_NO_EOS/β)|, so
+every other group's π* by a relative δ·|…|/Z at most: far below what any table shows.
+Without a length limit (max_new_tokens=None) NO_EOS is not split off: MALFORMED is the
+whole rest.
+
+As β → 0, π* keeps only the best-scoring group, re-weighted by π_ref inside it, with
+KL = −log π_ref(best group).
 """
 
 from __future__ import annotations
@@ -26,24 +45,49 @@ from dataclasses import dataclass
 
 import torch
 
+from ppo.lm.enumeration import ending_mass
 from ppo.lm.model import GPT, completion_log_probs
 from ppo.lm.tokenizer import CharTokenizer
 
-MALFORMED = "<malformed>"
+MALFORMED = "<malformed>"  # ends with EOS within the limit, but is none of the answers
+NO_EOS = "<no eos>"  # no EOS within max_new_tokens: scored missing_eos_penalty, as in training
+DEFAULT_MIN_PROBABILITY = 1e-8  # ε of the prefix tree that brackets π_ref(NO_EOS)
 
 
 @torch.no_grad()
 def completion_probabilities(model: GPT, tokenizer: CharTokenizer, prompt: str, answers: tuple[str, ...] | list[str],
-                             temperature: float = 1.0) -> dict[str, float]:
-    """π(answer + EOS | prompt) at temperature τ for every answer, and the leftover mass under MALFORMED."""
+                             temperature: float = 1.0, max_new_tokens: int | None = None,
+                             min_probability: float = DEFAULT_MIN_PROBABILITY) -> dict[str, float]:
+    """π(answer + EOS | prompt) at temperature τ for every answer, and the rest (the module docstring).
+
+    Without `max_new_tokens` the rest is one group, MALFORMED = 1 − Σ_a π(a). With it, an
+    answer longer than the limit has probability 0, NO_EOS holds the mass that emits no EOS
+    within the limit (an upper bound, off by at most the prefix tree's unresolved mass
+    below `min_probability`), and MALFORMED = 1 − Σ_a π(a) − π(NO_EOS).
+    """
+    return _group_probabilities(model, tokenizer, prompt, answers, temperature, max_new_tokens, min_probability)[0]
+
+
+def _group_probabilities(model, tokenizer, prompt, answers, temperature, max_new_tokens,
+                         min_probability) -> tuple[dict[str, float], float]:
+    """(completion_probabilities, the unresolved mass counted in NO_EOS: 0 without a length limit)."""
     was_training = model.training
     model.eval()
     encoded = [tokenizer.encode(answer, add_bos=False, add_eos=True) for answer in answers]
-    log_probs = completion_log_probs(model, tokenizer.encode(prompt), encoded, temperature)  # (F,)
+    with torch.no_grad():
+        log_probs = completion_log_probs(model, tokenizer.encode(prompt), encoded, temperature)  # (F,)
     model.train(was_training)
     probabilities = dict(zip(answers, log_probs.exp().tolist()))
+    unresolved = 0.0
+    if max_new_tokens is not None:
+        for answer, tokens in zip(answers, encoded):
+            if len(tokens) > max_new_tokens:  # cut off before its EOS: part of NO_EOS
+                probabilities[answer] = 0.0
+        mass = ending_mass(model, tokenizer, prompt, max_new_tokens, min_probability, temperature)
+        probabilities[NO_EOS] = min(1.0, mass.no_eos_upper)
+        unresolved = mass.unresolved
     probabilities[MALFORMED] = max(0.0, 1.0 - sum(probabilities.values()))
-    return probabilities
+    return probabilities, unresolved
 
 
 @dataclass
@@ -53,6 +97,9 @@ class KLRegularisedOptimum:
     reference_probabilities: dict[str, float]  # π_ref(group)
     kl: float  # KL(π* ‖ π_ref) in nats
     expected_score: float  # E_π*[r]
+    # π_ref mass whose ending the prefix tree left open, counted in NO_EOS (so π_ref(NO_EOS)
+    # is exact to within it, from above; 0 without NO_EOS)
+    no_eos_unresolved: float = 0.0
 
     @property
     def objective(self) -> float:
@@ -78,26 +125,43 @@ def kl_regularised_optimum(reference_probabilities: dict[str, float], scores: di
 
 
 def optimum_over_prompts(reference: GPT, tokenizer: CharTokenizer, prompts: list[str], answers: tuple[str, ...],
-                         scores_for: Callable[[str], dict[str, float]], beta: float,
-                         temperature: float = 1.0) -> KLRegularisedOptimum:
+                         scores_for: Callable[[str], dict[str, float]], beta: float, temperature: float = 1.0, *,
+                         max_new_tokens: int, missing_eos_penalty: float,
+                         min_probability: float = DEFAULT_MIN_PROBABILITY) -> KLRegularisedOptimum:
     """π* for each prompt (prompts drawn uniformly), averaged: mean probabilities, mean KL, mean E[r].
 
-    `scores_for(prompt)` gives r for every group of `completion_probabilities` (the answers
-    and MALFORMED); for a rule reward that is the same dict for every prompt.
+    The groups are those of `completion_probabilities` with the training length limit:
+    the answers, MALFORMED and NO_EOS. `scores_for(prompt)` gives r for the answers and
+    MALFORMED (for a rule reward the same dict for every prompt); NO_EOS gets
+    `missing_eos_penalty`, which training gives a completion without EOS whatever the
+    reward says (a different NO_EOS score from `scores_for` is an error).
     """
-    optima = []
+    optima, unresolved = [], []
     for prompt in prompts:
-        reference_probabilities = completion_probabilities(reference, tokenizer, prompt, answers, temperature)
-        optima.append(kl_regularised_optimum(reference_probabilities, scores_for(prompt), beta))
+        reference_probabilities, left_open = _group_probabilities(reference, tokenizer, prompt, answers, temperature,
+                                                                  max_new_tokens, min_probability)
+        scores = scores_for(prompt)
+        if scores.get(NO_EOS, missing_eos_penalty) != missing_eos_penalty:
+            raise ValueError(f"scores_for gives {NO_EOS} the score {scores[NO_EOS]}, but training gives a completion "
+                             f"without EOS missing_eos_penalty = {missing_eos_penalty}")
+        scores = {**scores, NO_EOS: missing_eos_penalty}
+        optima.append(kl_regularised_optimum(reference_probabilities, scores, beta))
+        unresolved.append(left_open)
     n = len(optima)
 
     def mean_of(field: str) -> dict[str, float]:
         return {g: sum(getattr(o, field)[g] for o in optima) / n for g in optima[0].probabilities}
 
     return KLRegularisedOptimum(beta, mean_of("probabilities"), mean_of("reference_probabilities"),
-                                sum(o.kl for o in optima) / n, sum(o.expected_score for o in optima) / n)
+                                sum(o.kl for o in optima) / n, sum(o.expected_score for o in optima) / n,
+                                sum(unresolved) / n)
 
 
-def rule_scores(answers: tuple[str, ...], target: str, score: float) -> dict[str, float]:
-    """r per group for a rule reward: `score` for the target answer, 0 for other answers and malformed strings."""
-    return {group: (score if group == target else 0.0) for group in (*answers, MALFORMED)}
+def rule_scores(answers: tuple[str, ...], target: str, score: float,
+                missing_eos_penalty: float | None = None) -> dict[str, float]:
+    """r per group for a rule reward: `score` for the target answer, 0 for other answers and MALFORMED;
+    with `missing_eos_penalty`, NO_EOS gets it (the groups of a length limit)."""
+    scores = {group: (score if group == target else 0.0) for group in (*answers, MALFORMED)}
+    if missing_eos_penalty is not None:
+        scores[NO_EOS] = float(missing_eos_penalty)
+    return scores

@@ -25,6 +25,8 @@ from ppo.config import (
 )
 from ppo.lm.rewards import KL_ESTIMATORS
 
+KL_CONTROLLERS = ("optimum", "proportional")
+
 CRITIC_KINDS = ("separate", "shared")
 ALGORITHMS = ("ppo", "grpo", "rloo")
 
@@ -70,12 +72,20 @@ class RLHFConfig(UpdateConfig):
         default=None,
         metadata={"help": "target mean sequence KL (nats) of the adaptive controller; none = fixed β"},
     )
+    kl_controller: str = field(
+        default="optimum",
+        metadata={
+            "help": "how β follows kl_target (ppo/lm/kl_control.py): optimum = β solved each iteration so that "
+            "the batch's estimate of the KL-regularised optimum has the target KL; proportional = "
+            "β·(1 + clip(KL/target − 1, ±0.2)·batch_size/H) (Ziegler et al. 2019)"
+        },
+    )
     kl_horizon: int | None = field(
         default=None,
         metadata={
-            "help": "adaptive controller horizon H, in completions; none = iterations·batch_size/20, so that β "
-            "can change by up to a fifth per iteration in a 20-iteration run, and as much in all over any "
-            "run (lm-human-preferences: 10000)"
+            "help": "horizon H of the proportional rule, in completions (> batch_size/5); none = "
+            "max(batch_size, iterations·batch_size/20), so that β can change by up to a fifth per iteration in a "
+            "20-iteration run, and as much in all over any longer run (lm-human-preferences: 10000)"
         },
     )
     kl_estimator: str = field(
@@ -124,17 +134,17 @@ class RLHFConfig(UpdateConfig):
 
     @property
     def effective_kl_horizon(self) -> int:
-        """H = kl_horizon, or by default (iterations · batch_size) / 20.
+        """H = kl_horizon, or by default max(batch_size, iterations · batch_size / 20).
 
         β ← β·(1 + e·B/H) with |e| ≤ 0.2 moves β by at most 0.2·B/H per iteration; with the
-        default H that is 4 / iterations, so over the whole run β can grow or shrink by a
-        factor of about (1 + 4/I)^I ≈ e⁴ ≈ 50 for any run length I: enough to reach a KL target
-        from any sensible starting β, while the controller still averages over several
-        iterations of noisy KL estimates.
+        default H that is 4 / iterations (at most 0.2), so over the whole run β can grow or
+        shrink by a factor of about (1 + 4/I)^I ≈ e⁴ ≈ 50 for any run length I ≥ 20: enough to
+        reach a KL target from any sensible starting β, while the controller still averages
+        over several iterations of noisy KL estimates.
         """
         if self.kl_horizon is not None:
             return self.kl_horizon
-        return max(1, self.iterations * self.batch_size // 20)
+        return max(self.batch_size, self.iterations * self.batch_size // 20)
 
     def validate(self) -> RLHFConfig:
         """Raise ConfigError naming the first impossible value; return self when all is well."""
@@ -143,6 +153,10 @@ class RLHFConfig(UpdateConfig):
             require_count(name, getattr(self, name))
         if self.kl_horizon is not None:
             require_count("kl_horizon", self.kl_horizon)
+            if 5 * self.kl_horizon <= self.batch_size:
+                raise ConfigError(f"kl_horizon = {self.kl_horizon} must be more than batch_size / 5 = "
+                                  f"{self.batch_size / 5:g}: a shorter horizon lets one step of the proportional rule "
+                                  f"β·(1 + e·batch_size/H), e ≥ −0.2, make β negative")
         super().validate()
         require_one_of("critic", self.critic, CRITIC_KINDS)
         require_one_of("algorithm", self.algorithm, ALGORITHMS)
@@ -151,6 +165,7 @@ class RLHFConfig(UpdateConfig):
             if self.batch_size % self.group_size:
                 raise ConfigError(f"batch_size = {self.batch_size} is not divisible by group_size = {self.group_size}")
         require_one_of("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
+        require_one_of("kl_controller", self.kl_controller, KL_CONTROLLERS)
         require_finite("missing_eos_penalty", self.missing_eos_penalty)
         require_non_negative("kl_coef", self.kl_coef)
         if self.kl_target is not None:

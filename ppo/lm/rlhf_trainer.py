@@ -44,7 +44,7 @@ from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError
 from ppo.distributed import SINGLE_PROCESS, World
-from ppo.lm.kl_control import AdaptiveKLController, FixedKLController
+from ppo.lm.kl_control import KLFeedback, kl_controller
 from ppo.lm.model import GPT, GPTConfig
 from ppo.lm.rewards import TokenRewards, assemble_rewards, per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
@@ -135,8 +135,8 @@ class RLHFTrainer(BaseTrainer):
             groups.append({"params": list(self.critic.parameters()), "lr": config.critic_learning_rate})
         self.optimizer = FlatAdam(groups, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)
-        self.kl_controller = (AdaptiveKLController(config.kl_coef, config.kl_target, config.effective_kl_horizon)
-                              if config.adaptive_kl else FixedKLController(config.kl_coef))
+        self.kl_controller = kl_controller(config.kl_coef, config.kl_target, config.kl_controller,
+                                           config.effective_kl_horizon)
         self.generator = torch.Generator().manual_seed(world.seed(config.seed))  # sampling and minibatch order
         if world.distributed:
             torch.manual_seed(world.seed(config.seed))
@@ -222,6 +222,16 @@ class RLHFTrainer(BaseTrainer):
         return run_update(samples, self.minibatch_loss, self.optimizer, generator=self.generator, world=self.world,
                           **update_settings(self.config))
 
+    def kl_feedback(self, rollout: Rollout, token_rewards: TokenRewards) -> KLFeedback:
+        """The whole batch, all processes' shares, for the KL controller (β stays one number)."""
+        mask = rollout.batch.mask
+        log_ratios = ((rollout.log_probs - rollout.reference_log_probs) * mask).sum(dim=1).double()  # (B,) ℓ_i
+        scores = token_rewards.scores.double()  # (B,)
+        if self.world.distributed:
+            scores, log_ratios = (torch.cat(self.world.gather(t)) for t in (scores, log_ratios))
+        mean_kl = self.world.mean_of(float(token_rewards.sequence_kl.mean()))
+        return KLFeedback(mean_kl, self.config.batch_size, scores, log_ratios)
+
     def run_iteration(self) -> dict[str, float]:
         config = self.config
         if config.anneal_lr:
@@ -231,8 +241,9 @@ class RLHFTrainer(BaseTrainer):
         token_rewards = self.rewards(rollout)
         advantages, returns = self.advantages(rollout, token_rewards)
         metrics = self.update(rollout, advantages, returns)
-        mean_kl = self.world.mean_of(float(token_rewards.sequence_kl.mean()))  # the run's mean: β stays one number
-        self.kl_controller.update(mean_kl, config.batch_size)
+        feedback = self.kl_feedback(rollout, token_rewards)
+        self.kl_controller.update(feedback)
+        mean_kl = feedback.mean_sequence_kl
 
         batch, mask = rollout.batch, rollout.batch.mask
         non_score = (-beta * token_rewards.kl).sum(dim=1)  # (B,)
@@ -289,6 +300,7 @@ class RLHFTrainer(BaseTrainer):
             "critic": None if self.critic is None else self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "beta": self.kl_controller.beta,
+            "kl_controller": self.kl_controller.state_dict(),
             "world_size": self.world.size,
             "processes": self.world.gather(own) if self.world.distributed else None,
             **own,
@@ -301,7 +313,7 @@ class RLHFTrainer(BaseTrainer):
                 self.critic.load_state_dict(state["critic"])
             self.optimizer.load_state_dict(state["optimizer"])
             super().load_state_dict(state)
-            self.kl_controller.beta = float(state["beta"])
+            self.kl_controller.load_state_dict(state.get("kl_controller", {"beta": state["beta"]}))
             if int(state.get("world_size", 1)) != self.world.size:  # another number of processes: fresh streams
                 self.generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
                 torch.manual_seed(self.world.seed(self.config.seed) + self.iteration)

@@ -1,0 +1,472 @@
+"""Many seeds at once: S independent PPO runs trained as one batched computation.
+
+Member s is the run `PPO(config with seed = seeds[s])` would make, and draws what that
+run would draw: its initial weights (torch.manual_seed(seed) before the network is
+built), its own action stream (a generator left where the weights' initialisation left
+the global one), its own minibatch shuffles and its own environment copies
+(`envs.stacked_vec_env.StackedVecEnv`: member s owns copies s·N … (s+1)·N − 1). What is
+shared is the arithmetic:
+
+    θ: (S, P), one row per member             (ppo.stacked_networks, ppo.optim.StackedAdam)
+    for iteration = 1, 2, ...:
+        α ← α₀ · (1 − (iteration − 1) / iterations)
+        T steps of all S·N copies, one network call per step            (collect_rollout)
+        Â, R ← GAE(γ, λ) over the (T, S·N) rollout: columns are independent
+        K epochs; each member shuffles its own B = T·N samples; per minibatch
+            L = Σ_s L_s(θ_s), L_s each member's own PPO loss (ppo.losses.transition_loss)
+            target_kl: member s stops when its own KL̂ exceeds it (before its step)
+            backward; each member's gradient clipped to its own norm; Adam step per member
+        per member: a metrics.csv row, and every few iterations a checkpoint
+
+Since the members' parameters are disjoint, ∂L/∂θ_s = ∂L_s/∂θ_s: summing the losses
+couples nothing. A member's folder is an ordinary run folder (config.json,
+metrics.csv, TensorBoard events, checkpoint.pt in `PPO`'s format), so `ppo-eval` reads
+it and `ppo-train --resume` continues it as a single run. On a CPU the batched
+arithmetic takes as long per member as a run's own; what the batch saves is the Python
+overhead of S separate loops, their start-up, and (with `num_threads` > 1) idle cores;
+on a GPU it fills the device (`experiments/benchmark_seeds.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch.func import vmap
+
+from ppo.advantages import compute_gae, successor_values
+from ppo.base_trainer import CHECKPOINT_NAME, GUARDED_METRICS, TrainingDiverged
+from ppo.checkpoint import remove_stale_temporaries, save_checkpoint
+from ppo.config import ConfigError, PPOConfig
+from ppo.losses import (
+    clipped_surrogate_loss,
+    explained_variance,
+    kl_per_sample,
+    normalize_advantages,
+    transition_loss,
+)
+from ppo.networks import ActorCritic, spaces_to_dict
+from ppo.normalize import ObservationNormalizer, RewardScaler
+from ppo.optim import StackedAdam, linear_annealing
+from ppo.stacked_networks import StackedActorCritic
+from ppo.storage import RolloutBuffer
+from ppo.trainer import RECENT_EPISODES, StepsEnvs, resolve_device
+from ppo.update import MinibatchLoss, update_settings
+
+MemberCallback = Callable[["SeedBatchPPO", list], "bool | None"]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'1-4,9' -> [1, 2, 3, 4, 9]; ConfigError naming the bad part otherwise."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            low = int(first)
+            high = int(last) if dash else low
+        except ValueError:
+            raise ConfigError(f"seeds = {text!r}: {part!r} is not a seed or a range like 1-16") from None
+        if low < 0 or high < low:
+            raise ConfigError(f"seeds = {text!r}: {part!r} must be a seed ≥ 0 or a range low-high with low ≤ high")
+        seeds.extend(range(low, high + 1))
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds = {text!r} names a seed twice")
+    return seeds
+
+
+class SeedBatchPPO(StepsEnvs):
+    """S runs of PPO-Clip on one config, differing only in their seeds (see the module docstring)."""
+
+    sample_unit = "steps"
+
+    def __init__(self, config: PPOConfig, seeds: Sequence[int], envs, run_dirs: Sequence[str | Path] | None = None,
+                 progress: bool = True):
+        """`envs`: S·N copies with `reset(seed=[...])` (a `StackedVecEnv` of each member's own envs)."""
+        config = config.validate()
+        self.seeds = list(seeds)
+        self.num_members = S = len(self.seeds)
+        if S == 0:
+            raise ConfigError("a seed batch needs at least one seed")
+        if run_dirs is not None and len(run_dirs) != S:
+            raise ConfigError(f"{len(run_dirs)} run folders for {S} seeds")
+        self.configs = [config.replace(seed=seed).validate() for seed in self.seeds]
+        self.config = config
+        self.run_dirs = None if run_dirs is None else [Path(folder) for folder in run_dirs]
+        self.progress = progress
+        self.device = resolve_device(config.device)
+        if envs.num_envs != S * config.num_envs:
+            raise ConfigError(f"the envs have {envs.num_envs} copies but {S} seeds × num_envs = {config.num_envs} "
+                              f"need {S * config.num_envs}")
+        self.bind_envs(envs, config.env_id)
+        self.member_envs = N = config.num_envs
+        observation_space, action_space = self.observation_space, self.action_space
+
+        members, self.action_generators = [], []
+        for seed in self.seeds:  # as PPO.__init__ does: the seed, then the weights, then the actions
+            torch.manual_seed(seed)
+            members.append(ActorCritic.from_config(config, observation_space, action_space))
+            self.action_generators.append(self._continue_global_stream(seed))
+        self.model = StackedActorCritic(members).to(self.device)
+        self.optimizer = StackedAdam(self.model.parameters_in_member_order(), lr=config.learning_rate,
+                                     eps=config.adam_eps)
+        self.shuffle_generators = [torch.Generator(device=self.device).manual_seed(seed) for seed in self.seeds]
+        obs_shape = self.obs_shape = tuple(observation_space.shape)
+        self.obs_normalizers = ([ObservationNormalizer(obs_shape, config.obs_clip, device=self.device)
+                                 for _ in range(S)] if config.normalize_obs else None)
+        self.reward_scalers = ([RewardScaler(N, config.gamma, config.reward_clip, device=self.device)
+                                for _ in range(S)] if config.normalize_reward else None)
+        self.buffer = RolloutBuffer(config.num_steps, S * N, obs_shape, tuple(action_space.shape),
+                                    torch.float32 if self.continuous else torch.int64, self.device)
+        self._member_losses = vmap(self._member_loss)
+
+        self.iteration = 0
+        self.train_seconds = 0.0
+        self.global_step = 0  # environment steps of each member
+        self.recent_returns = [deque(maxlen=RECENT_EPISODES) for _ in range(S)]
+        self.episode_return = torch.zeros(S * N, device=self.device)
+        self.episode_length = torch.zeros(S * N, dtype=torch.int64, device=self.device)
+        self.history: list[list[dict[str, float]]] = []
+        self.next_obs = self._observe(envs.reset(seed=self.seeds))
+
+    def _continue_global_stream(self, seed: int) -> torch.Generator:
+        """A generator in the state the global one is in now (where a single run draws its actions from)."""
+        generator = torch.Generator(device=self.device)
+        if self.device.type == "cpu":
+            generator.set_state(torch.get_rng_state())
+        else:  # a CUDA run draws from the device's stream; give each member its own
+            generator.manual_seed(seed)
+        return generator
+
+    @property
+    def total_iterations(self) -> int:
+        return self.config.num_iterations
+
+    @property
+    def total_samples(self) -> int:
+        return self.config.num_iterations * self.config.batch_size
+
+    # ------------------------------------------------------------------ layout helpers
+    def _by_member(self, tensor: torch.Tensor) -> torch.Tensor:
+        """(S·N, ...) -> (S, N, ...), member s's copies in row s (a view)."""
+        return tensor.reshape(self.num_members, self.member_envs, *tensor.shape[1:])
+
+    def _member_major(self, tensor: torch.Tensor) -> torch.Tensor:
+        """(T, S·N, ...) rollout tensor -> (S, T·N, ...): member s's samples in its run's order (t-major)."""
+        T = tensor.shape[0]
+        split = tensor.reshape(T, self.num_members, self.member_envs, *tensor.shape[2:])
+        return split.transpose(0, 1).reshape(self.num_members, T * self.member_envs, *tensor.shape[2:])
+
+    def _observe(self, raw_obs: torch.Tensor, update_statistics: bool = True) -> torch.Tensor:
+        if self.obs_normalizers is None:
+            return raw_obs
+        blocks = self._by_member(raw_obs)
+        return torch.cat([normalizer(block) if update_statistics else normalizer.normalize(block)
+                          for normalizer, block in zip(self.obs_normalizers, blocks)])
+
+    def _scale_rewards(self, reward: torch.Tensor, dones: torch.Tensor) -> torch.Tensor:
+        if self.reward_scalers is None:
+            return reward
+        return torch.cat([scaler(block, done) for scaler, block, done in
+                          zip(self.reward_scalers, self._by_member(reward), self._by_member(dones))])
+
+    # ------------------------------------------------------------------ rollout
+    @torch.inference_mode()
+    def collect_rollout(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Fill the buffer with T steps of all S·N copies; per member, its finished episodes' (returns, lengths)."""
+        config, buffer = self.config, self.buffer
+        buffer.reset()
+        T, columns = config.num_steps, self.num_members * self.member_envs
+        finished_return = torch.zeros(T, columns, device=self.device)
+        finished_length = torch.zeros(T, columns, dtype=torch.int64, device=self.device)
+        finished = torch.zeros(T, columns, dtype=torch.bool, device=self.device)
+        while not buffer.full:
+            t, obs = buffer.step, self.next_obs
+            action, log_prob, value = self.model.act(self._by_member(obs), self.action_generators)
+            action, log_prob, value = action.flatten(0, 1), log_prob.flatten(), value.flatten()
+            result = self.envs.step(self.env_action(action))
+            dones = result.terminated | result.truncated
+            self.episode_return += result.reward
+            self.episode_length += 1
+            finished_return[t], finished_length[t], finished[t] = self.episode_return, self.episode_length, dones
+            self.episode_return = self.episode_return.masked_fill(dones, 0.0)
+            self.episode_length = self.episode_length.masked_fill(dones, 0)
+            reward = self._scale_rewards(result.reward, dones)
+            if config.bootstrap_truncated:
+                terminated, truncated = result.terminated, result.truncated
+            else:
+                terminated, truncated = dones, torch.zeros_like(dones)
+            final_obs = self._observe(result.final_obs, update_statistics=False)
+            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs)
+            self.next_obs = self._observe(result.obs)
+            self.global_step += config.num_envs
+        return [(self._member_block(finished_return, s)[self._member_block(finished, s)],
+                 self._member_block(finished_length, s)[self._member_block(finished, s)])
+                for s in range(self.num_members)]
+
+    def _member_block(self, tensor: torch.Tensor, member: int) -> torch.Tensor:
+        """Member `member`'s columns of a (T, S·N) tensor: (T, N)."""
+        return tensor[:, member * self.member_envs:(member + 1) * self.member_envs]
+
+    @torch.inference_mode()
+    def compute_advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE over the (T, S·N) buffer, each member bootstrapping from its own critic."""
+        buffer, config = self.buffer, self.config
+        last_value = self.model.value(self._by_member(self.next_obs)).flatten()
+        final_values = torch.zeros_like(buffer.values)
+        if bool(buffer.truncated.any()):  # V(final obs) of every step, each member's critic on its own copies
+            T = config.num_steps
+            values = self.model.value(self._member_major(buffer.final_obs))  # (S, T·N)
+            values = values.view(self.num_members, T, self.member_envs).transpose(0, 1).reshape(T, -1)
+            final_values = torch.where(buffer.truncated, values, final_values)
+        next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
+        return compute_gae(buffer.rewards, buffer.values, next_values, buffer.terminated,
+                           buffer.terminated | buffer.truncated, config.gamma, config.gae_lambda)
+
+    # ------------------------------------------------------------------ update
+    def _member_loss(self, new_log_probs, entropy, new_values, minibatch):
+        """One member's L on its b transitions (vmapped over the members): PPO.minibatch_loss's terms."""
+        advantages = minibatch["advantages"]
+        if self.config.norm_adv:
+            advantages = normalize_advantages(advantages)
+        clip_coef = self.config.clip_coef
+        return transition_loss(new_log_probs, entropy, new_values, minibatch, advantages,
+                               lambda new, old, adv: clipped_surrogate_loss(new, old, adv, clip_coef), self.config)
+
+    def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """Every member's L_s on its own minibatch: loss (S,), log_ratio (S, b), terms (S,) each."""
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
+        losses, terms = self._member_losses(new_log_probs, entropy, new_values, minibatch)
+        return MinibatchLoss(loss=losses, log_ratio=new_log_probs.detach() - minibatch["log_probs"], terms=terms)
+
+    def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
+        buffer = self.buffer
+        samples = {
+            "obs": self._member_major(buffer.obs),
+            "actions": self._member_major(buffer.actions),
+            "log_probs": self._member_major(buffer.log_probs),
+            "values": self._member_major(buffer.values),
+            "advantages": self._member_major(advantages),
+            "returns": self._member_major(returns),
+        }
+        metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
+                                    **update_settings(self.config))
+        for member, row in enumerate(metrics):
+            row["explained_variance"] = explained_variance(samples["values"][member], samples["returns"][member])
+        return metrics
+
+    # ------------------------------------------------------------------ the loop
+    def run_iteration(self) -> list[dict[str, float]]:
+        config = self.config
+        if config.anneal_lr:
+            self.optimizer.lr = config.learning_rate * linear_annealing(1.0, self.iteration, self.total_iterations)
+        episodes = self.collect_rollout()
+        advantages, returns = self.compute_advantages()
+        metrics = self.update(advantages, returns)
+        for row, (episode_returns, episode_lengths), recent in zip(metrics, episodes, self.recent_returns):
+            recent.extend(episode_returns.tolist())
+            row.update(
+                episodes=int(episode_returns.numel()),
+                episode_return_mean=float(episode_returns.mean()) if episode_returns.numel() else math.nan,
+                episode_length_mean=float(episode_lengths.float().mean()) if episode_lengths.numel() else math.nan,
+                episode_return_recent=_mean(recent),
+                learning_rate=self.optimizer.lr,
+            )
+        return metrics
+
+    def train_iteration(self) -> list[dict[str, float]]:
+        started = time.perf_counter()
+        metrics = self.run_iteration()
+        self.train_seconds += time.perf_counter() - started
+        self.iteration += 1
+        for row in metrics:
+            row.update(iteration=self.iteration, time_s=self.train_seconds,
+                       steps_per_second=self.global_step / max(self.train_seconds, 1e-9))
+        self.history.append(metrics)
+        return metrics
+
+    def train(self, callback: MemberCallback | None = None) -> list[dict[str, float]]:
+        """Iterate until the budget is spent (or `callback(batch, metrics)` returns True); each
+        member's folder gets what a single run's gets. Returns the last metrics, one row per member."""
+        from ppo.logger import MetricsLogger
+
+        loggers = []
+        if self.run_dirs is not None:
+            for member, (folder, config) in enumerate(zip(self.run_dirs, self.configs)):
+                folder.mkdir(parents=True, exist_ok=True)
+                remove_stale_temporaries(folder)
+                (folder / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+                loggers.append(MetricsLogger(folder, config.tensorboard, self.total_samples,
+                                             self.progress and member == 0))
+        metrics: list[dict[str, float]] = []
+        try:
+            while self.iteration < self.total_iterations:
+                metrics = self.train_iteration()
+                self.check_finite(metrics)
+                for logger, row in zip(loggers, metrics):
+                    logger.log(self.global_step, row)
+                if loggers:
+                    returns = sorted(row["episode_return_recent"] for row in metrics)
+                    loggers[0].progress(self.global_step, f"{self.num_members} seeds, median return "
+                                                          f"{returns[len(returns) // 2]:.1f}")
+                if self.run_dirs is not None and self.config.checkpoint_every \
+                        and self.iteration % self.config.checkpoint_every == 0:
+                    self.save()
+                if callback is not None and callback(self, metrics):
+                    break
+        finally:
+            for logger in loggers:
+                logger.close()
+        if self.run_dirs is not None:
+            self.save()
+        return metrics
+
+    def check_finite(self, metrics: list[dict[str, float]]) -> None:
+        for seed, row in zip(self.seeds, metrics):
+            for name in GUARDED_METRICS:
+                value = row.get(name)
+                if value is not None and not math.isfinite(value):
+                    raise TrainingDiverged(f"seed {seed}, iteration {self.iteration}: {name} = {value}; training "
+                                           "stopped (the last checkpoints are kept; try a smaller learning rate)")
+        if not bool(torch.isfinite(self.optimizer.flat_params).all()):
+            bad = (~torch.isfinite(self.optimizer.flat_params).all(dim=1)).nonzero().flatten().tolist()
+            raise TrainingDiverged(f"seed {self.seeds[bad[0]]}, iteration {self.iteration}: a parameter is not "
+                                   "finite; training stopped (the last checkpoints are kept)")
+
+    def recent_returns_by_member(self) -> list[float]:
+        return [_mean(recent) for recent in self.recent_returns]
+
+    # ------------------------------------------------------------------ checkpoints
+    def member_state_dict(self, member: int) -> dict:
+        """Member `member`'s checkpoint, in `PPO.state_dict()`'s format: its own run's."""
+        columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
+        generator = self.action_generators[member]
+        config = self.configs[member]
+        return {
+            "config": config.to_dict(),
+            "iteration": self.iteration,
+            "train_seconds": self.train_seconds,
+            "total_iterations": self.total_iterations,
+            "schedule_origin": [0, 1.0],
+            "model": self.model.member_state_dict(member),
+            "optimizer": self.optimizer.member_state_dict(member),
+            "spaces": spaces_to_dict(self.observation_space, self.action_space),
+            "global_step": self.global_step,
+            "obs_normalizer": self.obs_normalizers[member].state_dict() if self.obs_normalizers else None,
+            "reward_scaler": self.reward_scalers[member].state_dict() if self.reward_scalers else None,
+            "recent_returns": list(self.recent_returns[member]),
+            "world_size": 1,
+            "processes": None,
+            "torch_rng": generator.get_state() if self.device.type == "cpu" else torch.get_rng_state(),
+            "cuda_rng": generator.get_state() if self.device.type == "cuda" else None,
+            "shuffle_rng": self.shuffle_generators[member].get_state(),
+            "envs": self.envs.member_state_dict(member),
+            "next_obs": self.next_obs[columns].clone(),
+            "episode_return": self.episode_return[columns].clone(),
+            "episode_length": self.episode_length[columns].clone(),
+            "return_accumulator": self.reward_scalers[member].returns.clone() if self.reward_scalers else None,
+        }
+
+    def save(self) -> list[Path]:
+        """Write every member's checkpoint into its run folder (atomically, one file each)."""
+        if self.run_dirs is None:
+            raise ValueError("save() needs the run folders")
+        paths = []
+        for member, folder in enumerate(self.run_dirs):
+            save_checkpoint(self.member_state_dict(member), folder / CHECKPOINT_NAME)
+            paths.append(folder / CHECKPOINT_NAME)
+        return paths
+
+
+def run_member_update(
+    samples: dict[str, torch.Tensor],
+    minibatch_loss: Callable[[dict[str, torch.Tensor]], MinibatchLoss],
+    optimizer: StackedAdam,
+    *,
+    update_epochs: int,
+    num_minibatches: int,
+    max_grad_norm: float | None,
+    target_kl: float | None,
+    clip_coef: float,
+    generators: Sequence[torch.Generator],
+) -> list[dict[str, float]]:
+    """`ppo.update.run_update` for S members at once; returns its diagnostics per member.
+
+    `samples` are (S, B, ...), member s's B samples in row s. Each member's epoch is a
+    permutation from its own generator; minibatch j of member s is the j-th slice of that
+    permutation, exactly the rows run_update would give its own run. The rule for
+    `target_kl` is run_update's, member by member: the first minibatch whose KL̂ exceeds
+    the target takes no step and ends that member's update (its diagnostics count the
+    minibatches up to and including it); the others go on.
+    """
+    S, B = samples["log_probs"].shape[:2]
+    size = B // num_minibatches
+    members = torch.arange(S, device=samples["log_probs"].device).unsqueeze(1)
+    active = [True] * S
+    stopped = [False] * S
+    counted: list[list[bool]] = []  # per minibatch visited: which members count it
+    stepped: list[list[bool]] = []  # per gradient step: which members took it
+    terms: list[torch.Tensor] = []
+    log_ratios: list[torch.Tensor] = []
+    grad_norms: list[torch.Tensor] = []
+    term_names: list[str] = []
+    for _ in range(update_epochs):
+        orders = torch.stack([torch.randperm(B, generator=generator, device=generator.device)
+                              for generator in generators])  # (S, B)
+        shuffled = {name: tensor[members, orders] for name, tensor in samples.items()}
+        for start in range(0, B, size):
+            result = minibatch_loss({name: tensor[:, start:start + size] for name, tensor in shuffled.items()})
+            term_names = list(result.terms)
+            terms.append(torch.stack([value.detach() for value in result.terms.values()], dim=1))  # (S, terms)
+            log_ratios.append(result.log_ratio)
+            counted.append(list(active))
+            if target_kl is not None:
+                kl = kl_per_sample(result.log_ratio, "k3").mean(dim=1).tolist()
+                for s in range(S):
+                    if active[s] and kl[s] > target_kl:
+                        active[s], stopped[s] = False, True
+            if not any(active):
+                break
+            optimizer.zero_grad()
+            result.loss.sum().backward()  # ∂/∂θ_s of Σ_s L_s is ∂L_s/∂θ_s: the members stay independent
+            grad_norms.append(optimizer.clip_grad_norm(max_grad_norm))
+            optimizer.step(None if all(active) else active)
+            stepped.append(list(active))
+        if not any(active):
+            break
+
+    device = samples["log_probs"].device
+    counts = torch.tensor(counted, dtype=torch.float32, device=device)  # (M, S)
+    ratio = torch.stack(log_ratios)  # (M, S, b)
+    weight = counts.unsqueeze(2).expand_as(ratio)
+    samples_counted = weight.sum(dim=(0, 2))  # (S,)
+
+    def mean_over_counted(per_sample: torch.Tensor) -> list[float]:
+        return ((per_sample * weight).sum(dim=(0, 2)) / samples_counted).tolist()
+
+    k1 = mean_over_counted(kl_per_sample(ratio, "k1"))
+    k3 = mean_over_counted(kl_per_sample(ratio, "k3"))
+    clipped = mean_over_counted(((ratio.exp() - 1.0).abs() > clip_coef).float())
+    first_error = ratio[0].exp().sub(1.0).abs().amax(dim=1).tolist()
+    term_means = ((torch.stack(terms) * counts.unsqueeze(2)).sum(dim=0) / counts.sum(dim=0).unsqueeze(1)).tolist()
+    took = torch.tensor(stepped, dtype=torch.float32, device=device) if stepped else torch.zeros(0, S, device=device)
+    steps = took.sum(dim=0)
+    norms = (torch.stack(grad_norms) * took).sum(dim=0) / steps if grad_norms else torch.full((S,), math.nan)
+    return [{
+        **dict(zip(term_names, term_means[s])),
+        "old_approx_kl": k1[s],
+        "approx_kl": k3[s],
+        "clip_fraction": clipped[s],
+        "first_minibatch_ratio_error": first_error[s],
+        "gradient_steps": int(steps[s]),
+        "early_stopped": float(stopped[s]),
+        "grad_norm": float(norms[s]) if steps[s] else math.nan,
+    } for s in range(S)]
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values) if values else math.nan

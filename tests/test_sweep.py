@@ -1,0 +1,85 @@
+"""Sweeps from the command line: comma lists, the grid, run folder names, the summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.cli import SweepValues
+from experiments.presets import build_config
+from experiments.sweep import expand_grid, format_value, run_folder_name
+from experiments.train import build_parser, main
+from ppo.config import ConfigError
+
+
+def test_expand_grid_is_the_product_in_flag_order():
+    flags = {"learning_rate": SweepValues([1e-3, 3e-3]), "gamma": 0.9, "clip_coef": SweepValues([0.1, 0.2])}
+    assert expand_grid(flags) == [
+        {"learning_rate": 1e-3, "clip_coef": 0.1}, {"learning_rate": 1e-3, "clip_coef": 0.2},
+        {"learning_rate": 3e-3, "clip_coef": 0.1}, {"learning_rate": 3e-3, "clip_coef": 0.2},
+    ]
+    assert expand_grid({"gamma": 0.9}) == [{}]
+    with pytest.raises(ConfigError, match="twice"):
+        expand_grid({"clip_coef": SweepValues([0.1, 0.1])})
+
+
+@pytest.mark.parametrize("value, text", [(0.003, "3e-3"), (0.2, "0.2"), (1e-5, "1e-5"), (2.0, "2"), (0.95, "0.95"),
+                                         (100_000, "100000"), (True, "on"), (False, "off"), (None, "none"),
+                                         ((64, 32), "64x32"), ("tanh", "tanh")])
+def test_format_value(value, text):
+    assert format_value(value) == text
+
+
+def test_run_folder_names_say_what_differs_from_the_defaults():
+    defaults = build_config({}, "auto")
+    assert run_folder_name(defaults, defaults) == "CartPole-v1__seed1"
+    changed = defaults.replace(learning_rate=3e-3, seed=4, num_threads=2)  # threads do not change what is learned
+    assert run_folder_name(changed, defaults) == "CartPole-v1__lr3e-3__seed4"
+    swept_default = defaults.replace(clip_coef=defaults.clip_coef)
+    assert run_folder_name(swept_default, defaults, ["clip_coef"]) == "CartPole-v1__clip0.2__seed1"
+    two = defaults.replace(gae_lambda=0.9, norm_adv=True, hidden_sizes=(32, 32))
+    assert run_folder_name(two, defaults) == "CartPole-v1__lambda0.9__normadvon__net32x32__seed1"
+
+
+def test_any_number_flag_takes_a_comma_list():
+    args = build_parser([]).parse_args(["--learning-rate", "1e-3,3e-3", "--update-epochs", "4,8", "--gamma", "0.99"])
+    assert isinstance(args.learning_rate, SweepValues) and args.learning_rate == [1e-3, 3e-3]
+    assert args.update_epochs == [4, 8] and args.gamma == 0.99
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "3-1"], "seeds"),
+    (["--seeds", "1-2", "--seed", "3"], "--seed or --seeds"),
+    (["--seeds", "1-2", "--resume", "runs/x"], "--resume continues one run"),
+    (["--env-id", "CartPole-v1,Acrobot-v1", "--seeds", "1-2"], "--env-id takes one value"),
+    (["--learning-rate", "1e-3,abc"], "invalid float value"),
+    (["--learning-rate", "1e-3,-1"], "learning_rate"),
+])
+def test_bad_sweeps_are_one_line_errors(argv, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    try:
+        exit_code = main([*argv, "--no-progress", "--total-timesteps", "2048"])
+    except SystemExit as exit_info:  # argparse's own errors
+        exit_code = exit_info.code
+    assert exit_code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and message in error, error
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_sweep_trains_every_setting_over_every_seed(tmp_path, capsys):
+    exit_code = main(["--learning-rate", "5e-3,1e-2", "--seeds", "1-2", "--total-timesteps", "4096",
+                      "--eval-episodes", "3", "--run-dir", str(tmp_path), "--no-progress", "--no-tensorboard"])
+    assert exit_code == 0
+    names = sorted(path.name for path in tmp_path.iterdir())
+    assert names == [f"CartPole-v1__lr{lr}__budget4096__seed{seed}" for lr in ("0.01", "5e-3") for seed in (1, 2)]
+    for name in names:
+        folder = tmp_path / name
+        config = json.loads((folder / "config.json").read_text())
+        assert config["seed"] == int(name[-1])
+        assert config["learning_rate"] == (0.01 if "lr0.01" in name else 0.005)
+        assert {"checkpoint.pt", "metrics.csv", "eval.json", "learning_curve.png"} <= {p.name for p in folder.iterdir()}
+        assert json.loads((folder / "eval.json").read_text())["episodes"] == 3
+    out = capsys.readouterr().out
+    assert "learning_rate=5e-3" in out and "learning_rate=0.01" in out  # one summary row per setting
