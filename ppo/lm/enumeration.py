@@ -52,6 +52,22 @@ class EnumeratedCompletions:
         return len(self.texts)
 
 
+def _frontier_log_probs(model: GPT, prompt_ids: torch.Tensor, prefixes: torch.Tensor, temperature: float,
+                        chunk_size: int, in_float64: bool) -> torch.Tensor:
+    """log π(v | prompt + prefix) for every prefix of the frontier and every token v, as float64 on the CPU,
+    `chunk_size` prefixes per forward pass; `in_float64` turns the logits into log-probs in float64. (F, V)"""
+    device = model.token_embedding.weight.device
+    step_log_probs = []
+    for start in range(0, len(prefixes), chunk_size):
+        chunk = prefixes[start : start + chunk_size]
+        tokens = torch.cat([prompt_ids.expand(len(chunk), -1), chunk], dim=1).to(device)  # (f, P+t)
+        logits = model(tokens)[:, -1]  # (f, V)
+        log_probs = next_token_log_probs(logits.double(), temperature) if in_float64 else \
+            next_token_log_probs(logits, temperature).double()
+        step_log_probs.append(log_probs.cpu())
+    return torch.cat(step_log_probs)
+
+
 @torch.no_grad()
 def enumerate_completions(model: GPT, tokenizer: CharTokenizer, prompt: str, min_probability: float,
                           max_new_tokens: int, temperature: float = 1.0,
@@ -61,8 +77,7 @@ def enumerate_completions(model: GPT, tokenizer: CharTokenizer, prompt: str, min
         raise ValueError(f"min_probability = {min_probability} must be in (0, 1)")
     was_training = model.training
     model.eval()
-    device = model.token_embedding.weight.device
-    prompt_ids = tokenizer.encode(prompt)
+    prompt_ids = torch.tensor(tokenizer.encode(prompt))
     log_threshold = math.log(min_probability)
     prefixes = torch.empty(1, 0, dtype=torch.long)  # (F, t) the frontier's completion tokens so far
     prefix_log_probs = torch.zeros(1, dtype=torch.float64)  # (F,)
@@ -70,12 +85,8 @@ def enumerate_completions(model: GPT, tokenizer: CharTokenizer, prompt: str, min
     for depth in range(max_new_tokens):
         if len(prefixes) == 0:
             break
-        step_log_probs = []
-        for start in range(0, len(prefixes), chunk_size):
-            chunk = prefixes[start : start + chunk_size]
-            tokens = torch.cat([torch.tensor(prompt_ids).expand(len(chunk), -1), chunk], dim=1).to(device)  # (f, P+t)
-            step_log_probs.append(next_token_log_probs(model(tokens)[:, -1], temperature).double().cpu())  # (f, V)
-        joint = prefix_log_probs.unsqueeze(1) + torch.cat(step_log_probs)  # (F, V) log π(prefix + token)
+        step_log_probs = _frontier_log_probs(model, prompt_ids, prefixes, temperature, chunk_size, in_float64=False)
+        joint = prefix_log_probs.unsqueeze(1) + step_log_probs  # (F, V) log π(prefix + token)
         rows, token_ids = (joint >= log_threshold).nonzero(as_tuple=True)
         extended = torch.cat([prefixes[rows], token_ids.unsqueeze(1)], dim=1)  # (F', t+1)
         extended_log_probs = joint[rows, token_ids]  # (F',)
@@ -123,7 +134,6 @@ def ending_mass(model: GPT, tokenizer: CharTokenizer, prompt: str, max_new_token
         raise ValueError(f"max_new_tokens = {max_new_tokens} must be a positive integer")
     was_training = model.training
     model.eval()
-    device = model.token_embedding.weight.device
     prompt_ids = torch.tensor(tokenizer.encode(prompt))
     log_threshold = math.log(min_probability)
     prefixes = torch.empty(1, 0, dtype=torch.long)  # (F, t) the kept prefixes' completion tokens
@@ -132,12 +142,8 @@ def ending_mass(model: GPT, tokenizer: CharTokenizer, prompt: str, max_new_token
     for _ in range(max_new_tokens):
         if len(prefixes) == 0:
             break
-        step_log_probs = []
-        for start in range(0, len(prefixes), chunk_size):
-            chunk = prefixes[start : start + chunk_size]
-            tokens = torch.cat([prompt_ids.expand(len(chunk), -1), chunk], dim=1).to(device)  # (f, P+t)
-            step_log_probs.append(next_token_log_probs(model(tokens)[:, -1].double(), temperature).cpu())  # (f, V)
-        joint = prefix_log_probs.unsqueeze(1) + torch.cat(step_log_probs)  # (F, V) log π(prefix + token)
+        step_log_probs = _frontier_log_probs(model, prompt_ids, prefixes, temperature, chunk_size, in_float64=True)
+        joint = prefix_log_probs.unsqueeze(1) + step_log_probs  # (F, V) log π(prefix + token)
         ended += float(joint[:, tokenizer.eos_id].exp().sum())
         joint[:, tokenizer.eos_id] = -math.inf
         kept = joint >= log_threshold  # (F, V)

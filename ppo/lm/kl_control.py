@@ -70,16 +70,14 @@ class KLFeedback:
     log_ratios: torch.Tensor | None = None  # (n,) ℓ_i = Σ_t log π(y_t | s_t) − log π_ref(y_t | s_t)
 
 
-class FixedKLController:
-    """β = const."""
+class KLController:
+    """β and what a checkpoint keeps of a controller; `update` returns the β of the next batch."""
 
     def __init__(self, beta: float):
-        if beta < 0:
-            raise ValueError(f"beta = {beta} must be ≥ 0")
         self.beta = float(beta)
 
     def update(self, feedback: KLFeedback) -> float:
-        return self.beta
+        raise NotImplementedError
 
     def state_dict(self) -> dict:
         return {"beta": self.beta}
@@ -88,7 +86,19 @@ class FixedKLController:
         self.beta = float(state["beta"])
 
 
-class ProportionalKLController:
+class FixedKLController(KLController):
+    """β = const."""
+
+    def __init__(self, beta: float):
+        if beta < 0:
+            raise ValueError(f"beta = {beta} must be ≥ 0")
+        super().__init__(beta)
+
+    def update(self, feedback: KLFeedback) -> float:
+        return self.beta
+
+
+class ProportionalKLController(KLController):
     """β ← β · (1 + clip(KL / KL_target − 1, −0.2, 0.2) · n / horizon)."""
 
     ERROR_CLIP = 0.2
@@ -100,7 +110,8 @@ class ProportionalKLController:
             raise ValueError(f"KL target = {target} must be > 0")
         if horizon <= 0:
             raise ValueError(f"KL horizon = {horizon} must be > 0")
-        self.beta, self.target, self.horizon = float(beta), float(target), int(horizon)
+        super().__init__(beta)
+        self.target, self.horizon = float(target), int(horizon)
 
     def update(self, feedback: KLFeedback) -> float:
         error = min(max(feedback.mean_sequence_kl / self.target - 1.0, -self.ERROR_CLIP), self.ERROR_CLIP)
@@ -110,12 +121,6 @@ class ProportionalKLController:
                              f"the step would make β ≤ 0 (the horizon must exceed n·{self.ERROR_CLIP})")
         self.beta *= factor
         return self.beta
-
-    def state_dict(self) -> dict:
-        return {"beta": self.beta}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.beta = float(state["beta"])
 
 
 def tilted_kl(inverse_beta: float, scores: torch.Tensor, log_ratios: torch.Tensor) -> float:
@@ -187,16 +192,16 @@ class OptimumKLController(ProportionalKLController):
         return self.beta
 
     def state_dict(self) -> dict:
-        return {"beta": self.beta, "weighted_log_solutions": self.weighted_log_solutions,
+        return {**super().state_dict(), "weighted_log_solutions": self.weighted_log_solutions,
                 "total_weight": self.total_weight}
 
     def load_state_dict(self, state: dict) -> None:
-        self.beta = float(state["beta"])
+        super().load_state_dict(state)
         self.weighted_log_solutions = float(state.get("weighted_log_solutions", 0.0))
         self.total_weight = float(state.get("total_weight", 0.0))
 
 
-def kl_controller(beta: float, target: float | None, rule: str = "optimum", horizon: int = 10_000):
+def kl_controller(beta: float, target: float | None, rule: str = "optimum", horizon: int = 10_000) -> KLController:
     """The controller of a run: fixed β without a target, else the named rule ("optimum" or "proportional")."""
     if target is None:
         return FixedKLController(beta)
