@@ -4,7 +4,17 @@ The convention each lecture follows (lectures/README.md explains it):
 
     lecture = Lecture("NN_name", __doc__)      # parses --quick, makes lecture_outputs/NN_name/
     lecture.save_figure(figure, "plot.png")    # prints "wrote: <path>"
-    lecture.finish()                           # last line printed: "outputs: <folder>"
+    lecture.claim("the baseline lowers the variance", ratio > 1, measured=f"ratio {ratio:.2f}")
+    lecture.finish()                           # "N claims checked", then last: "outputs: <folder>"
+
+A claim is a sentence of the lecture's prose that states a number, a comparison or a
+trend, checked on the run's own results: `lecture.claim(sentence, holds, measured=...)`
+prints the sentence with what was measured, and when `holds` is False it ends the
+lecture with ClaimContradicted, whose message quotes the sentence and the measurement.
+A claim that a quick run cannot show is marked `quick=False`: under --quick it is
+reported as not checked instead. With LECTURE_KEEP_GOING=1 a contradicted claim is
+printed and the run goes on; `finish` then fails, listing every one (handy while a
+lecture is being written, one run shows all).
 
 The output root is `lecture_outputs/` in the repository, or the folder named by the
 environment variable LECTURE_OUTPUTS (the tests point it at a temporary folder).
@@ -45,15 +55,36 @@ keep_freed_memory()  # autograd's freed buffers stay in the process instead of b
 
 OUTPUT_ROOT_VARIABLE = "LECTURE_OUTPUTS"
 QUICK_VARIABLE = "LECTURE_QUICK"  # 1 = quick run; works where no command line does (a notebook)
+KEEP_GOING_VARIABLE = "LECTURE_KEEP_GOING"  # 1 = report every contradicted claim at the end, not only the first
 
 
-def quick_from_environment() -> bool:
-    value = os.environ.get(QUICK_VARIABLE, "").strip().lower()
+class ClaimContradicted(AssertionError):
+    """A lecture's run contradicts a sentence of its prose."""
+
+
+def flag_from_environment(variable: str) -> bool:
+    value = os.environ.get(variable, "").strip().lower()
     if value in ("", "0", "false", "no"):
         return False
     if value in ("1", "true", "yes"):
         return True
-    raise SystemExit(f"{QUICK_VARIABLE} = {value!r} must be 1 (quick run) or 0 (full run)")
+    raise SystemExit(f"{variable} = {value!r} must be 1 or 0")
+
+
+def as_truth_value(holds) -> bool:
+    """A claim's outcome as a bool. Only a real truth value is accepted: a string, a list
+    or a number would always be truthy (a check that cannot fail), a tensor of many elements
+    ambiguous."""
+    if isinstance(holds, bool):
+        return holds
+    if "bool" in str(getattr(holds, "dtype", "")) and tuple(holds.shape) in ((), (1,)):
+        return bool(holds)  # a one-element torch or numpy boolean
+    raise TypeError(f"a claim's outcome must be a bool (a comparison of measured values), "
+                    f"not {type(holds).__name__} {holds!r}")
+
+
+def quick_from_environment() -> bool:
+    return flag_from_environment(QUICK_VARIABLE)
 
 
 class Lecture:
@@ -74,6 +105,10 @@ class Lecture:
         self.folder = root / name
         self.folder.mkdir(parents=True, exist_ok=True)
         self.started = time.perf_counter()
+        self.claims_checked = 0
+        self.claims_skipped: list[str] = []  # sentences a quick run cannot show
+        self.contradicted: list[str] = []  # under LECTURE_KEEP_GOING=1
+        self.keep_going = flag_from_environment(KEEP_GOING_VARIABLE)
         print(f"{name} ({'quick' if self.quick else 'full'} run)")
 
     def choose(self, full, quick):
@@ -101,8 +136,37 @@ class Lecture:
         plt.close(figure)
         return self.wrote(path)
 
+    def claim(self, sentence: str, holds: bool, *, measured: str, quick: bool = True) -> bool:
+        """Check one sentence of the prose against this run: `holds` is the comparison of a
+        measured quantity with the sentence's number or direction, `measured` what was
+        measured, in words a reader can compare with the sentence. `quick=False` for a
+        claim the quick run cannot show (too few seeds or steps): under --quick it is
+        reported, not checked. Returns `holds` (True when skipped)."""
+        if not sentence.strip() or not measured.strip():
+            raise ValueError("a claim needs its sentence and what was measured")
+        if self.quick and not quick:
+            self.claims_skipped.append(sentence)
+            print(f"claim not checked in a quick run: {sentence}")
+            return True
+        self.claims_checked += 1
+        if as_truth_value(holds):
+            print(f"claim checked: {sentence} [measured: {measured}]")
+            return True
+        message = f"this run contradicts the claim \"{sentence}\" (measured: {measured})"
+        if not self.keep_going:
+            raise ClaimContradicted(message)
+        print(f"CONTRADICTED: {message}")
+        self.contradicted.append(message)
+        return False
+
     def finish(self) -> None:
-        print(f"\nfinished in {time.perf_counter() - self.started:.1f} s")
+        if self.contradicted:
+            raise ClaimContradicted(f"{len(self.contradicted)} of {self.claims_checked} claims contradicted:\n"
+                                    + "\n".join(self.contradicted))
+        skipped = (f"; {len(self.claims_skipped)} more need the full run and were not checked"
+                   if self.claims_skipped else "")
+        print(f"\n{self.claims_checked} claim{'' if self.claims_checked == 1 else 's'} checked{skipped}")
+        print(f"finished in {time.perf_counter() - self.started:.1f} s")
         print(f"outputs: {shown_path(self.folder)}")
 
 
