@@ -3,8 +3,9 @@
 The `# %%` scripts are the source; lectures/NN_name.ipynb is generated from each with
 jupytext and shipped executed (`make notebooks`, lectures/_notebooks.py). Here each
 shipped notebook is checked against a fresh conversion of its script (same cells, same
-sources), checked for its shipped outputs, and executed again with nbclient in quick
-mode (LECTURE_QUICK=1), outputs into a temporary folder.
+sources), checked for its shipped outputs and for being fresh (its metadata's fingerprint
+of the code it ran equals the code now), and executed again with nbclient in quick mode
+(LECTURE_QUICK=1), outputs into a temporary folder.
 """
 
 import sys
@@ -31,6 +32,70 @@ def saved_figures(notebook) -> list[str]:
 @pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
 def test_notebook_is_in_sync_with_its_script(script: Path):
     assert _notebooks.out_of_sync(script) is None, f"{_notebooks.out_of_sync(script)}: run make notebooks"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
+def test_notebook_ran_in_full_on_the_code_as_it_is_now(script: Path):
+    assert _notebooks.stale(script) is None, f"{_notebooks.stale(script)}: run make notebooks"
+
+
+def planted_notebook(script: Path, folder: Path, root: Path = REPO_ROOT, quick: bool = False) -> Path:
+    """The script's notebook, unexecuted, with the run record a run on today's code would leave."""
+    notebook = _notebooks.notebook_from_script(script)
+    _notebooks.record_run(notebook, script, quick=quick, root=root)
+    path = folder / script.with_suffix(".ipynb").name
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_a_planted_stale_notebook_is_caught_naming_the_file_that_changed(tmp_path: Path):
+    script = REPO_ROOT / "lectures" / "03_gae.py"
+    path = planted_notebook(script, tmp_path)
+    assert _notebooks.stale(script, path) is None  # fresh: recorded on the code as it is
+    notebook = nbformat.read(path, as_version=4)
+    assert "ppo/advantages.py" in notebook.metadata["lecture_run"]["sources"]  # imported by the lecture
+    notebook.metadata["lecture_run"]["sources"]["ppo/advantages.py"] = "0" * 64  # an older compute_gae
+    nbformat.write(notebook, path)
+    assert _notebooks.stale(script, path) == (
+        "03_gae.ipynb is stale, its outputs predate the code it runs (changed: ppo/advantages.py)")
+
+
+def test_a_notebook_without_a_fingerprint_or_from_a_quick_run_is_stale(tmp_path: Path):
+    script = REPO_ROOT / "lectures" / "03_gae.py"
+    path = planted_notebook(script, tmp_path, quick=True)
+    assert "quick run's outputs" in _notebooks.stale(script, path)
+    notebook = nbformat.read(path, as_version=4)
+    del notebook.metadata["lecture_run"]
+    nbformat.write(notebook, path)
+    assert "records no fingerprint" in _notebooks.stale(script, path)
+
+
+def test_a_notebook_is_stale_only_when_a_file_its_run_imports_changes(tmp_path: Path):
+    """A small project: the lecture imports ppo.a, which imports .b, which imports ppo.lm's d.
+    ppo/c.py is imported by nothing the lecture runs."""
+    files = {
+        "lectures/_common.py": "",
+        "lectures/07_x.py": "import torch\nfrom _common import Lecture\nfrom ppo.a import f\n",
+        "ppo/__init__.py": "", "ppo/a.py": "from .b import g\n\ndef f():\n    return g()\n",
+        "ppo/b.py": "def g():\n    from ppo.lm import d\n    return d.h()\n", "ppo/c.py": "x = 1\n",
+        "ppo/lm/__init__.py": "", "ppo/lm/d.py": "def h():\n    return 2\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    script = tmp_path / "lectures/07_x.py"
+    assert [path.relative_to(tmp_path).as_posix() for path in _notebooks.files_run_by(script, tmp_path)] == [
+        "lectures/07_x.py", "lectures/_common.py", "ppo/__init__.py", "ppo/a.py", "ppo/b.py",
+        "ppo/lm/__init__.py", "ppo/lm/d.py"]
+    path = planted_notebook(script, tmp_path / "lectures", root=tmp_path)
+    (tmp_path / "ppo/c.py").write_text("x = 2\n")  # not run by the lecture: still fresh
+    assert _notebooks.stale(script, path, root=tmp_path) is None
+    (tmp_path / "ppo/lm/d.py").write_text("def h():\n    return 3\n")  # two imports away: stale
+    (tmp_path / "ppo/e.py").write_text("")
+    (tmp_path / "ppo/a.py").write_text("from .b import g\nfrom . import e\n\ndef f():\n    return g()\n")
+    assert _notebooks.stale(script, path, root=tmp_path) == (
+        "07_x.ipynb is stale, its outputs predate the code it runs (changed: ppo/a.py, ppo/lm/d.py; "
+        "now imported: ppo/e.py)")
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
