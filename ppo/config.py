@@ -259,7 +259,7 @@ class PPOConfig(UpdateConfig):
                   "steps N/K)"},
     )
     num_steps: int = field(default=128, metadata={"help": "steps T per env per rollout"})
-    total_timesteps: int = field(default=500_000, metadata={"help": "environment steps to train for"})
+    total_timesteps: int = field(default=500_000, metadata={"help": "environment steps to train for, rounded down to whole iterations of num_envs × num_steps (100000 with 64 × 32 trains 98304)"})
     device: str = field(default="cpu", metadata={"help": "torch device: cpu, cuda, cuda:1, ... or auto"})
     bootstrap_truncated: bool = field(
         default=True,
