@@ -1,11 +1,14 @@
 """Evaluate a trained run on the real gymnasium env: `ppo-eval RUN_DIR`.
 
-    ppo-eval runs/CartPole-v1__seed1                  # 100 greedy episodes
-    ppo-eval runs/CartPole-v1__seed1 --sample         # sample actions from π instead
+    ppo-eval runs/CartPole-v1__seed1                  # 100 greedy episodes → eval.json
+    ppo-eval runs/CartPole-v1__seed1 --sample         # sample actions from π instead → eval-sample.json
     ppo-eval runs/CartPole-v1__seed1 --episodes 20 --seed 7
     ppo-eval runs/CartPole-v1__seed1 --record         # and an animation of one episode
 
-Prints mean ± std of the episodic return and writes eval.json into the run folder.
+Prints mean ± std of the episodic return and the file it wrote into the run folder:
+eval.json for greedy actions (the final score that sweep tables and plots read), or
+eval-sample.json for sampled ones, so that one kind never overwrites the other. Sampled
+actions are drawn from a generator seeded with --seed: the same seed, the same returns.
 --record also plays one episode (greedy, or sampled with --sample; seed --seed or the
 first evaluation seed) on the rendered env and writes it to episode.gif in the run
 folder; it needs the optional extra 'record'.
@@ -25,14 +28,23 @@ from ppo.config import ConfigError
 
 PROG = "ppo-eval"
 RECORDING_NAME = "episode.gif"
+EVALUATION_NAMES = {True: "eval.json", False: "eval-sample.json"}  # greedy → ..., sampled → ...
+
+
+def evaluation_name(greedy: bool) -> str:
+    """The file an evaluation writes into the run folder: greedy and sampled ones are kept apart."""
+    return EVALUATION_NAMES[greedy]
 
 
 def build_parser() -> OneLineArgumentParser:
     parser = OneLineArgumentParser(prog=PROG, description="Evaluate a PPO checkpoint on the gymnasium environment.")
     parser.add_argument("run_dir", type=Path, help="run folder (or checkpoint file) to evaluate")
     parser.add_argument("--episodes", type=int, default=100, help="episodes to run (default: 100)")
-    parser.add_argument("--sample", action="store_true", help="sample actions from the policy instead of acting greedily")
-    parser.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the run's seed + 10000)")
+    parser.add_argument("--sample", action="store_true",
+                        help=f"sample actions from the policy instead of acting greedily; writes "
+                             f"{EVALUATION_NAMES[False]} instead of {EVALUATION_NAMES[True]}")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="evaluation seed of the envs and of sampled actions (default: the run's seed + 10000)")
     parser.add_argument("--record", action="store_true", help=f"also write one episode as an animation to {RECORDING_NAME} in the run folder (extra 'record')")
     return parser
 
@@ -44,7 +56,8 @@ def check_seed(seed: int | None) -> None:
 
 def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | None = None,
                  verbose: bool = True) -> dict:
-    """Evaluate, print one summary line (if verbose), write eval.json next to the checkpoint."""
+    """Evaluate, print one summary line naming the file (if verbose), and write the result next
+    to the checkpoint: eval.json if greedy, eval-sample.json if sampled (`evaluation_name`)."""
     import torch
 
     from envs.factory import gymnasium_env_factory
@@ -58,7 +71,7 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
     check_seed(seed)
     PPO.load_run(run_dir, PPOConfig, required_keys=("model", "spaces"))  # checksum, config, run folder agree
     folder = run_dir if run_dir.is_dir() else run_dir.parent
-    check_writable_file(folder / "eval.json", "the evaluation file")
+    output = check_writable_file(folder / evaluation_name(greedy), "the evaluation file")
     policy = load_policy(run_dir)
     torch.set_num_threads(policy.config.num_threads)  # a 64-wide network runs fastest on one thread
     returns = evaluate_policy(policy, gymnasium_env_factory(policy.config.env_id), episodes, greedy=greedy, seed=seed)
@@ -74,10 +87,11 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
     }
     if not np.isfinite(returns).all():
         raise TrainingDiverged(f"the policy of {run_dir} earns non-finite returns; nothing written")
-    (folder / "eval.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    output.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
     mode = "greedy" if greedy else "sampled"
     if verbose:
-        print(f"evaluation on {result['env_id']}: {result['mean_return']:.1f} ± {result['std_return']:.1f} over {len(returns)} {mode} episodes")
+        print(f"evaluation on {result['env_id']}: {result['mean_return']:.1f} ± {result['std_return']:.1f} "
+              f"over {len(returns)} {mode} episodes → {output}")
     return result
 
 

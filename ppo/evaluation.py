@@ -9,7 +9,8 @@ CartPole-v1 gymnasium's numpy-vectorised version, offered by the function's `mak
 Observation statistics stay frozen as they were at the end of training. Episodes are
 split evenly over parallel copies, each running a fixed quota, so short episodes are not
 over-counted (taking "the first n episodes to finish" from parallel envs would bias the
-mean towards short ones).
+mean towards short ones). Sampled actions (greedy=False) come from a generator seeded
+with the evaluation's seed, so the same seed gives the same returns.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 
 from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.networks import ActorCritic, spaces_from_dict
+from ppo.networks import ActorCritic, CategoricalDistribution, spaces_from_dict
 from ppo.normalize import ObservationNormalizer
 
 EVAL_SEED_OFFSET = 10_000  # evaluation episodes never reuse the training seeds
@@ -38,19 +39,33 @@ class Policy:
     obs_normalizer: ObservationNormalizer | None
 
     @torch.inference_mode()
-    def act(self, raw_obs: torch.Tensor, greedy: bool = True) -> torch.Tensor:
+    def act(self, raw_obs: torch.Tensor, greedy: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The greedy action, or a ~ π(· | s) drawn with `generator` (torch's global one if None)."""
         obs = raw_obs if self.obs_normalizer is None else self.obs_normalizer.normalize(raw_obs)
         if greedy:
             return self.model.greedy_action(obs)
-        return self.model.distribution(obs).sample()
+        return sample_action(self.model.distribution(obs), generator)
 
-    def env_actions(self, raw_obs: np.ndarray, action_space: gym.Space, greedy: bool = True) -> np.ndarray:
+    def env_actions(self, raw_obs: np.ndarray, action_space: gym.Space, greedy: bool = True,
+                    generator: torch.Generator | None = None) -> np.ndarray:
         """Actions for a batch of gymnasium observations, as numpy; Box actions are
         clipped to the bounds (the Gaussian is unbounded, the env is not)."""
-        action = self.act(torch.as_tensor(raw_obs, dtype=torch.float32), greedy).numpy()
+        action = self.act(torch.as_tensor(raw_obs, dtype=torch.float32), greedy, generator).numpy()
         if isinstance(action_space, gym.spaces.Box):
             action = np.clip(action, action_space.low, action_space.high)
         return action
+
+
+def sample_action(distribution, generator: torch.Generator | None = None) -> torch.Tensor:
+    """a ~ π(· | s) with randomness from `generator`: the Gumbel-max draw of a categorical
+    π (U ~ U(0, 1) per logit), or μ + σ·z, z ~ N(0, I), for the Gaussian of Box actions."""
+    if isinstance(distribution, CategoricalDistribution):
+        logits = distribution.log_probs  # (B, n)
+        uniform = torch.rand(logits.shape, generator=generator, dtype=logits.dtype)  # on the generator's device
+        return distribution.sample(uniform.to(logits.device))
+    normal = distribution.base_dist  # Independent(Normal(μ, σ), 1)
+    noise = torch.randn(normal.loc.shape, generator=generator, dtype=normal.loc.dtype)
+    return normal.loc + normal.scale * noise.to(normal.loc.device)
 
 
 def load_policy(path) -> Policy:
@@ -95,7 +110,8 @@ def evaluate_policy(
     CartPole, through `envs.factory.gymnasium_env_factory`), the N copies are that one env,
     all episodes at once by default (N = episodes, at most 100), seeded with `seed`;
     otherwise N single copies (25 by default) stepped one after another, copy i seeded with
-    seed + i. `seed` defaults to the run's seed + EVAL_SEED_OFFSET.
+    seed + i. `seed` defaults to the run's seed + EVAL_SEED_OFFSET; sampled actions come from
+    a torch generator seeded with it too.
     """
     seed = policy.config.seed + EVAL_SEED_OFFSET if seed is None else seed
     make_vec = getattr(make_env, "make_vec", None)
@@ -123,12 +139,13 @@ def _run_episodes(policy: Policy, envs: gym.vector.VectorEnv, episodes: int, gre
     quotas[: episodes % num_envs] += 1
     next_step_reset = envs.metadata.get("autoreset_mode") == gym.vector.AutoresetMode.NEXT_STEP
     obs, _ = envs.reset(seed=seed)
+    generator = torch.Generator().manual_seed(seed)  # the actions' randomness when sampling
     running = np.zeros(num_envs)
     resetting = np.zeros(num_envs, dtype=bool)  # NEXT_STEP: this step restarts the copy
     returns: list[list[float]] = [[] for _ in range(num_envs)]
     done_counts = np.zeros(num_envs, dtype=np.int64)
     while np.any(done_counts < quotas):
-        action = policy.env_actions(obs, envs.single_action_space, greedy)
+        action = policy.env_actions(obs, envs.single_action_space, greedy, generator)
         obs, reward, terminated, truncated, _ = envs.step(action)
         running += np.where(resetting, 0.0, reward)
         ended = (terminated | truncated) & ~resetting

@@ -1,4 +1,5 @@
-"""Evaluation counts every episode once, with its whole return, on either kind of env copies.
+"""Evaluation counts every episode once, with its whole return, on either kind of env copies;
+sampled actions follow the evaluation's seed; greedy and sampled results go to separate files.
 
 `evaluate_policy` steps N single gymnasium copies (SAME_STEP autoreset) or, where the
 factory offers one, gymnasium's numpy-vectorised env (NEXT_STEP autoreset: the step after
@@ -7,13 +8,19 @@ an episode's end only restarts that copy).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from envs.factory import gymnasium_env_factory
+from experiments import evaluate
 from ppo.config import PPOConfig
-from ppo.evaluation import Policy, evaluate_policy
+from ppo.evaluation import Policy, evaluate_policy, sample_action
+from ppo.networks import CategoricalDistribution
 
 
 class ConstantModel(torch.nn.Module):
@@ -92,3 +99,96 @@ def test_vectorised_and_single_copy_cartpole_evaluations_agree():
     assert vectorised.min() >= 8 and vectorised.max() <= 11 and single.min() >= 8 and single.max() <= 11
     assert abs(vectorised.mean() - single.mean()) < 0.5
     np.testing.assert_array_equal(vectorised, evaluate_policy(constant_policy(), factory, episodes=100, seed=3))
+
+
+# ---------------------------------------------------------------- sampled actions, reproducible from the seed
+
+class UniformModel(torch.nn.Module):
+    """π(a | s) = 1/2 for both actions, whatever s."""
+
+    def distribution(self, obs: torch.Tensor) -> CategoricalDistribution:
+        return CategoricalDistribution(torch.zeros(obs.shape[0], 2))
+
+
+class CoinEnv(gym.Env):
+    """Ten steps per episode, each paying the action taken (0 or 1): a return counts heads."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        return np.zeros(1, np.float32), float(action), False, self.steps == 10, {}
+
+
+def sampled_returns(seed: int, global_seed: int) -> np.ndarray:
+    torch.manual_seed(global_seed)  # whatever state torch's global generator is in
+    return evaluate_policy(Policy(UniformModel(), PPOConfig(), None), CoinEnv, episodes=40, greedy=False, seed=seed)
+
+
+def test_sampled_evaluation_is_reproducible_from_its_seed_alone():
+    """The env is deterministic: all randomness is in the sampled actions."""
+    np.testing.assert_array_equal(sampled_returns(seed=5, global_seed=0), sampled_returns(seed=5, global_seed=1))
+    assert not np.array_equal(sampled_returns(seed=5, global_seed=0), sampled_returns(seed=6, global_seed=0))
+
+
+def test_seeded_sampling_draws_from_the_policy():
+    """Frequencies and moments of 40 000 draws agree with π within 5 standard errors."""
+    generator = torch.Generator().manual_seed(0)
+    draws = 40_000
+    logits = torch.log(torch.tensor([[0.2, 0.8]])).expand(draws, 2)
+    actions = sample_action(CategoricalDistribution(logits), generator)
+    frequency = actions.double().mean().item()
+    assert abs(frequency - 0.8) < 5 * (0.8 * 0.2 / draws) ** 0.5
+
+    mean, std = torch.tensor([[1.5, -2.0]]).expand(draws, 2), torch.tensor([[0.5, 2.0]]).expand(draws, 2)
+    gaussian = torch.distributions.Independent(torch.distributions.Normal(mean, std), 1)
+    samples = sample_action(gaussian, generator)  # (draws, 2)
+    torch.testing.assert_close(samples.mean(0), torch.tensor([1.5, -2.0]), atol=5 * 2.0 / draws**0.5, rtol=0)
+    torch.testing.assert_close(samples.std(0), torch.tensor([0.5, 2.0]), atol=5 * 2.0 / (2 * draws) ** 0.5, rtol=0)
+
+
+# ---------------------------------------------------------------- ppo-eval: greedy and sampled results kept apart
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    from experiments.train import training_envs
+    from ppo.trainer import PPO
+
+    run_dir = tmp_path_factory.mktemp("eval") / "run"
+    config = PPOConfig(env_id="CartPole-v1", env_backend="torch", num_envs=4, num_steps=16, total_timesteps=64,
+                       tensorboard=False)
+    PPO(config, training_envs(config), run_dir=run_dir, progress=False).train()
+    return run_dir
+
+
+def ppo_eval(run_dir: Path, capsys, *flags: str) -> str:
+    assert evaluate.main([str(run_dir), "--episodes", "8", *flags]) == 0
+    return capsys.readouterr().out
+
+
+def test_sampled_evaluation_writes_its_own_file_and_leaves_the_greedy_score_alone(trained_run, capsys):
+    out = ppo_eval(trained_run, capsys)
+    assert f"8 greedy episodes → {trained_run / 'eval.json'}" in out
+    greedy = (trained_run / "eval.json").read_bytes()
+    assert json.loads(greedy)["greedy"] is True
+
+    out = ppo_eval(trained_run, capsys, "--sample", "--seed", "3")
+    assert f"8 sampled episodes → {trained_run / 'eval-sample.json'}" in out
+    assert (trained_run / "eval.json").read_bytes() == greedy  # the score sweeps and plots read
+    sampled = json.loads((trained_run / "eval-sample.json").read_text())
+    assert sampled["greedy"] is False and sampled["seed"] == 3
+
+
+def test_ppo_eval_sample_with_a_seed_gives_the_same_result_twice(trained_run, capsys):
+    torch.manual_seed(1)
+    ppo_eval(trained_run, capsys, "--sample", "--seed", "11")
+    first = (trained_run / "eval-sample.json").read_text()
+    torch.manual_seed(2)  # a different global stream must not matter
+    ppo_eval(trained_run, capsys, "--sample", "--seed", "11")
+    assert (trained_run / "eval-sample.json").read_text() == first
