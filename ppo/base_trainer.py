@@ -29,6 +29,10 @@ I': the rate never jumps, and with an unchanged budget nothing changes.
 A subclass supplies the algorithm: `run_iteration()` (the rollout and the update),
 `total_iterations`, `samples_seen` (environment steps or completions so far: the x-axis
 of the logs) and `state_dict` / `load_state_dict` for what it adds to the counters kept here.
+A subclass whose constructor takes settings beyond the config (PPO-Penalty's KL target,
+...) names them in `settings_names`: they are saved, with the class's name, in the
+checkpoint ("trainer") and in config.json, and `saved_settings` gives them back to the
+constructor when the run is resumed.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ class BaseTrainer:
 
     sample_unit = "samples"  # what `samples_seen` counts ("steps", "completions"); names the speed metric
     budget_field = ""  # the config field that sets the run's length (may change on resume)
+    settings_names: tuple[str, ...] = ()  # constructor arguments beyond the config, kept as attributes
 
     def __init__(self, config, run_dir: str | Path | None = None, progress: bool = True,
                  world: World = SINGLE_PROCESS):
@@ -128,7 +133,7 @@ class BaseTrainer:
         if self.run_dir is not None and self.world.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(self.run_dir)
-            (self.run_dir / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+            (self.run_dir / "config.json").write_text(json.dumps(self.run_settings(), indent=2) + "\n")
             logger = MetricsLogger(self.run_dir, self.config.tensorboard, self.total_samples, self.progress,
                                    resume_from_step=self.samples_seen)
         metrics: dict[str, float] = {}
@@ -166,9 +171,34 @@ class BaseTrainer:
                                    "(the last checkpoint is kept; try a smaller learning rate)")
 
     # ------------------------------------------------------------------ checkpoints
+    def trainer_record(self) -> dict:
+        """{"class": the trainer's class name, and each of `settings_names` with its value}."""
+        return {"class": type(self).__name__, **{name: getattr(self, name) for name in self.settings_names}}
+
+    def run_settings(self) -> dict:
+        """What config.json holds: the config, and the trainer's record when it has settings of its own."""
+        return {**self.config.to_dict(), **({"trainer": self.trainer_record()} if self.settings_names else {})}
+
+    @classmethod
+    def saved_settings(cls, state: dict, path: str | Path) -> dict[str, object]:
+        """The `settings_names` values a checkpoint was written with, for the constructor of a
+        resumed trainer. CheckpointError if another trainer class wrote it, or a setting is missing.
+        A checkpoint without a record (older files) counts as written by a trainer without settings."""
+        record = state.get("trainer", {"class": cls.__name__})
+        written_by = record.get("class") if isinstance(record, dict) else record
+        if written_by != cls.__name__:
+            raise CheckpointError(f"checkpoint {path} was written by {written_by!r}, not {cls.__name__}; "
+                                  f"resume it with {written_by}.resume")
+        missing = [name for name in cls.settings_names if name not in record]
+        if missing:
+            raise CheckpointError(f"checkpoint {path} does not record {cls.__name__}'s {', '.join(missing)}; "
+                                  "it cannot be resumed with the settings it was trained with")
+        return {name: record[name] for name in cls.settings_names}
+
     def state_dict(self) -> dict:
         """The counters; a subclass adds its models, optimizer and random generators."""
         return {
+            "trainer": self.trainer_record(),
             "config": self.config.to_dict(),
             "iteration": self.iteration,
             "train_seconds": self.train_seconds,

@@ -140,10 +140,7 @@ class PPO(BaseTrainer, StepsEnvs):
 
         self.global_step = 0  # environment steps of the whole run, all processes together
         self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
-        self.episode_return = torch.zeros(self.local_num_envs, device=self.device)  # (N,) raw reward so far
-        self.episode_length = torch.zeros(self.local_num_envs, dtype=torch.int64, device=self.device)
-        # Process k's copies are seeded as copies k·N/K ... of one process with N copies would be.
-        self.next_obs = self._observe(envs.reset(seed=config.seed + world.rank * self.local_num_envs))
+        self._start_episodes()
 
     @property
     def total_iterations(self) -> int:
@@ -159,10 +156,21 @@ class PPO(BaseTrainer, StepsEnvs):
 
     # ------------------------------------------------------------------ observation
     def _observe(self, raw_obs: torch.Tensor, update_statistics: bool = True) -> torch.Tensor:
-        """What the network sees: raw observations, normalised if configured."""
+        """What the network sees: raw observations, normalised if configured (with statistics
+        that, when `update_statistics`, have merged `raw_obs` first)."""
         if self.obs_normalizer is None:
             return raw_obs
         return self.obs_normalizer(raw_obs) if update_statistics else self.obs_normalizer.normalize(raw_obs)
+
+    def _start_episodes(self) -> None:
+        """Reset every copy, observe the first observations with the current statistics, and
+        start the episode counters and the discounted returns from zero. Process k's copies are
+        seeded as copies k·N/K ... of one process with N copies would be."""
+        self.episode_return = torch.zeros(self.local_num_envs, device=self.device)  # (N,) raw reward so far
+        self.episode_length = torch.zeros(self.local_num_envs, dtype=torch.int64, device=self.device)
+        if self.reward_scaler is not None:
+            self.reward_scaler.returns.zero_()
+        self.next_obs = self._observe(self.envs.reset(seed=self.config.seed + self.world.rank * self.local_num_envs))
 
     # ------------------------------------------------------------------ rollout
     @torch.inference_mode()
@@ -315,10 +323,10 @@ class PPO(BaseTrainer, StepsEnvs):
     def load_state_dict(self, state: dict) -> None:
         """Restore a `state_dict()` (for resuming); CheckpointError if it does not fit.
 
-        Envs that can be checkpointed continue their episodes; others (gymnasium's) keep
-        the fresh episodes they started with, and the episode counters restart too. So do
-        the processes of a run resumed with another number of processes, each drawing a
-        fresh random stream.
+        Envs that can be checkpointed continue their episodes; others (gymnasium's) start
+        fresh ones (`_start_episodes`), whose first observation is normalised with the
+        loaded statistics, and the episode counters restart too. So do the processes of a
+        run resumed with another number of processes, each drawing a fresh random stream.
         """
         missing = [key for key in self.REQUIRED_STATE if key not in state]
         if missing:
@@ -338,7 +346,7 @@ class PPO(BaseTrainer, StepsEnvs):
             if not same_processes:
                 torch.manual_seed(self.world.seed(self.config.seed) + self.iteration)
                 self.shuffle_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
-                self._restart_episodes()
+                self._start_episodes()
                 return
             own = state["processes"][self.world.rank] if self.world.distributed else state
             self.load_process_state(own)
@@ -358,12 +366,7 @@ class PPO(BaseTrainer, StepsEnvs):
             if self.reward_scaler is not None and own.get("return_accumulator") is not None:
                 self.reward_scaler.returns = own["return_accumulator"].to(self.device, torch.float64).clone()
         else:
-            self._restart_episodes()
-
-    def _restart_episodes(self) -> None:
-        """Keep the fresh episodes the envs started with; no discounted return carried over."""
-        if self.reward_scaler is not None:
-            self.reward_scaler.returns.zero_()
+            self._start_episodes()  # normalised with the loaded statistics, not the constructor's fresh ones
 
     @classmethod
     def resume(
@@ -384,7 +387,8 @@ class PPO(BaseTrainer, StepsEnvs):
         state, config = cls.load_run(run_dir, PPOConfig, required_keys=cls.REQUIRED_STATE)
         if total_timesteps is not None:
             config = config.replace(total_timesteps=total_timesteps).validate()
-        trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress, world=world)
+        settings = cls.saved_settings(state, run_dir)  # a variant's own settings (ppo.variants)
+        trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress, world=world, **settings)
         trainer.load_state_dict(state)
         return trainer
 

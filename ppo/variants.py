@@ -18,6 +18,10 @@ Adaptive clipping keeps PPO-Clip's loss and moves ε instead:
 The surrogate and the KL estimate come from `ppo.losses`; only the feedback rule and
 the penalised loss are new here. Inside the loss the KL is the k3 estimate from the
 sampled actions (the loss sees only log-probabilities of the actions taken).
+
+A variant's own settings (d_targ, the initial β, the bounds on ε) go into its checkpoint
+and its run folder's config.json, so `PPOPenalty.resume(run_dir, make_envs)` continues
+with the settings the run was started with, and the adapted β or ε where it stood.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 import torch
 
 from ppo.config import ConfigError, PPOConfig
+from ppo.distributed import SINGLE_PROCESS, World
 from ppo.losses import clipped_surrogate_loss, kl_estimate
 from ppo.trainer import PPO
 from ppo.vec_env import VecEnv
@@ -95,13 +100,15 @@ def rollout_kl(trainer: PPO) -> float:
     """k3 estimate of KL[π_old ‖ π_θ] over every sample of the trainer's current rollout.
 
     Works for any `PPO`: π_old's log-probs are the ones stored in the buffer, π_θ is the
-    model now (after an update, the policy that update produced).
+    model now (after an update, the policy that update produced). With several processes,
+    the mean over all of their equal shares, so every process adapts alike.
     """
-    buffer, batch = trainer.buffer, trainer.config.batch_size
+    buffer = trainer.buffer
+    batch = buffer.log_probs.numel()  # this process's share of the rollout, T·N/K samples
     obs = buffer.obs.reshape(batch, *buffer.obs.shape[2:])
     actions = buffer.actions.reshape(batch, *buffer.actions.shape[2:])
     new_log_probs, _, _ = trainer.model.evaluate_actions(obs, actions)
-    return float(kl_estimate(new_log_probs - buffer.log_probs.reshape(batch), "k3"))
+    return trainer.world.mean_of(float(kl_estimate(new_log_probs - buffer.log_probs.reshape(batch), "k3")))
 
 
 class KLAdaptivePPO(PPO):
@@ -112,6 +119,8 @@ class KLAdaptivePPO(PPO):
     threshold of the plain trainer (leave that one off for these variants).
     """
 
+    settings_names = ("kl_target",)
+
     def __init__(
         self,
         config: PPOConfig,
@@ -119,11 +128,12 @@ class KLAdaptivePPO(PPO):
         run_dir: str | Path | None = None,
         progress: bool = True,
         kl_target: float = 0.01,
+        world: World = SINGLE_PROCESS,
     ):
         if not (kl_target > 0 and math.isfinite(kl_target)):
             raise ConfigError(f"kl_target = {kl_target} must be a finite number > 0")
-        super().__init__(config, envs, run_dir, progress)
-        self.kl_target = kl_target
+        super().__init__(config, envs, run_dir, progress, world)
+        self.kl_target = float(kl_target)
 
     def rollout_kl(self) -> float:
         return rollout_kl(self)
@@ -147,18 +157,24 @@ class KLAdaptivePPO(PPO):
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        for name, value in state.get("adapted", {}).items():
-            setattr(self, name, float(value))
+        adapted = state.get("adapted", {})
+        for name in self.adapted_values():
+            if name in adapted:
+                setattr(self, name, float(adapted[name]))
 
 
 class PPOPenalty(KLAdaptivePPO):
     """PPO-Penalty: the unclipped surrogate plus β · KL, with β adapted after each update."""
 
-    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01, initial_beta=1.0):
+    settings_names = ("kl_target", "initial_beta")
+
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01, initial_beta=1.0,
+                 world: World = SINGLE_PROCESS):
         if not (initial_beta > 0 and math.isfinite(initial_beta)):
             raise ConfigError(f"initial_beta = {initial_beta} must be a finite number > 0")
-        super().__init__(config, envs, run_dir, progress, kl_target)
-        self.beta = initial_beta
+        super().__init__(config, envs, run_dir, progress, kl_target, world)
+        self.initial_beta = float(initial_beta)
+        self.beta = self.initial_beta  # adapted after every update; a checkpoint keeps where it stands
 
     def policy_loss(self, new_log_probs, old_log_probs, advantages):
         return kl_penalty_loss(new_log_probs, old_log_probs, advantages, self.beta)
@@ -176,12 +192,14 @@ class AdaptiveClipPPO(KLAdaptivePPO):
     Only the policy's ε adapts; value clipping keeps `config.value_clip_coef`.
     """
 
+    settings_names = ("kl_target", "min_clip", "max_clip")
+
     def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01,
-                 min_clip: float = 0.02, max_clip: float = 0.5):
-        if not (0 < min_clip <= max_clip):
-            raise ConfigError(f"clip bounds [{min_clip}, {max_clip}] must satisfy 0 < min_clip ≤ max_clip")
-        super().__init__(config, envs, run_dir, progress, kl_target)
-        self.min_clip, self.max_clip = min_clip, max_clip
+                 min_clip: float = 0.02, max_clip: float = 0.5, world: World = SINGLE_PROCESS):
+        if not (0 < min_clip <= max_clip and math.isfinite(max_clip)):
+            raise ConfigError(f"clip bounds [{min_clip}, {max_clip}] must satisfy 0 < min_clip ≤ max_clip < ∞")
+        super().__init__(config, envs, run_dir, progress, kl_target, world)
+        self.min_clip, self.max_clip = float(min_clip), float(max_clip)
 
     def adapt(self, kl: float) -> None:
         self.clip_coef = update_clip_coefficient(self.clip_coef, kl, self.kl_target, self.min_clip, self.max_clip)

@@ -176,3 +176,150 @@ def test_checkpoint_follows_the_umask(tmp_path):
     finally:
         os.umask(previous)
     assert (tmp_path / "checkpoint.pt").stat().st_mode & 0o777 == 0o644
+
+
+# ---------------------------------------------------------------- the checkpoint file
+
+MARKED = {"model": {"weight": torch.linspace(-1.0, 1.0, 24).reshape(4, 6)}, "note": "unmistakable", "count": 7,
+          "values": [1, 2.5, None, (3, 4), True]}
+
+
+def assert_same_contents(state: dict, expected: dict) -> None:
+    assert torch.equal(state["model"]["weight"], expected["model"]["weight"])
+    assert {k: v for k, v in state.items() if k != "model"} == {k: v for k, v in expected.items() if k != "model"}
+
+
+def flipped(path: Path, position: int) -> Path:
+    data = bytearray(path.read_bytes())
+    data[position] ^= 0x10
+    damaged = path.with_name("damaged.pt")
+    damaged.write_bytes(bytes(data))
+    return damaged
+
+
+def test_a_checkpoint_opens_with_plain_torch_load_weights_only(tmp_path):
+    from experiments.train import training_envs
+    from ppo.config import PPOConfig
+    from ppo.trainer import PPO
+
+    config = PPOConfig(env_id="CartPole-v1", env_backend="torch", num_envs=4, num_steps=16, total_timesteps=64,
+                       tensorboard=False)
+    trainer = PPO(config, training_envs(config), run_dir=tmp_path, progress=False)
+    trainer.train()
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # what every PyTorch user tries first
+    assert state["iteration"] == 1 and state["config"]["env_id"] == "CartPole-v1"
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(state["model"][name], tensor), name
+
+
+def test_a_flipped_byte_in_the_tensors_or_the_plain_data_is_caught(tmp_path):
+    from ppo.checkpoint import CheckpointError, save_checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(MARKED, path)
+    data = path.read_bytes()
+    in_tensor = data.index(MARKED["model"]["weight"].numpy().tobytes()) + 37
+    in_string = data.index(b"unmistakable") + 3
+    for position in (in_tensor, in_string):  # torch itself reads both back without complaint
+        assert torch.load(flipped(path, position), weights_only=True) is not None
+        with pytest.raises(CheckpointError, match=r"^checkpoint \S+damaged.pt is corrupt \(its checksum does not match"):
+            load_checkpoint(flipped(path, position))
+
+
+def test_no_flipped_byte_anywhere_goes_unnoticed(tmp_path):
+    """A flip anywhere in the file is caught (one line), or changes nothing the file holds
+    (zip padding, the archive's own bookkeeping): 150 positions spread over the whole file."""
+    from ppo.checkpoint import CheckpointError, save_checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(MARKED, path)
+    size = path.stat().st_size
+    caught = 0
+    for position in range(0, size, max(1, size // 150)):
+        try:
+            state = load_checkpoint(flipped(path, position))
+        except CheckpointError as error:
+            message = str(error)
+            assert "\n" not in message and ("corrupt" in message or "not a checkpoint" in message), message
+            caught += 1
+        else:
+            assert_same_contents(state, {"format": 3, **MARKED})
+    assert caught > 0
+
+
+def write_format_2(state: dict, path: Path) -> None:
+    """A checkpoint as this project wrote them before they became plain torch files: a
+    header (magic, sha256 of the payload in hex, newline) and then the torch.save payload."""
+    import hashlib
+    import io
+
+    buffer = io.BytesIO()
+    torch.save({"format": 2, **state}, buffer)
+    payload = buffer.getvalue()
+    path.write_bytes(b"PPO-CHECKPOINT-2 " + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+
+
+def test_checkpoints_of_the_older_formats_still_load(tmp_path):
+    from ppo.checkpoint import CheckpointError
+
+    write_format_2(MARKED, tmp_path / "format2.pt")
+    assert_same_contents(load_checkpoint(tmp_path / "format2.pt"), {"format": 2, **MARKED})
+    position = tmp_path.joinpath("format2.pt").read_bytes().index(b"unmistakable")
+    with pytest.raises(CheckpointError, match="is corrupt \\(its checksum does not match"):
+        load_checkpoint(flipped(tmp_path / "format2.pt", position))
+
+    torch.save({"format": 1, **MARKED}, tmp_path / "format1.pt")  # a bare torch.save, no checksum
+    assert_same_contents(load_checkpoint(tmp_path / "format1.pt"), {"format": 1, **MARKED})
+
+
+def test_a_loaded_checkpoint_saved_again_gets_a_fresh_checksum(tmp_path):
+    from ppo.checkpoint import save_checkpoint
+
+    write_format_2(MARKED, tmp_path / "old.pt")
+    state = load_checkpoint(tmp_path / "old.pt")
+    state["count"] = 8
+    save_checkpoint(state, tmp_path / "new.pt")
+    assert load_checkpoint(tmp_path / "new.pt")["count"] == 8
+    assert torch.load(tmp_path / "new.pt", weights_only=True)["format"] == 3
+
+
+def test_the_checksum_tells_apart_what_prints_alike():
+    from ppo.checkpoint import content_digest
+
+    digests = {content_digest(value) for value in (
+        [1], [1.0], [True], ["1"], (1,), {"a": 1}, {"a": 1.0},
+        torch.zeros(2, 3), torch.zeros(3, 2), torch.zeros(6), torch.zeros(6, dtype=torch.int32),
+        {"a": 1, "b": 2}, {"b": 2, "a": 1},
+    )}
+    assert len(digests) == 13
+    assert content_digest({"w": torch.arange(6.0).reshape(2, 3).t()}) == \
+           content_digest({"w": torch.tensor([[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]])})  # a view: its values count
+
+
+# ---------------------------------------------------------------- normalised observations after a resume
+
+def test_resumed_gymnasium_run_normalises_its_first_observation_with_the_loaded_statistics(tmp_path):
+    """The gymnasium backend cannot checkpoint its envs, so a resumed run starts fresh episodes.
+    Their first observation must be normalised with the checkpoint's statistics (after merging
+    that observation, as every observation is merged before the network sees it), not with
+    the statistics of a fresh normaliser, which put every entry near ±1."""
+    from experiments.train import training_envs
+    from ppo.config import PPOConfig
+    from ppo.trainer import PPO
+
+    config = PPOConfig(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, num_steps=32,
+                       total_timesteps=4 * 128, normalize_obs=True, tensorboard=False)
+    PPO(config, training_envs(config), run_dir=tmp_path, progress=False).train(callback=lambda t, m: t.iteration == 2)
+    saved = load_checkpoint(tmp_path)["obs_normalizer"]["stats"]
+    resumed = PPO.resume(tmp_path, training_envs, progress=False)
+
+    raw = training_envs(config).reset(seed=config.seed).double()  # (N, 4) the fresh episodes' first observation
+    # Chan et al.'s merge of (μ_a, σ²_a, n_a) with the batch's moments, written out by hand
+    n_a, n_b = saved["count"], raw.shape[0]
+    delta = raw.mean(0) - saved["mean"]
+    mean = saved["mean"] + delta * n_b / (n_a + n_b)
+    var = (saved["var"] * n_a + raw.var(0, unbiased=False) * n_b + delta**2 * n_a * n_b / (n_a + n_b)) / (n_a + n_b)
+    expected = ((raw - mean) / torch.sqrt(var + 1e-8)).clamp(-config.obs_clip, config.obs_clip).float()
+    torch.testing.assert_close(resumed.next_obs, expected, rtol=0, atol=1e-6)  # float32 rounding of float64 maths
+    fresh = (raw - raw.mean(0)) / raw.std(0, unbiased=False)  # what a fresh normaliser gives, about
+    assert not torch.allclose(resumed.next_obs.double(), fresh, atol=0.05)

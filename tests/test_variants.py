@@ -1,13 +1,16 @@
 """PPO-Penalty and adaptive clipping: the penalised loss and the KL feedback rules by hand."""
 
+import json
 import math
 
 import pytest
 import torch
 
 from experiments.train import training_envs
+from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError, PPOConfig
 from ppo.losses import clipped_surrogate_loss
+from ppo.trainer import PPO
 from ppo.variants import (
     ON_TARGET,
     TOO_CLOSE,
@@ -122,8 +125,6 @@ def test_adapted_coefficient_survives_a_checkpoint(tmp_path):
     trainer.beta = 0.125
     trainer.save(tmp_path / "checkpoint.pt")
     restored = PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False)
-    from ppo.checkpoint import load_checkpoint
-
     restored.load_state_dict(load_checkpoint(tmp_path / "checkpoint.pt", required_keys=("model",)))
     assert restored.beta == 0.125
 
@@ -133,3 +134,58 @@ def test_bad_variant_settings_get_a_one_line_error():
         PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False, kl_target=0.0)
     with pytest.raises(ConfigError, match="initial_beta"):
         PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False, initial_beta=-1.0)
+
+
+RESUMED_SETTINGS = [  # every setting away from its default, so a resume that fell back to one is caught
+    (PPOPenalty, dict(kl_target=0.003, initial_beta=0.25), "beta"),
+    (AdaptiveClipPPO, dict(kl_target=0.003, min_clip=0.05, max_clip=0.3), "clip_coef"),
+]
+WALL_CLOCK = ("time_s", "steps_per_second")
+
+
+def _rows(trainer) -> list[dict]:
+    return [{key: value for key, value in row.items() if key not in WALL_CLOCK} for row in trainer.history]
+
+
+@pytest.mark.parametrize("variant, settings, adapted", RESUMED_SETTINGS, ids=["penalty", "adaptive-clip"])
+def test_variant_stopped_and_resumed_equals_the_run_left_alone(tmp_path, variant, settings, adapted):
+    """Torch backend, same process: the resumed run repeats the arithmetic of the one left alone
+    (same kernels, same shapes), so its weights and every logged number are bit-identical."""
+    config = PPOConfig(**SMALL, checkpoint_every=1)  # 4 iterations
+    alone = variant(config, small_envs(), run_dir=tmp_path / "alone", progress=False, **settings)
+    alone.train()
+
+    stopped = variant(config, small_envs(), run_dir=tmp_path / "stopped", progress=False, **settings)
+    stopped.train(callback=lambda trainer, metrics: trainer.iteration == 2)
+    resumed = variant.resume(tmp_path / "stopped", training_envs, progress=False)
+    for name, value in settings.items():
+        assert getattr(resumed, name) == value  # not the constructor's default
+    assert getattr(resumed, adapted) == getattr(stopped, adapted)  # where the rule had moved it
+    assert resumed.iteration == 2
+    resumed.train()
+
+    assert _rows(stopped) + _rows(resumed) == _rows(alone)
+    assert getattr(resumed, adapted) == getattr(alone, adapted)
+    for name, tensor in alone.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], tensor), name
+    record = json.loads((tmp_path / "stopped" / "config.json").read_text())["trainer"]
+    assert record == {"class": variant.__name__, **settings}
+
+
+def test_resume_refuses_a_checkpoint_another_trainer_wrote(tmp_path):
+    config = PPOConfig(**SMALL)
+    PPOPenalty(config, small_envs(), run_dir=tmp_path / "penalty", progress=False).train(callback=lambda *_: True)
+    with pytest.raises(CheckpointError, match="written by 'PPOPenalty', not PPO; resume it with PPOPenalty.resume"):
+        PPO.resume(tmp_path / "penalty", training_envs, progress=False)
+    with pytest.raises(CheckpointError, match="written by 'PPOPenalty', not AdaptiveClipPPO"):
+        AdaptiveClipPPO.resume(tmp_path / "penalty", training_envs, progress=False)
+
+    # A checkpoint without the record (written before it existed) resumes as plain PPO;
+    # a variant refuses it rather than guess its settings.
+    PPO(config, small_envs(), run_dir=tmp_path / "plain", progress=False).train(callback=lambda *_: True)
+    state = load_checkpoint(tmp_path / "plain")
+    del state["trainer"]
+    save_checkpoint(state, tmp_path / "plain" / "checkpoint.pt")
+    assert PPO.resume(tmp_path / "plain", training_envs, progress=False).iteration == 1
+    with pytest.raises(CheckpointError, match="does not record PPOPenalty's kl_target, initial_beta"):
+        PPOPenalty.resume(tmp_path / "plain", training_envs, progress=False)
