@@ -3,23 +3,43 @@
 # Lecture 1 — Policy gradients: REINFORCE on CartPole
 
 **What it teaches.** A policy π_θ(a | s) is a network that outputs a probability for
-each action. We want θ that maximises the expected discounted return J(θ) = E[G_0],
-but the return depends on θ only through the actions sampled, so we cannot simply
-backpropagate through the environment. The log-derivative trick gives a gradient we
-can estimate from played episodes alone:
+each action. Take as objective the expected discounted return J(θ) = E[G_0],
+G_t = Σ_{k ≥ t} γ^{k−t} r_k. The return depends on θ only through the actions sampled,
+so we cannot backpropagate through the environment; the log-derivative trick
+∇_θ E[f] = E[f · ∇_θ log p_θ] gives a gradient we can estimate from played episodes alone:
 
-    ∇_θ J(θ) = E[ Σ_t ∇_θ log π_θ(a_t | s_t) · G_t ],    G_t = Σ_{k ≥ t} γ^{k−t} r_k
+    ∇_θ J(θ) = E[ Σ_t ∇_θ log π_θ(a_t | s_t) · G_0 ]
+             = E[ Σ_t ∇_θ log π_θ(a_t | s_t) · γ^t G_t ]          (Sutton & Barto, §13.3)
 
-Each action's log-probability is pushed up in proportion to the return that followed
-it. (Weighting by the return *before* t as well — by G_0 — has the same expectation,
-because an action cannot change rewards already received; dropping those terms is free
-and removes noise.) This estimator is REINFORCE.
+The second line drops, from each step's weight, the rewards received *before* t: an
+action cannot change them, and their term has expectation zero (E_a[∇ log π(a|s)] = 0,
+lecture 2). What remains of G_0 after step t is γ^t G_t, the return that followed the
+action discounted back to the start. Each action's log-probability is pushed up in
+proportion to that return. This estimator is REINFORCE.
+
+**The estimator everyone codes drops γ^t.** Nota & Thomas (2020) found it in every
+implementation of the policy-gradient algorithms they reviewed (those of the
+stable-baselines library, PPO among them), and this library's PPO is no exception
+(lectures 3–5: its advantages carry no γ^t):
+
+    ĝ = Σ_t ∇_θ log π_θ(a_t | s_t) · G_t,
+
+which counts a late action as much as an early one. For γ < 1 its expectation is *not*
+∇J: J discounts step t by γ^t, ĝ does not. It is not the gradient of the undiscounted
+return either (that would use the undiscounted return-to-go), and Nota & Thomas (2020)
+prove that in general it is not the gradient of any function of θ. It is used because
+the score we care about is often the undiscounted return (on CartPole, the episode's
+length), and there γ < 1 serves to cut how far an action's credit reaches, lowering the variance
+at the cost of a bias (Schulman et al. 2016, §2, treat γ this way). Below, the noise
+study measures all three weights — G_0, γ^t G_t and G_t — and checks that the first two
+have the same expectation; REINFORCE is trained with G_t, as PPO is.
 
 **Why it matters.** Every method in this course, PPO included, is this estimator with
 its noise reduced and its step size controlled. This lecture measures the noise: how
-far the gradient from one batch of episodes is from the true gradient, how that shrinks
+far the gradient from one batch of episodes is from its expectation, how that shrinks
 with the batch size, and how it grows as the policy improves and episodes get longer.
-Then it trains REINFORCE over several seeds to show what that noise does to learning.
+Then it trains REINFORCE over several seeds with nothing to limit how far one update
+moves the policy, and every seed learns to balance the pole and then forgets it.
 
 **Prerequisites.** Python, PyTorch autograd, what an MDP and a return are.
 
@@ -29,6 +49,8 @@ in full, because it is the starting point that the library improves on.
 """
 
 # %%
+import copy
+
 import torch
 from torch import nn
 
@@ -100,6 +122,12 @@ def rewards_to_go(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return returns
 
 
+def discounted_back_to_start(returns: torch.Tensor, gamma: float) -> torch.Tensor:
+    """γ^t G_t for (T, N) returns: the part of G_0 that the action at step t can change."""
+    discounts = gamma ** torch.arange(returns.shape[0], dtype=returns.dtype)  # (T,)
+    return discounts.unsqueeze(1) * returns
+
+
 def reinforce_loss(policy: Policy, episodes: dict, weights: torch.Tensor) -> torch.Tensor:
     """−(1/N) Σ_episodes Σ_t log π(a_t | s_t) · weight_t; its gradient is −ĝ."""
     log_probs = policy(episodes["obs"]).log_prob(episodes["actions"])  # (T, N)
@@ -112,16 +140,23 @@ def reinforce_loss(policy: Policy, episodes: dict, weights: torch.Tensor) -> tor
 ## How noisy is one episode's gradient?
 
 Fix the policy and play many episodes. Each episode i gives its own estimate g_i, the
-gradient of Σ_t log π(a_t | s_t)·weight_t over its steps. The true gradient is their
-expectation, E[g]. A batch of B episodes averages B of them, so its variance is
-tr Cov[g] / B. We compare two weights: the whole-episode return G_0 on every step, and
-the reward-to-go G_t. The *relative noise* of a B-episode batch is
+gradient of Σ_t log π(a_t | s_t)·weight_t over its steps; the estimator's expectation
+is E[g]. A batch of B episodes averages B of them, so its variance is tr Cov[g] / B. We
+compare three weights: the whole-episode return G_0 on every step, γ^t G_t (the same
+expectation, ∇J, without the rewards before t) and G_t (the common estimator). The
+*relative noise* of a B-episode batch is
 
     sqrt(tr Cov[g] / B) / ‖E[g]‖
 
 — above 1, the noise in one batch's gradient is larger than the gradient itself. (We
 estimate ‖E[g]‖² by the squared norm of the mean over all episodes minus tr Cov[g] / N,
 the amount by which that norm overshoots on average.)
+
+Do G_0 and γ^t G_t really have the same expectation? For each episode take the
+difference d_i of its two estimates. If E[d] = 0, the squared norm of the mean of N
+differences is tr Cov[d] / N on average, so their ratio is near 1; a real difference in
+expectation makes it grow with N. The same test between γ^t G_t and G_t measures the
+effect of dropping γ^t.
 """
 
 
@@ -138,11 +173,21 @@ def per_episode_gradients(policy: Policy, episodes: dict, weights: torch.Tensor)
     return torch.stack(gradients)
 
 
+def same_expectation_ratio(first: torch.Tensor, second: torch.Tensor) -> float:
+    """|mean of d|² / (tr Cov[d] / N) for the per-episode differences d = first − second, (N, P):
+    about 1 when the two estimators have the same expectation, growing with N when not."""
+    differences = first - second
+    return float(differences.mean(0).norm() ** 2 / (differences.var(dim=0).sum() / len(differences)))
+
+
 def noise_study(policy: Policy, label: str, seed: int) -> list[dict]:
     episodes = play_episodes(policy, VARIANCE_EPISODES, seed)
     returns = rewards_to_go(episodes["rewards"], GAMMA)
     rows = []
-    for weight_name, weights in (("G_0", returns[:1].expand_as(returns)), ("G_t", returns)):
+    weight_choices = (("G_0", returns[:1].expand_as(returns)),
+                      ("γ^t G_t", discounted_back_to_start(returns, GAMMA)),
+                      ("G_t", returns))
+    for weight_name, weights in weight_choices:
         gradients = per_episode_gradients(policy, episodes, weights)  # (N, P)
         total_variance = gradients.var(dim=0).sum()  # tr Cov[g]
         # ‖mean of N estimates‖² overshoots ‖E[g]‖² by tr Cov / N on average; remove that
@@ -170,6 +215,12 @@ def noise_study(policy: Policy, label: str, seed: int) -> list[dict]:
     return rows
 
 
+def expectation_tests(rows: list[dict]) -> dict[str, float]:
+    gradients = {row["weight"]: row["_gradients"] for row in rows}
+    return {"G_0 vs γ^t G_t": same_expectation_ratio(gradients["G_0"], gradients["γ^t G_t"]),
+            "γ^t G_t vs G_t": same_expectation_ratio(gradients["γ^t G_t"], gradients["G_t"])}
+
+
 torch.manual_seed(0)
 untrained_policy = Policy()
 initial_rows = noise_study(untrained_policy, "untrained", seed=100)
@@ -179,46 +230,50 @@ initial_rows = noise_study(untrained_policy, "untrained", seed=100)
 ## Training REINFORCE over several seeds
 
 Each update plays a fresh batch of episodes with the current policy, weights each
-log-probability by its reward-to-go, and takes one Adam step. Nothing else: no
-baseline, no normalisation, no clipping. The same code with different seeds gives the
-spread that the noise above predicts.
+log-probability by its reward-to-go G_t (the common estimator), and takes one Adam
+step. Nothing else: no baseline, no normalisation, no clipping. We keep a copy of each
+seed's best policy (the one whose batch of episodes scored highest) next to its last.
 """
 
 
 # %%
-def train_reinforce(seed: int) -> tuple[Policy, list[float]]:
+def train_reinforce(seed: int) -> tuple[Policy, Policy, list[float]]:
+    """Returns the last policy, the best one, and the mean undiscounted return of each update's episodes."""
     torch.manual_seed(seed)
     policy = Policy()
     optimizer = torch.optim.Adam(policy.parameters(), lr=LEARNING_RATE)
-    mean_returns = []
+    mean_returns, best_policy = [], copy.deepcopy(policy)
     for iteration in range(ITERATIONS):
         episodes = play_episodes(policy, EPISODES_PER_UPDATE, seed=seed * 10_000 + iteration)
+        mean_returns.append(float(episodes["rewards"].sum(0).mean()))  # undiscounted episode return
+        if mean_returns[-1] >= max(mean_returns):  # the policy that played these episodes, before its update
+            best_policy = copy.deepcopy(policy)
         returns = rewards_to_go(episodes["rewards"], GAMMA)
         loss = reinforce_loss(policy, episodes, returns)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        mean_returns.append(float(episodes["rewards"].sum(0).mean()))  # undiscounted episode return
-    return policy, mean_returns
+    return policy, best_policy, mean_returns
 
 
-curves = {}
-trained_policies = {}
+curves, last_policies, best_policies = {}, {}, {}
 for seed in SEEDS:
-    trained_policies[seed], curves[seed] = train_reinforce(seed)
-    print(f"seed {seed}: return of the last update's episodes {curves[seed][-1]:.1f}")
+    last_policies[seed], best_policies[seed], curves[seed] = train_reinforce(seed)
+    print(f"seed {seed}: best update's episodes {max(curves[seed]):.1f} (update {curves[seed].index(max(curves[seed]))}), "
+          f"last update's {curves[seed][-1]:.1f}")
 
 # %% [markdown]
 """
 ## The noise again, at a trained policy
 
 Longer episodes mean more terms in Σ_t and larger returns multiplying them, so the
-variance of the estimate grows as the policy gets better. We repeat the study at the
-policy trained with the first seed.
+variance of the estimate should grow as the policy gets better. We repeat the study at
+the first seed's *best* policy (its last one has collapsed, see below).
 """
 
 # %%
-trained_rows = noise_study(trained_policies[SEEDS[0]], f"trained (seed {SEEDS[0]})", seed=200)
+best_return = max(curves[SEEDS[0]])
+trained_rows = noise_study(best_policies[SEEDS[0]], f"best of seed {SEEDS[0]}", seed=200)
 all_rows = initial_rows + trained_rows
 print_table([{k: v for k, v in row.items() if not k.startswith("_")} for row in all_rows],
             title="REINFORCE gradient estimates, one episode each (noise = sqrt(tr Cov / B) / |E[g]|)")
@@ -227,11 +282,41 @@ for row in all_rows:
         print(f"{row['policy']}, {row['weight']}: with {len(row['_gradients'])} episodes the mean gradient is lost in "
               f"the noise; |E[g]| is below what they resolve, so the noise columns are lower bounds")
 
+expectations = {"untrained": expectation_tests(initial_rows), "trained": expectation_tests(trained_rows)}
+print_table([{"policy": row["policy"], **{f"|mean d|² / (tr Cov[d]/N), {pair}": value for pair, value in tests.items()}}
+             for row, tests in ((initial_rows[0], expectations["untrained"]), (trained_rows[0], expectations["trained"]))],
+            title="Same expectation? (about 1 if yes; grows with the number of episodes if not)")
+
+trace = {(row["policy"], row["weight"]): float(row["tr Cov[g]"]) for row in all_rows}
+untrained_label, trained_label = initial_rows[0]["policy"], trained_rows[0]["policy"]
+for policy_label, tests in ((untrained_label, expectations["untrained"]), (trained_label, expectations["trained"])):
+    lecture.claim(f"at the {policy_label} policy, G_0 and γ^t G_t weights have the same expectation "
+                  f"(the ratio stays below 3)", tests["G_0 vs γ^t G_t"] < 3,
+                  measured=f"ratio {tests['G_0 vs γ^t G_t']:.2f}")
+    lecture.claim(f"at the {policy_label} policy, dropping the rewards before t (γ^t G_t instead of G_0) lowers "
+                  f"the variance tr Cov[g]", trace[policy_label, "γ^t G_t"] < trace[policy_label, "G_0"],
+                  measured=f"{trace[policy_label, 'γ^t G_t']:.3g} against {trace[policy_label, 'G_0']:.3g}")
+lecture.claim("at the untrained policy, dropping γ^t changes the expectation: the ratio of G_t against γ^t G_t "
+              "is above 3", expectations["untrained"]["γ^t G_t vs G_t"] > 3,
+              measured=f"ratio {expectations['untrained']['γ^t G_t vs G_t']:.2f}", quick=False)
+lecture.claim(f"at the trained policy {VARIANCE_EPISODES} episodes are too few to see it (ratio below 3), as they "
+              f"are too few to resolve |E[g]|", expectations["trained"]["γ^t G_t vs G_t"] < 3
+              and not any(row["_resolved"] for row in trained_rows),
+              measured=f"ratio {expectations['trained']['γ^t G_t vs G_t']:.2f}, |E[g]| resolved for "
+                       f"{[row['weight'] for row in trained_rows if row['_resolved']]}", quick=False)
+length_growth = trained_rows[0]["mean episode length"] / initial_rows[0]["mean episode length"]
+variance_growth = trace[trained_label, "G_t"] / trace[untrained_label, "G_t"]
+lecture.claim("the trained policy's episodes are longer, and its gradient's variance tr Cov[g] (weight G_t) "
+              "is more than 100 times the untrained one's", length_growth > 1 and variance_growth > 100,
+              measured=f"episodes {length_growth:.1f}× longer, tr Cov {variance_growth:.3g}× larger", quick=False)
+
 # Empirical check of the 1/B law: split the N episodes into disjoint batches of B and
 # measure how far each batch mean lies from the mean over all N. That distance has
 # variance tr Cov · (1/B − 1/N), so we divide by (1 − B/N) to compare with tr Cov / B.
-figure, axis = plt.subplots(figsize=(7, 4.5))
-for row, style in zip(all_rows, ("-o", "-s", "--o", "--s")):
+figure, axis = plt.subplots(figsize=(7.5, 5.5))
+slopes = {}
+styles = {"G_0": "o", "γ^t G_t": "^", "G_t": "s"}
+for row in all_rows:
     gradients = row["_gradients"]
     mean_gradient = gradients.mean(0)
     batch_sizes = [b for b in (1, 2, 4, 8, 16, 32, 64) if gradients.shape[0] // b >= 4]
@@ -240,44 +325,104 @@ for row, style in zip(all_rows, ("-o", "-s", "--o", "--s")):
         batches = gradients[: (gradients.shape[0] // b) * b].reshape(-1, b, gradients.shape[1]).mean(1)
         spread = (batches - mean_gradient).norm(dim=1).pow(2).mean() / (1 - b / gradients.shape[0])
         measured.append(float(spread.sqrt()) / row["_signal"])
+    # least-squares slope of log(noise) against log(B): −½ for noise ∝ 1/√B
+    log_b, log_noise = torch.tensor(batch_sizes).log(), torch.tensor(measured).log()
+    slopes[row["policy"], row["weight"]] = float(((log_b - log_b.mean()) * (log_noise - log_noise.mean())).sum()
+                                                 / ((log_b - log_b.mean()) ** 2).sum())
     bound_note = "" if row["_resolved"] else " (a lower bound)"
-    axis.loglog(batch_sizes, measured, style, label=f"{row['policy']}, weight {row['weight']}{bound_note}")
+    color = "tab:blue" if row["policy"] == untrained_label else "tab:red"
+    linestyle = "-" if row["_resolved"] else ":"
+    axis.loglog(batch_sizes, measured, linestyle, marker=styles[row["weight"]], color=color,
+                label=f"{row['policy']}, weight {row['weight']}{bound_note}")
 axis.axhline(1.0, color="grey", lw=0.8)
 axis.set_xlabel("episodes per batch B")
-axis.set_ylabel("relative noise  |ĝ_B − E[g]| / |E[g]|")
+axis.set_ylabel("relative noise  |ĝ_B − E[g]| / |E[g]|  (no unit)")
 axis.set_title("REINFORCE: noise of a batch's gradient estimate")
-axis.legend(fontsize=8)
+axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
 lecture.save_figure(figure, "gradient_noise_vs_batch_size.png")
+lecture.claim("in the figure every line falls with a slope between −0.6 and −0.35 (−½ is noise ∝ 1/√B)",
+              all(-0.6 < slope < -0.35 for slope in slopes.values()),
+              measured="slopes " + ", ".join(f"{slope:.2f}" for slope in slopes.values()), quick=False)
+
+# %% [markdown]
+"""
+## Learning, and forgetting
+
+The curves below are the mean undiscounted return of each update's 16 episodes (the
+number of steps the pole stayed up; CartPole-v1 stops at 500).
+"""
 
 # %%
-figure, axis = plt.subplots(figsize=(7, 4.5))
 curve_tensor = torch.tensor([curves[seed] for seed in SEEDS])  # (seeds, iterations)
-for seed in SEEDS:
-    axis.plot(curves[seed], alpha=0.5, lw=1, label=f"seed {seed}")
-axis.plot(curve_tensor.mean(0), color="black", lw=2, label="mean over seeds")
+best_returns = curve_tensor.max(1).values  # (seeds,)
+best_updates = curve_tensor.argmax(1)
+last = max(1, ITERATIONS // 10)
+final_returns = curve_tensor[:, -last:].mean(1)
+figure, axis = plt.subplots(figsize=(7.5, 5))
+updates = torch.arange(ITERATIONS)
+mean = curve_tensor.mean(0)
+for index, seed in enumerate(SEEDS):
+    axis.plot(updates, curve_tensor[index], color="tab:grey", alpha=0.6, lw=0.8,
+              label="one seed" if index == 0 else None)
+axis.fill_between(updates, curve_tensor.min(0).values, curve_tensor.max(0).values, color="tab:blue", alpha=0.15,
+                  label="range over seeds")
+axis.plot(updates, mean, color="tab:blue", lw=2, label=f"mean over {len(SEEDS)} seeds")
+axis.plot(best_updates, best_returns, "^", color="tab:green", label="each seed's best update")
+axis.plot(torch.full((len(SEEDS),), ITERATIONS - 1), curve_tensor[:, -1], "v", color="tab:red",
+          label="each seed's last update")
+axis.axhline(500, ls="--", color="black", lw=0.8, label="CartPole-v1's maximum, 500")
 axis.set_xlabel(f"update (each on {EPISODES_PER_UPDATE} fresh episodes)")
-axis.set_ylabel("mean episode return")
-axis.set_title("REINFORCE on CartPole-v1 (reward-to-go, no baseline)")
-axis.legend(fontsize=8)
+axis.set_ylabel("mean episode return (steps balanced)")
+axis.set_ylim(0, 530)
+axis.set_title("REINFORCE on CartPole-v1 (weight G_t, no baseline, Adam lr 0.01)")
+axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3)
 lecture.save_figure(figure, "reinforce_learning_curves.png")
 
-last = max(1, ITERATIONS // 5)
-final_returns = curve_tensor[:, -last:].mean(1)
-print_table([{"seed": seed, f"mean return, last {last} updates": float(value)} for seed, value in zip(SEEDS, final_returns)],
+print_table([{"seed": seed, "best update's return": float(best), "at update": int(when),
+              f"mean return, last {last} updates": float(final)}
+             for seed, best, when, final in zip(SEEDS, best_returns, best_updates, final_returns)],
             title="REINFORCE learning over seeds")
-print(f"across seeds: {mean_and_spread(final_returns)} (min {final_returns.min():.1f}, max {final_returns.max():.1f})")
+print(f"last {last} updates, across seeds: {mean_and_spread(final_returns)} "
+      f"(min {final_returns.min():.1f}, max {final_returns.max():.1f})")
+lecture.claim("every seed reaches a mean return of at least 450 in some update",
+              bool(best_returns.min() >= 450), measured=f"lowest best {best_returns.min():.1f}", quick=False)
+collapse = final_returns / best_returns
+lecture.claim(f"then every seed collapses: its last {last} updates average less than half of its best",
+              bool(collapse.max() < 0.5), measured=f"last / best between {collapse.min():.2f} and {collapse.max():.2f}",
+              quick=False)
 
 # %% [markdown]
 """
 ## What to take away
 
-Read the table: the `noise B=1` column is the noise of a single episode's gradient
-relative to the true gradient, and `B for noise=1` is how many episodes a batch needs
-before its gradient is, on average, as long as its error. Compare the G_0 and G_t rows
-to see what dropping the past rewards buys, and the untrained and trained rows to see
-how the noise grows with episode length. The spread of the final returns across seeds
-is that noise at work. Lecture 2 subtracts a learned baseline from G_t to shrink it
-further; `ppo/advantages.py` is where that ends up.
+**The noise.** In the first table the `noise B=1` column is the noise of a single
+episode's gradient relative to its expectation, and `B for noise=1` is how many
+episodes a batch needs before its gradient is, on average, as long as its error. At
+both policies, G_0 and γ^t G_t weights have the same expectation (the ratio in the
+second table stays below 3), and dropping the rewards before t (γ^t G_t instead of
+G_0) lowers the variance tr Cov[g]: the same gradient, for free, with less noise. G_t
+is not that gradient: at the untrained policy, dropping γ^t changes the expectation (the
+ratio of G_t against γ^t G_t is above 3, where the same expectation would give about 1);
+at the trained policy 400 episodes are too few to see it (ratio below 3), as they are
+too few to resolve |E[g]|. The
+trained policy's episodes are longer, and its gradient's variance (weight G_t) is more
+than 100 times the untrained one's; the table prints both. At that policy 400 episodes
+do not resolve |E[g]| at all: the rows marked < and > are bounds, drawn dotted in the
+figure. In the figure every line falls with a slope between −0.6 and −0.35 (−½ is
+noise ∝ 1/√B): to halve the noise, take four times the episodes. Where a solid line
+crosses the grey line, a batch's noise equals its signal.
+
+**The collapse.** Every seed reaches a mean return of at least 450 in some update (the
+green triangles touch the dashed 500 line), and then every seed collapses: its last
+updates average less than half of its best (the red triangles; the last table gives
+both numbers for each seed). The spread across seeds at the end is not noise around a
+solved task but the same fall at different times. This lecture does not test why; the
+likely reason is that nothing here limits how far one update moves the policy: with
+γ = 0.99 a weight G_t can reach 1/(1 − γ) = 100, a batch of long episodes sums
+hundreds of such terms, and one Adam step at a fixed learning rate can undo what the
+policy knew. Lecture 2 shrinks the noise with a baseline; lecture 4's clipped
+objective bounds how far one update may move the policy, and measures it. The weights
+end up in `ppo/advantages.py`.
 """
 
 # %%

@@ -18,9 +18,10 @@ is the *actor*.
 one trunk computes features h(s), a policy head turns them into action logits, a value
 head into a number V(s). Both losses train the trunk.
 
-**What it shows.** (1) Learning curves over seeds with and without the baseline. (2)
-The variance of the gradient estimate with and without the learned baseline (and with
-a constant one), measured over many rollouts at a fixed network — printed as a ratio.
+**What it shows.** (1) Learning curves over six seeds with and without the baseline.
+(2) The variance of the gradient estimate with and without the learned baseline (and
+with a constant one), measured over many rollouts at a fixed network — printed as a
+ratio, next to the critic's explained variance.
 
 **Prerequisites.** Lecture 1.
 
@@ -43,7 +44,7 @@ from ppo.trainer import PPO, RECENT_EPISODES
 from ppo.update import gradient_step
 
 lecture = Lecture("02_baseline_actor_critic", __doc__)
-SEEDS = lecture.choose(full=[1, 2, 3], quick=[1])
+SEEDS = lecture.choose(full=[1, 2, 3, 4, 5, 6], quick=[1])
 ITERATIONS = lecture.choose(full=400, quick=20)  # one gradient step per rollout
 VARIANCE_BATCHES = lecture.choose(full=64, quick=8)  # rollouts per variance measurement
 VALUE_COEF, ENTROPY_COEF = 0.5, 0.01
@@ -201,50 +202,102 @@ print(f"\nvariance ratio (no baseline / learned baseline) at the trained network
 figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 for use_baseline, color in ((False, "tab:red"), (True, "tab:blue")):
     curve_tensor = torch.tensor([curves[use_baseline][seed] for seed in SEEDS])
-    for seed in SEEDS:
-        axes[0].plot(curves[use_baseline][seed], color=color, alpha=0.3, lw=1)
     label = "w = R − V (baseline)" if use_baseline else "w = R (no baseline)"
+    axes[0].fill_between(range(ITERATIONS), curve_tensor.min(0).values, curve_tensor.max(0).values, color=color,
+                         alpha=0.15, label=f"{label}, range over seeds")
     axes[0].plot(curve_tensor.mean(0), color=color, lw=2, label=f"{label}, mean of {len(SEEDS)} seeds")
 axes[0].set_xlabel(f"update (one per rollout of {CONFIG.batch_size} steps)")
-axes[0].set_ylabel(f"mean return of the last {RECENT_EPISODES} episodes")
+axes[0].set_ylabel(f"mean return of the last {RECENT_EPISODES} episodes (steps)")
+axes[0].set_ylim(0, 520)
 axes[0].set_title("Actor-critic on CartPole-v1")
-axes[0].legend(fontsize=8)
+axes[0].legend(fontsize=8, loc="upper left")
 names = [row["network"] for row in rows]
 positions = torch.arange(len(rows), dtype=torch.float32)
 for offset, name, color in zip((-0.27, 0.0, 0.27), WEIGHTS, ("tab:red", "tab:grey", "tab:blue")):
     axes[1].bar(positions + offset, [row[f"tr Cov, w = {name}"] for row in rows], 0.27, color=color, label=f"w = {name}")
 axes[1].set_xticks(positions.tolist(), names)
 axes[1].set_yscale("log")
-axes[1].set_ylabel("tr Cov[ĝ] over rollouts")
+axes[1].set_ylabel("tr Cov[ĝ] over rollouts (log scale)")
 axes[1].set_title("Variance of the policy-gradient estimate")
-axes[1].legend(fontsize=8)
+axes[1].legend(fontsize=8, loc="upper left")
 lecture.save_figure(figure, "baseline_variance_and_learning.png")
 
 last = max(1, ITERATIONS // 5)
-summary = []
+summary, finals = [], {}
 for use_baseline in (False, True):
-    finals = [sum(curves[use_baseline][s][-last:]) / last for s in SEEDS]
-    summary.append({"weight": "R − V" if use_baseline else "R", f"mean return, last {last} updates": mean_and_spread(finals)})
-print_table(summary, title="Final returns over seeds (mean ± std)")
+    finals[use_baseline] = torch.tensor([sum(curves[use_baseline][s][-last:]) / last for s in SEEDS])
+    summary.append({"weight": "R − V" if use_baseline else "R",
+                    f"mean return, last {last} updates": mean_and_spread(finals[use_baseline]),
+                    "best seed": float(finals[use_baseline].max())})
+print_table(summary, title=f"Final returns over {len(SEEDS)} seeds (mean ± std)")
+print_table([{"seed": seed, "w = R": float(without), "w = R − V": float(with_baseline)}
+             for seed, without, with_baseline in zip(SEEDS, finals[False], finals[True])],
+            title=f"Mean return of the last {last} updates, seed by seed (same initial network and episodes' seeds)")
+
+untrained_row, trained_row = rows
+lecture.claim("at the untrained network, R − V is no less noisy than R (ratio R / (R − V) between 0.9 and 1.1)",
+              0.9 < untrained_row["ratio R / (R − V)"] < 1.1, measured=f"ratio {untrained_row['ratio R / (R − V)']:.2f}")
+for row in rows:
+    lecture.claim(f"at the {row['network']} network, a constant baseline lowers the variance",
+                  row["tr Cov, w = R − mean R"] < row["tr Cov, w = R"],
+                  measured=f"{row['tr Cov, w = R − mean R']:.3g} against {row['tr Cov, w = R']:.3g}")
+lecture.claim("at the trained network, the learned baseline lowers the variance more than the constant does "
+              "(ratio (R − mean) / (R − V) above 1)", trained_row["ratio (R − mean) / (R − V)"] > 1,
+              measured=f"ratio {trained_row['ratio (R − mean) / (R − V)']:.2f}", quick=False)
+lecture.claim("yet the trained critic's explained variance is below 0",
+              trained_row["explained var. of V"] < 0, measured=f"{trained_row['explained var. of V']:.2f}", quick=False)
+final_means = {weight: float(values.mean()) for weight, values in finals.items()}
+final_spreads = {weight: float(values.std(unbiased=False)) for weight, values in finals.items()}
+lecture.claim(f"on this budget neither weight solves CartPole: no seed's last {last} updates average 475",
+              max(float(values.max()) for values in finals.values()) < 475,
+              measured=f"best seed {max(float(values.max()) for values in finals.values()):.1f}", quick=False)
+lecture.claim("the gap between the two means is smaller than the larger of their two spreads",
+              abs(final_means[True] - final_means[False]) < max(final_spreads.values()),
+              measured=f"gap {abs(final_means[True] - final_means[False]):.1f}, "
+                       f"spreads {final_spreads[False]:.1f} (R) and {final_spreads[True]:.1f} (R − V)", quick=False)
+higher_with_baseline = int((finals[True] > finals[False]).sum())
+lecture.claim("seed by seed, the baseline ends higher on some seeds and lower on others",
+              0 < higher_with_baseline < len(SEEDS), measured=f"higher on {higher_with_baseline} of {len(SEEDS)}",
+              quick=False)
 
 # %% [markdown]
 """
 ## What to take away
 
-The untrained row shows that a learned baseline is only as useful as the critic
-behind it: with an explained variance near zero, R − V is no less noisy than R. In the
-trained row, the printed ratio R / (R − V) is how many times more rollouts the estimator
-without a baseline would need for the same precision. The middle column separates the
-two things a baseline does. Most of the reduction comes from removing the *level* of
-the return — on CartPole every return is a large positive number, so every action's
-log-probability gets pushed up and only the differences carry information — and a
-constant does that too. What a state-dependent V adds on top is the last column of the
-table, `(R − mean) / (R − V)`: above 1, V also explains some of the differences between
-states; near or below 1, the critic has learnt little beyond the average level, which
-its explained variance will confirm. Either way V is what GAE builds on next.
+**The variance, measured directly.** The untrained row shows that a learned baseline
+is only as useful as the critic behind it: at the untrained network, R − V is no less
+noisy than R (ratio R / (R − V) between 0.9 and 1.1). At the untrained network and at
+the trained one, a constant baseline lowers the variance: on CartPole every return is a
+large positive number, so every action's log-probability gets pushed up and only the
+differences carry information; subtracting the level removes that push. At the trained
+network, the learned baseline lowers the variance more than the constant does (ratio
+(R − mean) / (R − V) above 1): V also follows the differences between states. The
+ratio R / (R − V) is how many times more rollouts the estimator without a baseline
+would need for the same precision. In the right panel the three bars of each network
+are the three weights, on a log scale: the blue bar (R − V) of the trained network is
+the lowest.
 
-The learning curves are indirect evidence: with three seeds per weight, compare the
-gap between the two means with their ± before reading anything into it.
+**Explained variance is not the same measurement.** Yet the trained critic's explained
+variance is below 0: over all samples, V predicts R worse than R's mean would. The two
+numbers measure different things: explained variance compares V(s_t) with each R_t,
+one sample at a time; the gradient's variance is what the update feels, each weight
+multiplied by its score ∇ log π and summed along the rollout. Here they disagree. Read
+explained variance as a check that the critic is learning, not as a measure of what
+the baseline buys.
+
+**The learning curves.** On this budget neither weight solves CartPole: no seed's last
+updates average 475 (the `best seed` column). Lecture 1's REINFORCE reached 500 on
+another budget: whole episodes, 16 of them per update, Adam at twice this learning
+rate, no gradient clipping. Here the learning curves do not show the baseline
+helping. Compared as two groups, the gap between the two means is smaller than the
+larger of their two spreads (the shaded ranges in the left panel overlap). Compared
+seed by seed — each seed starts both runs from the same network and plays the same
+environment seeds — the baseline ends higher on some seeds and lower on others (the
+last table). A lower-variance gradient is a better estimate of the same direction; on
+this budget, with one small step per rollout, that does not turn into a return that
+six seeds can tell apart. The direct measurement of the variance is the evidence this
+lecture gives; lecture 6 measures how many seeds a difference in returns needs, and
+lecture 5 shows PPO, which takes many gradient steps per rollout, solving CartPole.
 
 Advantage normalisation (lecture 7) subtracts the batch mean of the advantages: a
 constant baseline on top of the learned one.

@@ -25,6 +25,11 @@ error of the advantage *up to a function of the state alone*, which acts as a ba
 and cannot bias the policy gradient (lecture 2). So for every state-action pair we
 measure the mean error (bias) and the spread (variance) of R^λ as an estimate of Q.
 
+**What one estimate hides.** A policy gradient is never one advantage: it averages
+over a batch of B samples. Averaging B estimates whose errors are independent divides
+their variance by B but leaves their bias: the batch's error is about bias² + variance/B.
+The λ that is best for one estimate is not the λ that is best for a batch of thousands.
+
 **Prerequisites.** Lectures 1–2; the Bellman equation V = r_π + γ P_π V.
 
 **Library.** `ppo/advantages.py` — `compute_gae`, with terminations and truncations kept
@@ -36,6 +41,7 @@ import torch
 
 from _common import Lecture, plt, print_table
 from ppo.advantages import compute_gae
+from ppo.config import PPOConfig
 
 lecture = Lecture("03_gae", __doc__)
 NUM_STATES = 11  # non-terminal states 1..11; 0 and 12 are terminal
@@ -47,6 +53,9 @@ MEASURED_STEPS = 128  # only t < 128: every λ-return then sees (γλ)^128 ≈ 0
 LAMBDAS = [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0]
 CRITIC_ERRORS = [0.0, 0.25, 0.5, 1.0]  # critic noise, in units of the std of V over states
 MAIN_CRITIC_ERROR = 0.5
+DEFAULTS = PPOConfig()  # the trainer's defaults: λ and the samples in one gradient step
+BATCH_SIZES = sorted({1, 4, 16, 64, DEFAULTS.minibatch_size, 256, 1024, 4096})  # samples averaged into one gradient
+CRITIC_COLORS = {0.0: "tab:purple", 0.25: "tab:olive", 0.5: "tab:orange", 1.0: "tab:brown"}
 torch.manual_seed(0)
 
 # %% [markdown]
@@ -133,11 +142,27 @@ def bias_and_variance(critic: torch.Tensor, gae_lambda: float) -> dict:
     mean_square = torch.zeros(size, dtype=torch.float64).index_add_(0, pair, error**2) / count.clamp(min=1)
     weight = count / count.sum()
     bias_squared = float((weight * mean**2).sum())
-    variance = float((weight * (mean_square - mean**2)).sum())
-    return {"λ": gae_lambda, "bias²": bias_squared, "variance": variance, "MSE": bias_squared + variance}
+    # E[e²] − E[e]² cancels to rounding (~1e-15) where the error never varies (TD(0) here: the
+    # next state is fixed by the action); show that as the exact 0 it is
+    pair_variance = mean_square - mean**2
+    pair_variance = torch.where(pair_variance.abs() < 1e-12, torch.zeros_like(pair_variance), pair_variance)
+    variance = float((weight * pair_variance).sum())
+    # an unbiased estimator's bias² from sampling alone: each pair's mean is off by variance / visits
+    sampling_floor = float((weight * pair_variance / count.clamp(min=1)).sum())
+    return {"λ": gae_lambda, "bias²": bias_squared, "variance": variance, "MSE": bias_squared + variance,
+            "sampling floor": sampling_floor}
 
 
 results = {scale: [bias_and_variance(noisy_critic(scale), lam) for lam in LAMBDAS] for scale in CRITIC_ERRORS}
+
+
+def batch_error(row: dict, batch_size: int) -> float:
+    """Mean squared error of an average of `batch_size` estimates with independent errors: bias² + variance / B."""
+    return row["bias²"] + row["variance"] / batch_size
+
+
+def best_lambda(rows: list[dict], batch_size: int = 1) -> float:
+    return min(rows, key=lambda row: batch_error(row, batch_size))["λ"]
 
 # %% [markdown]
 """
@@ -149,47 +174,117 @@ main_rows = results[MAIN_CRITIC_ERROR]
 names = {0.0: "TD(0)", 1.0: "Monte Carlo"}
 print_table([{"": names.get(row["λ"], ""), **row} for row in main_rows],
             title=f"R^λ as an estimate of Q(s, a); critic error {MAIN_CRITIC_ERROR} × std of V")
-best = {scale: min(rows, key=lambda row: row["MSE"])["λ"] for scale, rows in results.items()}
-print_table([{"critic error (× std V)": scale, "λ with the lowest MSE": best[scale],
+print_table([{"critic error (× std V)": scale, "best λ, one estimate": best_lambda(rows),
               "MSE at λ=0": rows[0]["MSE"], "MSE at λ=0.95": rows[LAMBDAS.index(0.95)]["MSE"],
               "MSE at λ=1": rows[-1]["MSE"]} for scale, rows in results.items()],
-            title="The best λ depends on how wrong the critic is")
+            title="The best λ for one estimate depends on how wrong the critic is")
+print_table([{"critic error (× std V)": scale, **{f"B={b}": best_lambda(rows, b) for b in BATCH_SIZES}}
+             for scale, rows in results.items()],
+            title="The best λ for an average of B estimates (error bias² + variance / B)")
 
-figure, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+bias_squared = [row["bias²"] for row in main_rows]
+variance = [row["variance"] for row in main_rows]
+lecture.claim("as λ goes from 0 to 1, bias² shrinks at every step",
+              all(later < earlier for earlier, later in zip(bias_squared, bias_squared[1:])),
+              measured="bias² " + ", ".join(f"{value:.3g}" for value in bias_squared))
+lecture.claim("as λ goes from 0 to 1, the variance grows at every step",
+              all(later > earlier for earlier, later in zip(variance, variance[1:])),
+              measured="variance " + ", ".join(f"{value:.3g}" for value in variance))
+# What bias² an unbiased estimator shows from sampling alone: the squared error of each pair's
+# mean, variance / visits, averaged over pairs as bias² is; `measured_floor` gives it per critic.
+monte_carlo_bias = {scale: rows[-1]["bias²"] / rows[-1]["sampling floor"] for scale, rows in results.items()}
+lecture.claim("at λ = 1 the bias is zero up to sampling noise, whatever the critic "
+              "(bias² below 3 times what sampling alone gives)",
+              max(monte_carlo_bias.values()) < 3,
+              measured="bias² / sampling floor " + ", ".join(f"{value:.2f}" for value in monte_carlo_bias.values()))
+best_single = [best_lambda(results[scale]) for scale in CRITIC_ERRORS]
+lecture.claim("for one estimate, the better the critic, the smaller the best λ",
+              all(later >= earlier for earlier, later in zip(best_single, best_single[1:])),
+              measured="best λ " + ", ".join(f"{value:g}" for value in best_single))
+lecture.claim("for one estimate, λ = 0.8 or less is best for every critic here", max(best_single) <= 0.8,
+              measured=f"largest best λ {max(best_single):g}")
+lecture.claim("the dashed line, bias² + variance / 16, has its lowest point further right than the solid MSE",
+              best_lambda(main_rows, 16) > best_lambda(main_rows, 1),
+              measured=f"lowest at λ = {best_lambda(main_rows, 16):g} against {best_lambda(main_rows, 1):g}")
+best_batch = {scale: [best_lambda(rows, b) for b in BATCH_SIZES] for scale, rows in results.items()}
+lecture.claim("for every wrong critic, the best λ grows as the batch grows",
+              all(all(later >= earlier for earlier, later in zip(best_batch[scale], best_batch[scale][1:]))
+                  and best_batch[scale][-1] > best_batch[scale][0] for scale in CRITIC_ERRORS if scale > 0),
+              measured="; ".join(f"error {scale}: " + ", ".join(f"{value:g}" for value in best_batch[scale])
+                                 for scale in CRITIC_ERRORS if scale > 0))
+at_minibatch = {scale: best_lambda(rows, DEFAULTS.minibatch_size) for scale, rows in results.items() if scale > 0}
+lecture.claim(f"at the trainer's default minibatch of {DEFAULTS.minibatch_size} samples, every wrong critic's best λ "
+              f"is {DEFAULTS.gae_lambda} or more", min(at_minibatch.values()) >= DEFAULTS.gae_lambda,
+              measured=", ".join(f"error {k}: {v:g}" for k, v in at_minibatch.items()))
+lecture.claim("a perfect critic's best λ is 0 at every batch size", set(best_batch[0.0]) == {0.0},
+              measured=", ".join(f"{value:g}" for value in best_batch[0.0]))
+
+figure, axes = plt.subplots(2, 2, figsize=(12, 9))
+axes = axes.flatten()
 axes[0].plot(range(1, NUM_STATES + 1), true_values[1:-1], "k-o", label="true V")
 critic = noisy_critic(MAIN_CRITIC_ERROR)
-axes[0].plot(range(1, NUM_STATES + 1), critic[1:-1], "--s", color="tab:orange", label=f"critic V̂ (error {MAIN_CRITIC_ERROR})")
-axes[0].set_xlabel("state")
-axes[0].set_ylabel("value")
+axes[0].plot(range(1, NUM_STATES + 1), critic[1:-1], "--s", color=CRITIC_COLORS[MAIN_CRITIC_ERROR],
+             label=f"critic V̂ (error {MAIN_CRITIC_ERROR} × std V)")
+axes[0].set_xlabel("state s (0 and 12 are the terminal ends)")
+axes[0].set_ylabel("value (expected discounted reward)")
 axes[0].set_title("The random-walk chain")
-axes[0].legend(fontsize=8)
-for key, color in (("bias²", "tab:red"), ("variance", "tab:blue"), ("MSE", "black")):
-    axes[1].plot(LAMBDAS, [row[key] for row in main_rows], "-o", color=color, label=key)
-axes[1].set_yscale("log")
+axes[0].legend(fontsize=8, loc="upper left")
+for key, color, style in (("bias²", "tab:red", "-o"), ("variance", "tab:blue", "-o"), ("MSE", "black", "-o")):
+    axes[1].plot(LAMBDAS, [row[key] for row in main_rows], style, color=color, label=f"{key}, one estimate")
+axes[1].plot(LAMBDAS, [batch_error(row, 16) for row in main_rows], "--", color="black", label="bias² + variance / 16")
+axes[1].set_ylim(bottom=0)
 axes[1].set_xlabel("λ")
-axes[1].set_title(f"R^λ vs the true Q (critic error {MAIN_CRITIC_ERROR})")
-axes[1].legend(fontsize=8)
+axes[1].set_ylabel("squared error (reward²)")
+axes[1].set_title(rf"$R^\lambda$ against the true Q (critic error {MAIN_CRITIC_ERROR})")
+axes[1].legend(fontsize=8, loc="upper center")
 for scale in CRITIC_ERRORS:
-    axes[2].plot(LAMBDAS, [row["MSE"] for row in results[scale]], "-o", label=f"critic error {scale}")
-axes[2].set_yscale("log")
+    axes[2].plot(LAMBDAS, [row["MSE"] for row in results[scale]], "-o", color=CRITIC_COLORS[scale],
+                 label=f"critic error {scale}")
+axes[2].set_ylim(bottom=0)
 axes[2].set_xlabel("λ")
-axes[2].set_ylabel("mean squared error")
-axes[2].set_title("MSE against λ for critics of different quality")
-axes[2].legend(fontsize=8)
+axes[2].set_ylabel("mean squared error of one estimate (reward²)")
+axes[2].set_title("One estimate: MSE against λ")
+axes[2].legend(fontsize=8, loc="upper left")
+for scale in CRITIC_ERRORS:
+    axes[3].semilogx(BATCH_SIZES, best_batch[scale], "-o", color=CRITIC_COLORS[scale], label=f"critic error {scale}")
+axes[3].axvline(DEFAULTS.minibatch_size, color="grey", lw=0.8, ls=":")
+axes[3].text(DEFAULTS.minibatch_size * 1.1, 0.3, f"trainer's default\nminibatch, {DEFAULTS.minibatch_size}", fontsize=8,
+             color="grey")
+axes[3].set_ylim(-0.05, 1.05)
+axes[3].set_xlabel("batch size B (estimates averaged)")
+axes[3].set_ylabel("λ with the lowest bias² + variance / B")
+axes[3].set_title("A batch: the best λ against B")
+axes[3].legend(fontsize=8, loc="center right")
 lecture.save_figure(figure, "gae_bias_variance.png")
 
 # %% [markdown]
 """
 ## What to take away
 
-In the first table, follow bias² and variance as λ goes from 0 (TD) to 1 (Monte
-Carlo): the critic's error enters through V̂(s_{t+k}) with weight (γλ)^k, so bias
-shrinks as λ grows, while more of the random future enters, so variance grows. At λ = 1
-the bias is zero up to sampling noise, whatever the critic — the return never reads V̂.
-The second table shows where the sum is smallest for each critic: the better the critic,
-the more of the future can be handed to it (smaller λ); its first row, a perfect
-critic, is TD(0)'s best case. A default like PPO's λ = 0.95 leans towards Monte Carlo
-because early in training the critic is poor.
+In the first table (and the second panel), follow bias² and variance as λ goes from 0
+(TD) to 1 (Monte Carlo). As λ goes from 0 to 1, bias² shrinks at every step: the
+critic's error enters through V̂(s_{t+k}) with weight (γλ)^k. And the variance grows at
+every step, as more of the random future enters. At λ = 1 the bias is zero up to
+sampling noise, whatever the critic: the return never reads V̂ (its bias² is below 3
+times the `sampling floor` column, the bias² an unbiased estimator shows from a finite
+number of visits alone).
+
+For one estimate, the better the critic, the smaller the best λ, and λ = 0.8 or less is
+best for every critic here: the second table, and the lowest point of each curve in
+the third panel. A perfect critic's best λ is 0 at every batch size (the purple line
+of the fourth panel).
+
+That is not yet the answer for a policy gradient, which averages a batch. Averaging
+divides the variance by B but not the bias: in the second panel the dashed line,
+bias² + variance / 16, already has its lowest point further right than the solid MSE.
+For every wrong critic, the best λ grows as the batch grows (the third table, and the
+fourth panel: each coloured line climbs towards 1), and at the trainer's default
+minibatch every wrong critic's best λ is at or above its default λ = 0.95
+(`gae_lambda`, `ppo/config.py`). That, not a poor critic, is the case for a λ near 1
+in PPO: its gradient steps average hundreds of samples. Two cautions keep this a
+direction rather than a formula: steps of one rollout share their future, so a batch
+of B steps holds fewer than B independent estimates; and this critic's error is fixed
+per state, while a trained critic's error changes as it learns.
 
 On CartPole the same function runs over a (T, N) rollout with terminations and
 time-limit truncations: `ppo/advantages.py`, tested against a slow reference in

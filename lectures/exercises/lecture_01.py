@@ -11,9 +11,19 @@ def rewards_to_go(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     raise NotImplementedError("exercise 1.1")
 
 
+def discounted_back_to_start(returns: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Exercise 1.4. The weights whose REINFORCE estimate is unbiased for ∇ E[G_0]:
+    γ^t G_t, the part of G_0 that the action at step t can change. returns: (T,) G_t → (T,).
+
+    (The common estimator weights by G_t alone; for γ < 1 its expectation is not ∇ E[G_0].)
+    """
+    raise NotImplementedError("exercise 1.4")
+
+
 def reinforce_loss(log_probs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Exercise 1.2. The loss whose gradient is minus the REINFORCE estimate of one episode:
-    −Σ_t log π(a_t|s_t) · G_t. log_probs, weights: (T,) → a scalar.
+    −Σ_t log π(a_t|s_t) · w_t, with the weights w_t given (G_t in the common estimator,
+    γ^t G_t for the gradient of E[G_0]: exercise 1.4). log_probs, weights: (T,) → a scalar.
 
     The weights are numbers, not functions of θ: no gradient may flow into them.
     """

@@ -12,6 +12,10 @@ def rewards_to_go(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return returns
 
 
+def discounted_back_to_start(returns: torch.Tensor, gamma: float) -> torch.Tensor:
+    return gamma ** torch.arange(len(returns), dtype=returns.dtype) * returns
+
+
 def reinforce_loss(log_probs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     return -(log_probs * weights.detach()).sum()
 
