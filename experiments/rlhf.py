@@ -22,6 +22,7 @@ the checkpoint and prints the --resume command; a resumed run continues bit for 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -54,6 +55,7 @@ from ppo.lm.evaluation import evaluate_lm_policy
 from ppo.lm.optimum import MALFORMED, NO_EOS, optimum_over_prompts, rule_scores
 from ppo.lm.pretrain import PretrainingInterrupted, default_cache_dir, load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
+from ppo.lm.kl_penalty import KL_PENALTIES
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.group_trainer import trainer_class
 from ppo.lm.rlhf_trainer import RLHFTrainer
@@ -75,6 +77,7 @@ def build_parser() -> OneLineArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_dataclass_flags(parser.add_argument_group("the task (FoodTaskConfig)"), FoodTaskConfig)
     add_dataclass_flags(parser.add_argument_group("PPO on the language model (RLHFConfig)"), RLHFConfig)
+    parser.add_argument("--kl-estimator", default=None, help=argparse.SUPPRESS)  # removed: refused in _run
     return parser
 
 
@@ -87,6 +90,9 @@ def _run(args) -> int:
     """Under torchrun, each process runs this; process 0 alone writes, prints and evaluates."""
     from ppo.distributed import close_world, init_world
 
+    if args.kl_estimator is not None:
+        raise ConfigError(f"--kl-estimator {args.kl_estimator} was replaced by --kl-penalty ({', '.join(KL_PENALTIES)}): "
+                          f"k3 or the exact KL inside the detached reward does not regularise (ppo/lm/kl_penalty.py)")
     if args.eval_samples < 1:
         raise ConfigError(f"eval_samples = {args.eval_samples} must be a positive integer")
     world = init_world("cpu")
@@ -144,7 +150,7 @@ def _run_process(args, world) -> int:
     critic_before = ({text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
                      if trainer.uses_critic else None)
 
-    beta = f"β {config.kl_coef}" + (f" adaptive ({config.kl_controller} rule) → KL {config.kl_target}"
+    beta = f"β {config.kl_coef} ({config.effective_kl_penalty})" + (f" adaptive ({config.kl_controller} rule) → KL {config.kl_target}"
                                     if config.adaptive_kl else "")
     processes = f" on {world.size} processes" if world.distributed else ""
     if world.is_main:

@@ -54,3 +54,36 @@ def test_a_short_run_of_each_raises_the_target_rate(algorithm):
                                 generator=torch.Generator().manual_seed(0))
     assert sft_rate < 0.2
     assert result.rates["target_rate"] > max(0.6, sft_rate + 0.4), result.summary()
+
+
+def test_grpo_keeps_the_kl_out_of_the_group_normalised_advantage():
+    """With loss-k3 (grpo's default) R_i is the score alone: a group whose scores tie gets Â = 0 whatever the KL and
+    β, and β scales the loss's k3 term instead. With KL in R_i, Â would be −(K_i − mean K)/std K for any β."""
+    model, tokenizer = tiny_sft()
+    task = food_task(FoodTaskConfig(target_food="pizza"))
+    advantages_at, kl_losses = {}, {}
+    for beta in (0.1, 1.0):
+        config = RLHFConfig(algorithm="grpo", group_size=4, batch_size=32, num_minibatches=1, max_new_tokens=10,
+                            kl_coef=beta, seed=3, tensorboard=False, sample_every=0)
+        trainer = GroupBaselineTrainer(config, model, tokenizer, task)
+        assert config.effective_kl_penalty == "loss-k3"
+        with torch.no_grad():
+            for parameter in trainer.policy.parameters():
+                parameter.add_(0.05 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(2)))
+        rollout = trainer.collect()
+        token_rewards = trainer.rewards(rollout)
+        advantages, returns = trainer.advantages(rollout, token_rewards)
+        scores = token_rewards.scores.view(-1, 4)
+        mask = rollout.batch.mask
+        torch.testing.assert_close(advantages[:, 0], group_advantages(token_rewards.scores, 4, "grpo"))
+        tied = (scores == scores[:, :1]).all(1).repeat_interleave(4)  # (B,) rows of groups whose scores all tie
+        assert bool(tied.any()) and bool((advantages[tied] == 0).all())
+        assert float(token_rewards.kl.sum(1).std()) > 1e-3  # the completions do differ in KL
+        advantages_at[beta] = advantages
+        kl_losses[beta] = float(trainer.minibatch_loss(trainer.update_samples(rollout, advantages, returns))
+                                .terms["kl_loss"].detach())
+        assert advantages.abs().sum() > 0 and mask.any()
+    torch.testing.assert_close(advantages_at[0.1], advantages_at[1.0])
+    assert kl_losses[1.0] == pytest.approx(10 * kl_losses[0.1], rel=1e-5) and kl_losses[0.1] > 0
+    with pytest.raises(ConfigError, match="grpo divides by each group's std"):
+        RLHFConfig(algorithm="grpo", group_size=8, kl_penalty="reward-k1").validate()

@@ -19,7 +19,8 @@ def exit_code(argv: list[str]) -> int:
         (["--person", "bob"], "person = 'bob' is not in the corpus"),
         (["--kl-coef", "-1"], "kl_coef = -1.0 must be a finite number ≥ 0"),
         (["--batch-size", "30", "--num-minibatches", "4"], "batch_size = 30 is not divisible by num_minibatches = 4"),
-        (["--kl-estimator", "k7"], "kl_estimator = 'k7' is not one of k1, k3"),
+        (["--kl-penalty", "k3"], "kl_penalty = 'k3' is not one of auto, reward-k1, loss-full, loss-k3"),
+        (["--kl-estimator", "k3"], "--kl-estimator k3 was replaced by --kl-penalty (reward-k1, loss-full, loss-k3)"),
         (["--iterations", "ten"], "invalid int value"),
     ],
 )

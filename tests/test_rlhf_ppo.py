@@ -160,7 +160,7 @@ def test_each_kl_placement_charges_beta_where_it_says(placement):
     k3 = (torch.exp(log_rho) - 1 - log_rho) * mask
     expected_loss = {"reward-k1": 0.0, "loss-full": beta * rollout.exact_kl[mask].mean(), "loss-k3": beta * k3[mask].mean()}
     expected_in_reward = {"reward-k1": k1, "loss-full": rollout.exact_kl, "loss-k3": torch.zeros_like(k1)}[placement]
-    assert float(terms["kl_loss"]) == pytest.approx(float(expected_loss[placement]), rel=1e-4, abs=1e-7)
+    assert float(terms["kl_loss"].detach()) == pytest.approx(float(expected_loss[placement]), rel=1e-4, abs=1e-7)
     without_score = token_rewards.rewards.clone()
     without_score[torch.arange(len(mask)), mask.sum(1) - 1] -= token_rewards.scores
     torch.testing.assert_close(without_score, -beta * expected_in_reward, atol=1e-6, rtol=1e-5)

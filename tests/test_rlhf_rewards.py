@@ -17,7 +17,8 @@ REFERENCE = torch.tensor([[-0.7, -1.0, -0.6, -1.0], [-0.4, -0.1, -0.3, -0.9]])
 
 def test_kl_penalty_per_token_and_score_at_the_eos_position():
     beta = 0.5
-    out = assemble_rewards(torch.tensor([2.0, 2.0]), ENDED, POLICY, REFERENCE, MASK, beta, "k1", missing_eos_penalty=-3.0)
+    out = assemble_rewards(torch.tensor([2.0, 2.0]), ENDED, POLICY, REFERENCE, MASK, beta, "reward-k1",
+                           missing_eos_penalty=-3.0)
     # k1_t = log π − log π_ref: row 0 → [0.2, 0, 0.4], row 1 → [-0.6, 0, 0, 0.5]
     expected_kl = torch.tensor([[0.2, 0.0, 0.4, 0.0], [-0.6, 0.0, 0.0, 0.5]])
     torch.testing.assert_close(out.kl, expected_kl)
@@ -31,9 +32,30 @@ def test_kl_penalty_per_token_and_score_at_the_eos_position():
 
 
 def test_nothing_is_rewarded_after_eos():
-    out = assemble_rewards(torch.tensor([1.0, 0.0]), ENDED, POLICY, REFERENCE, MASK, 1.0, "k3")
-    assert out.rewards[0, 3] == 0 and out.kl[0, 3] == 0  # despite log-probs -9 vs -1 there
+    for placement in ("reward-k1", "loss-k3"):
+        out = assemble_rewards(torch.tensor([1.0, 0.0]), ENDED, POLICY, REFERENCE, MASK, 1.0, placement)
+        assert out.rewards[0, 3] == 0 and out.kl[0, 3] == 0  # despite log-probs -9 vs -1 there
     assert last_token_index(MASK).tolist() == [2, 3]
+
+
+def test_loss_placements_put_only_their_reward_part_in_the_reward():
+    beta, scores = 0.5, torch.tensor([2.0, 2.0])
+    exact = torch.tensor([[0.3, 0.1, 0.2, 5.0], [0.4, 0.0, 0.1, 0.2]])  # 5.0 after EOS must not count
+    # loss-k3: the whole penalty is in the loss; the reward is the score alone, the KL charged is k3
+    out = assemble_rewards(scores, ENDED, POLICY, REFERENCE, MASK, beta, "loss-k3", missing_eos_penalty=-3.0)
+    torch.testing.assert_close(out.rewards, torch.tensor([[0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, -3.0]]))
+    torch.testing.assert_close(out.kl, per_token_kl(POLICY, REFERENCE, MASK, "k3"))
+    # loss-full: the exact per-state KL in the reward (its loss term is the other half)
+    out = assemble_rewards(scores, ENDED, POLICY, REFERENCE, MASK, beta, "loss-full", -3.0, exact)
+    expected = torch.tensor([[-0.15, -0.05, -0.1 + 2.0, 0.0], [-0.2, 0.0, -0.05, -0.1 - 3.0]])
+    torch.testing.assert_close(out.rewards, expected)
+    torch.testing.assert_close(out.kl, exact * MASK)
+
+
+def test_placements_that_do_not_regularise_are_refused():
+    for removed in ("k3", "full", "reward-k3"):
+        with pytest.raises(ValueError, match="allowed: reward-k1, loss-full, loss-k3"):
+            assemble_rewards(torch.tensor([1.0, 0.0]), ENDED, POLICY, REFERENCE, MASK, 1.0, removed)
 
 
 def test_k3_per_token_formula():

@@ -2,8 +2,8 @@
 
 For a reward paid once per completion, a baseline can come from the other completions
 of the same prompt instead of a learned critic. Each rollout samples G completions per
-prompt; with the sequence reward of completion i (the same KL penalty PPO uses,
-summed along the sequence),
+prompt; with the sequence reward of completion i (the reward part of the KL penalty,
+summed along the sequence: nothing for grpo's loss-k3, k1 for rloo's default reward-k1),
 
     R_i = score(y_i) − β · Σ_t KL_t(y_i)
 
@@ -14,9 +14,11 @@ the advantage of every token of y_i is one number:
 
 with j over the G completions of the same prompt (std unbiased, ε = 1e-6). RLOO's
 baseline does not depend on y_i, so its policy gradient stays unbiased; GRPO's scaling
-by the group's std re-weights prompts. (Published GRPO moves the KL from the reward
-into the loss; here both keep it in the reward, as RLOO does, so the baseline is the
-only difference from PPO.) Everything else is PPO's: the sampler, the per-token
+by the group's std re-weights prompts. GRPO keeps the KL out of R_i, as published: its
+penalty is β·k3 differentiated in the loss (kl_penalty loss-k3, `ppo.lm.kl_penalty`). A
+KL inside R_i would be divided by the group's std too: in a group whose scores tie, Â_i
+would be −(K_i − mean K)/std K whatever β is, a penalty whose strength changes from group
+to group. Everything else is PPO's: the sampler, the per-token
 log-probs at temperature τ, the clipped surrogate with ε, and `ppo.update.run_update`
 (epochs, minibatches, gradient clipping, KL early stop). There is no value loss and
 no GAE, and one network fewer to train.
@@ -68,20 +70,22 @@ class GroupBaselineTrainer(RLHFTrainer):
         return token_advantages, torch.zeros_like(token_advantages)
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
-        """L = L_clip − c_e·H on b completions (no value loss)."""
+        """L = L_clip − c_e·H + β·(KL loss term) on b completions (no value loss)."""
         config = self.config
         tokens = TokenBatch(minibatch["tokens"], minibatch["prompt_lengths"], minibatch["completion"], minibatch["mask"])
         mask = tokens.mask  # (b, T)
-        scored = score_completions(self.policy, tokens, config.temperature, with_entropy=True)
+        scored = score_completions(self.policy, tokens, config.temperature, with_entropy=True,
+                                   with_distributions=self.kl_loss_needs_distributions)
         policy_loss = clipped_surrogate_loss(scored.log_probs, minibatch["log_probs"], minibatch["advantages"],
                                              config.clip_coef, mask)
         entropy = entropy_bonus(scored.entropy, mask)
+        kl_loss = self.kl_loss(scored, minibatch)
         zero = torch.zeros((), dtype=policy_loss.dtype)
         return MinibatchLoss(
-            loss=ppo_loss(policy_loss, zero, entropy, 0.0, config.ent_coef),
+            loss=ppo_loss(policy_loss, zero, entropy, 0.0, config.ent_coef) + kl_loss,
             log_ratio=(scored.log_probs.detach() - minibatch["log_probs"]) * mask,
             mask=mask,
-            terms={"policy_loss": policy_loss, "entropy": entropy},
+            terms={"policy_loss": policy_loss, "entropy": entropy, "kl_loss": kl_loss},
         )
 
 

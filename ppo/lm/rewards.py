@@ -1,26 +1,30 @@
-"""Per-token rewards of sampled completions: a KL penalty at every token, the score at the last.
+"""Per-token rewards of sampled completions: the score at the last token, a KL penalty along the way.
 
 A completion y = (y_0, ..., y_{n−1}) ends with EOS at position n − 1 (or is cut off by
 the length limit). With the policy π, the frozen reference π_ref and KL coefficient β:
 
-    KL_t = log π(y_t | s_t) − log π_ref(y_t | s_t)                  (estimator k1)
-       or  (ρ_t − 1) − log ρ_t,   ρ_t = π_ref(y_t | s_t) / π(y_t | s_t)   (estimator k3)
-       or  Σ_v π(v | s_t) · (log π(v | s_t) − log π_ref(v | s_t))       ("full": exact, per prefix)
-
     r_t  = −β · KL_t  +  1{t = n − 1} · score(y)        for t < n
     r_t  = 0                                             for t ≥ n (padding after EOS)
+
+where KL_t is what the chosen placement (`ppo.lm.kl_penalty`) puts in the detached reward:
+k1, ℓ_t = log π(y_t | s_t) − log π_ref(y_t | s_t), for reward-k1; the exact per-state
+KL(π(·|s_t) ‖ π_ref(·|s_t)) for loss-full (whose other half is a loss term); nothing for
+loss-k3 (all in the loss). Only k1 is a correct KL penalty on its own inside a detached
+reward: `ppo.lm.kl_penalty` derives why.
 
 The score goes on the EOS token itself — the last real token — not one position past it
 (the bug TRL users hit). A completion without EOS gets `missing_eos_penalty` as its score
 instead of what the reward function said.
 
-k1 and k3 are unbiased per token given the prefix, E[KL_t | s_t] = KL(π(·|s_t) ‖
-π_ref(·|s_t)), which "full" computes exactly with a sum over the (small) vocabulary; by the
-chain rule Σ_t KL_t is in every case an unbiased estimate of the sequence-level KL(π ‖ π_ref),
-with "full" removing the noise of the sampled token (not that of the sampled prefixes).
-k1 can be negative; k3 never is, and has the lower variance while π stays close to π_ref.
-Far from it, k3 is the noisier one: a token the policy has nearly given up but the
-reference still likes has ρ_t ≫ 1, and k3 grows like ρ_t while k1 grows like log ρ_t.
+For measuring (not penalising), `per_token_kl` offers three estimates of the per-token KL:
+k1 = ℓ_t, k3 = (ρ_t − 1) − log ρ_t with ρ_t = π_ref(y_t|s_t) / π(y_t|s_t), and "full", the
+exact KL(π(·|s_t) ‖ π_ref(·|s_t)) summed over the (small) vocabulary. All three have
+E[KL_t | s_t] = KL(π(·|s_t) ‖ π_ref(·|s_t)), so by the chain rule each Σ_t KL_t is an
+unbiased estimate of the sequence-level KL(π ‖ π_ref), "full" without the noise of the
+sampled token. k1 can be negative; k3 never is, and has the lower variance while π stays
+close to π_ref. Far from it, k3 is the noisier one: a token the policy has nearly given up
+but the reference still likes has ρ_t ≫ 1, and k3 grows like ρ_t while k1 grows like log ρ_t.
+Equal values do not mean equal gradients: see `ppo.lm.kl_penalty`.
 """
 
 from __future__ import annotations
@@ -30,18 +34,19 @@ from dataclasses import dataclass
 
 import torch
 
+from ppo.lm.kl_penalty import penalised_kl, reward_kl
 from ppo.lm.rollout import CompletionBatch
 from ppo.losses import kl_per_sample
 
 SequenceScorer = Callable[[CompletionBatch], torch.Tensor]  # B completions -> (B,) scores
 
-KL_ESTIMATORS = ("k1", "k3", "full")
+KL_ESTIMATORS = ("k1", "k3", "full")  # for measuring the KL; which one may penalise it: ppo.lm.kl_penalty
 
 
 @dataclass
 class TokenRewards:
     rewards: torch.Tensor  # (B, T) r_t, zero after EOS
-    kl: torch.Tensor  # (B, T) KL_t, zero after EOS
+    kl: torch.Tensor  # (B, T) the per-token KL β is charged for (ℓ_t, exact KL_t or k3_t), zero after EOS
     scores: torch.Tensor  # (B,) the score each completion received (missing-EOS penalty applied)
 
     @property
@@ -64,7 +69,7 @@ def per_token_kl(
     estimator: str = "k1",
     exact_kl: torch.Tensor | None = None,  # (B, T) KL(π(·|s_t) ‖ π_ref(·|s_t)), needed by "full"
 ) -> torch.Tensor:
-    """KL_t with estimator k1, k3 or full (see the module docstring), zero where mask is False. (B, T)."""
+    """KL_t measured with estimator k1, k3 or full (see the module docstring), zero where mask is False. (B, T)."""
     if estimator not in KL_ESTIMATORS:
         raise ValueError(f"unknown KL estimator {estimator!r}; allowed: {', '.join(KL_ESTIMATORS)}")
     if estimator == "full":
@@ -87,16 +92,17 @@ def assemble_rewards(
     reference_log_probs: torch.Tensor,  # (B, T)
     mask: torch.Tensor,  # (B, T) bool: True up to and including EOS
     beta: float,
-    estimator: str = "k1",
+    kl_penalty: str = "reward-k1",
     missing_eos_penalty: float = -1.0,
-    exact_kl: torch.Tensor | None = None,  # (B, T), for estimator "full"
+    exact_kl: torch.Tensor | None = None,  # (B, T), for kl_penalty loss-full
 ) -> TokenRewards:
-    """r_t = −β·KL_t everywhere real, plus the score at the last real token; 0 after EOS."""
-    kl = per_token_kl(policy_log_probs, reference_log_probs, mask, estimator, exact_kl)  # (B, T)
-    scores = torch.where(ended_with_eos, scores.to(kl.dtype), torch.full_like(kl[:, 0], missing_eos_penalty))
-    rewards = -beta * kl  # (B, T), already zero after EOS
+    """r_t = −β·KL_t (the placement's reward part) everywhere real, plus the score at the last real token; 0 after EOS."""
+    in_reward = reward_kl(kl_penalty, policy_log_probs, reference_log_probs, mask, exact_kl)  # (B, T)
+    scores = torch.where(ended_with_eos, scores.to(in_reward.dtype), torch.full_like(in_reward[:, 0], missing_eos_penalty))
+    rewards = -beta * in_reward  # (B, T), already zero after EOS
     rows = torch.arange(rewards.size(0), device=rewards.device)
     rewards[rows, last_token_index(mask)] += scores
+    kl = penalised_kl(kl_penalty, policy_log_probs, reference_log_probs, mask, exact_kl)
     return TokenRewards(rewards=rewards, kl=kl, scores=scores)
 
 

@@ -23,7 +23,7 @@ from ppo.config import (
     require_one_of,
     require_positive,
 )
-from ppo.lm.rewards import KL_ESTIMATORS
+from ppo.lm.kl_penalty import GROUP_NORMALISED_KL_PENALTIES, KL_PENALTIES, REMOVED_ESTIMATORS, default_kl_penalty
 
 KL_CONTROLLERS = ("optimum", "proportional")
 
@@ -88,10 +88,15 @@ class RLHFConfig(UpdateConfig):
             "20-iteration run, and as much in all over any longer run (lm-human-preferences: 10000)"
         },
     )
-    kl_estimator: str = field(
-        default="k1",
-        metadata={"help": "per-token KL_t in the reward: k1 = log π − log π_ref, k3, or full = the exact "
-                  "KL(π(·|s_t) ‖ π_ref(·|s_t)) summed over the vocabulary"},
+    kl_penalty: str = field(
+        default="auto",
+        metadata={"help": "where β·KL goes (ppo/lm/kl_penalty.py): reward-k1 = log π − log π_ref in the detached "
+                  "reward (gradient of KL(π‖π_ref): the RLHF objective); loss-full = the exact per-state "
+                  "KL(π(·|s_t)‖π_ref(·|s_t)) differentiated in the loss, plus the same in the reward to credit the "
+                  "moves that lead there (gradient of KL(π‖π_ref) without the sampled token's noise); loss-k3 = "
+                  "k3 differentiated in the loss, as published GRPO (gradient of the reverse KL(π_ref‖π) at each "
+                  "visited state: not the objective's KL); auto = reward-k1, or loss-k3 for grpo. k3 and the exact "
+                  "KL in the detached reward alone do not regularise and are not offered"},
     )
     whiten_rewards: bool = field(
         default=False,
@@ -127,6 +132,28 @@ class RLHFConfig(UpdateConfig):
     gamma: float = 1.0
     norm_adv: bool = False
     checkpoint_every: int = 5
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RLHFConfig:
+        """As UpdateConfig.from_dict; a config written before kl_penalty existed (it named kl_estimator) is upgraded
+        when it trained PPO or RLOO with k1 in the reward (now reward-k1), and refused otherwise."""
+        if isinstance(data, dict) and "kl_estimator" in data:
+            data = dict(data)
+            estimator = data.pop("kl_estimator")
+            if estimator in REMOVED_ESTIMATORS:
+                raise ConfigError(f"kl_estimator = {estimator!r} is no longer offered: "
+                                  f"{REMOVED_ESTIMATORS[estimator]}; start a new run with --kl-penalty "
+                                  f"({', '.join(KL_PENALTIES)})")
+            if data.get("algorithm") == "grpo":
+                raise ConfigError("this grpo run kept the KL in the group-normalised reward, which rescales β from "
+                                  "group to group; it can no longer be resumed: start a new run (--kl-penalty loss-k3)")
+            data.setdefault("kl_penalty", "reward-k1")
+        return super().from_dict(data)
+
+    @property
+    def effective_kl_penalty(self) -> str:
+        """kl_penalty, with auto resolved: reward-k1 for ppo and rloo, loss-k3 for grpo."""
+        return default_kl_penalty(self.algorithm) if self.kl_penalty == "auto" else self.kl_penalty
 
     @property
     def adaptive_kl(self) -> bool:
@@ -164,7 +191,11 @@ class RLHFConfig(UpdateConfig):
             require_count("group_size", self.group_size, minimum=2)
             if self.batch_size % self.group_size:
                 raise ConfigError(f"batch_size = {self.batch_size} is not divisible by group_size = {self.group_size}")
-        require_one_of("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
+        require_one_of("kl_penalty", self.kl_penalty, ("auto", *KL_PENALTIES))
+        if self.algorithm == "grpo" and self.effective_kl_penalty not in GROUP_NORMALISED_KL_PENALTIES:
+            raise ConfigError(f"kl_penalty = {self.kl_penalty!r} puts KL in the reward, which grpo divides by each "
+                              f"group's std, so β would change from group to group; with grpo use "
+                              f"{', '.join(GROUP_NORMALISED_KL_PENALTIES)}")
         require_one_of("kl_controller", self.kl_controller, KL_CONTROLLERS)
         require_finite("missing_eos_penalty", self.missing_eos_penalty)
         require_non_negative("kl_coef", self.kl_coef)

@@ -7,10 +7,12 @@
         sample B completions y ~ π_old(· | x) at temperature τ          (ppo.lm.rollout)
         log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t) for every token, masked after EOS
         r_t = −β·KL_t + score(y)·1{t = EOS}                              (ppo.lm.rewards)
+              (KL_t: k1 for reward-k1, the exact per-state KL for loss-full, 0 for loss-k3)
         Â_t, R_t ← GAE(γ, λ) along the token axis                        (ppo.advantages)
         K epochs of shuffled minibatches of completions, for each:       (ppo.update.run_update)
             recompute log π_θ(y_t|s_t) (logits / τ), H[π_θ], V(s_t)
             L = L_policy(r_t(θ), Â_t, ε) − c_e·H + c_v·L_value(ε_v)      (ppo.losses)
+                + β·mean_t KL-loss term (k3_t or exact KL_t; none for reward-k1) (ppo.lm.kl_penalty)
             stop if approx KL(π_old ‖ π_θ) > target_kl, else:
             zero the gradients, backward, clip the global norm, Adam step
         β ← KL controller(mean sequence KL)                               (ppo.lm.kl_control)
@@ -33,6 +35,7 @@ dropout on, the recomputed log-probs would differ from the rollout's even before
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -45,10 +48,19 @@ from ppo.checkpoint import CheckpointError, load_checkpoint
 from ppo.config import ConfigError
 from ppo.distributed import SINGLE_PROCESS, World
 from ppo.lm.kl_control import KLFeedback, kl_controller
+from ppo.lm.kl_penalty import kl_loss_per_token
 from ppo.lm.model import GPT, GPTConfig
 from ppo.lm.rewards import TokenRewards, assemble_rewards, per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rollout import CompletionBatch, Rollout, TokenBatch, collect_rollout, repeat_prompts, score_completions
+from ppo.lm.rollout import (
+    CompletionBatch,
+    CompletionScores,
+    Rollout,
+    TokenBatch,
+    collect_rollout,
+    repeat_prompts,
+    score_completions,
+)
 from ppo.lm.task import CompletionTask
 from ppo.lm.tokenizer import CharTokenizer
 from ppo.losses import (
@@ -172,7 +184,7 @@ class RLHFTrainer(BaseTrainer):
     def rewards(self, rollout: Rollout) -> TokenRewards:
         scores = self.task.reward(rollout.batch)  # (B,)
         return assemble_rewards(scores, rollout.batch.ended_with_eos, rollout.log_probs, rollout.reference_log_probs,
-                                rollout.batch.mask, self.kl_controller.beta, self.config.kl_estimator,
+                                rollout.batch.mask, self.kl_controller.beta, self.config.effective_kl_penalty,
                                 self.config.missing_eos_penalty, rollout.exact_kl)
 
     def advantages(self, rollout: Rollout, token_rewards: TokenRewards) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,7 +201,7 @@ class RLHFTrainer(BaseTrainer):
         tokens = TokenBatch(minibatch["tokens"], minibatch["prompt_lengths"], minibatch["completion"], minibatch["mask"])
         mask = tokens.mask  # (b, T)
         scored = score_completions(self.policy, tokens, config.temperature, with_entropy=True, with_values=True,
-                                   critic=self.critic)
+                                   critic=self.critic, with_distributions=self.kl_loss_needs_distributions)
         old_log_probs, old_values = minibatch["log_probs"], minibatch["values"]  # (b, T)
         advantages = minibatch["advantages"]
         if config.norm_adv:  # over the whole minibatch, all processes' shares together
@@ -197,24 +209,42 @@ class RLHFTrainer(BaseTrainer):
         policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages, config.clip_coef, mask)
         critic_loss = value_loss(scored.values, old_values, minibatch["returns"], config.value_clip_coef, mask)
         entropy = entropy_bonus(scored.entropy, mask)
+        kl_loss = self.kl_loss(scored, minibatch)
         return MinibatchLoss(
-            loss=ppo_loss(policy_loss, critic_loss, entropy, config.vf_coef, config.ent_coef),
+            loss=ppo_loss(policy_loss, critic_loss, entropy, config.vf_coef, config.ent_coef) + kl_loss,
             log_ratio=(scored.log_probs.detach() - old_log_probs) * mask,
             mask=mask,
             terms={
                 "policy_loss": policy_loss,
                 "value_loss": critic_loss,
                 "entropy": entropy,
+                "kl_loss": kl_loss,
                 "value_clip_fraction": value_clip_fraction(scored.values, old_values, config.value_clip_coef, mask),
             },
         )
 
+    @property
+    def kl_loss_needs_distributions(self) -> bool:
+        return self.config.effective_kl_penalty == "loss-full"
+
+    def kl_loss(self, scored: CompletionScores, minibatch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """β · masked mean of the placement's differentiated KL term (ppo.lm.kl_penalty); 0 for reward-k1."""
+        placement = self.config.effective_kl_penalty
+        if placement == "reward-k1":
+            return torch.zeros((), dtype=scored.log_probs.dtype)
+        term = kl_loss_per_token(placement, scored.log_probs, minibatch["reference_log_probs"], minibatch["mask"],
+                                 scored.distributions, minibatch.get("reference_distributions"))  # (b, T)
+        return self.kl_controller.beta * masked_mean(term, minibatch["mask"])
+
     def update_samples(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
         """What the update shuffles into minibatches: one row per completion."""
         batch = rollout.batch
-        return {"tokens": batch.tokens, "prompt_lengths": batch.prompt_lengths, "completion": batch.completion,
-                "mask": batch.mask, "log_probs": rollout.log_probs, "values": rollout.values,
-                "advantages": advantages, "returns": returns}
+        samples = {"tokens": batch.tokens, "prompt_lengths": batch.prompt_lengths, "completion": batch.completion,
+                   "mask": batch.mask, "log_probs": rollout.log_probs, "values": rollout.values,
+                   "reference_log_probs": rollout.reference_log_probs, "advantages": advantages, "returns": returns}
+        if self.kl_loss_needs_distributions:
+            samples["reference_distributions"] = rollout.reference_distributions  # (B, T, V)
+        return samples
 
     def update(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatches of completions (ppo.update); returns the diagnostics."""
@@ -223,13 +253,16 @@ class RLHFTrainer(BaseTrainer):
                           **update_settings(self.config))
 
     def kl_feedback(self, rollout: Rollout, token_rewards: TokenRewards) -> KLFeedback:
-        """The whole batch, all processes' shares, for the KL controller (β stays one number)."""
+        """The whole batch, all processes' shares, for the KL controller (β stays one number).
+
+        The mean sequence KL is k1's, Σ_t ℓ_t, whatever the placement: the controller steers KL(π ‖ π_ref).
+        """
         mask = rollout.batch.mask
         log_ratios = ((rollout.log_probs - rollout.reference_log_probs) * mask).sum(dim=1).double()  # (B,) ℓ_i
         scores = token_rewards.scores.double()  # (B,)
+        mean_kl = self.world.mean_of(float(log_ratios.mean()))
         if self.world.distributed:
             scores, log_ratios = (torch.cat(self.world.gather(t)) for t in (scores, log_ratios))
-        mean_kl = self.world.mean_of(float(token_rewards.sequence_kl.mean()))
         return KLFeedback(mean_kl, self.config.batch_size, scores, log_ratios)
 
     def run_iteration(self) -> dict[str, float]:
@@ -246,7 +279,7 @@ class RLHFTrainer(BaseTrainer):
         mean_kl = feedback.mean_sequence_kl
 
         batch, mask = rollout.batch, rollout.batch.mask
-        non_score = (-beta * token_rewards.kl).sum(dim=1)  # (B,)
+        non_score = (-beta * token_rewards.kl).sum(dim=1)  # (B,) the penalty paid, in the reward or in the loss
         rollout_metrics = {
             "score": float(token_rewards.scores.mean()),
             "non_score_reward": float(non_score.mean()),
@@ -267,7 +300,8 @@ class RLHFTrainer(BaseTrainer):
             averaged = self.world.average_(torch.tensor(list(rollout_metrics.values()), dtype=torch.float64))
             rollout_metrics = dict(zip(rollout_metrics, averaged.tolist()))
         metrics.update(rollout_metrics)
-        if config.sample_every and (self.iteration + 1) % config.sample_every == 0 and self.world.is_main:
+        if config.sample_every and self.progress and (self.iteration + 1) % config.sample_every == 0 \
+                and self.world.is_main:
             self._print_samples(batch, self.iteration + 1)
         return metrics
 
@@ -323,6 +357,23 @@ class RLHFTrainer(BaseTrainer):
             torch.set_rng_state(own["torch_rng"])
         except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as error:
             raise CheckpointError(f"checkpoint does not match these models ({str(error).splitlines()[0][:120]})") from None
+
+    @classmethod
+    def _check_matches_folder(cls, config: RLHFConfig, config_path: Path, checkpoint_path: Path) -> None:
+        """As BaseTrainer's; a config.json written before kl_penalty existed is compared as RLHFConfig upgrades it."""
+        try:
+            folder_config = json.loads(config_path.read_text()) if config_path.is_file() else None
+        except (OSError, ValueError):
+            folder_config = None  # the base check names the damage
+        if isinstance(folder_config, dict) and "kl_estimator" in folder_config:
+            upgraded = RLHFConfig.from_dict(folder_config).to_dict()
+            differing = sorted(name for name in upgraded if name != cls.budget_field
+                               and json.dumps(upgraded[name]) != json.dumps(config.to_dict()[name]))
+            if differing:
+                raise CheckpointError(f"checkpoint {checkpoint_path} does not belong to the run in "
+                                      f"{config_path.parent} (config.json differs in {', '.join(differing[:3])})")
+            return
+        super()._check_matches_folder(config, config_path, checkpoint_path)
 
     @classmethod
     def resume(cls, run_dir: str | Path, task: CompletionTask, iterations: int | None = None,

@@ -77,6 +77,7 @@ class Rollout:
     values: torch.Tensor  # (B, T) V_old(s_t)
     entropy: torch.Tensor  # (B, T) H[π_old(· | s_t)]
     exact_kl: torch.Tensor  # (B, T) KL(π_old(·|s_t) ‖ π_ref(·|s_t)), summed over the vocabulary
+    reference_distributions: torch.Tensor | None = None  # (B, T, V) log π_ref(· | s_t), for a loss-full KL penalty
 
 
 def repeat_prompts(prompts: list[str], batch_size: int) -> list[str]:
@@ -183,4 +184,5 @@ def collect_rollout(
         scored.values = torch.zeros_like(scored.log_probs)
     reference_scored = score_completions(reference, batch, temperature, with_distributions=True)
     exact_kl = exact_token_kl(scored.distributions, reference_scored.distributions, batch.mask)
-    return Rollout(batch, scored.log_probs, reference_scored.log_probs, scored.values, scored.entropy, exact_kl)
+    return Rollout(batch, scored.log_probs, reference_scored.log_probs, scored.values, scored.entropy, exact_kl,
+                   reference_scored.distributions)
