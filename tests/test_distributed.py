@@ -5,6 +5,10 @@
 * After training, every process holds bit-identical parameters.
 * `torchrun --nproc-per-node 2 -m experiments.train` solves CartPole as one run.
 * A process that dies takes the run down within a bounded time; its checkpoint loads.
+* Every collective runs on the process group's device (World.device): in a group that
+  serves CUDA tensors only, as NCCL does, no collective hands it a CPU tensor.
+* Only a lost peer is reported as "another process of this run stopped"; a bug of this
+  process (a tensor on a device the group does not serve) keeps its own error.
 """
 
 import json
@@ -20,7 +24,7 @@ import torch
 
 from ppo.checkpoint import load_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.distributed import SINGLE_PROCESS, World, whiten_across
+from ppo.distributed import SINGLE_PROCESS, World, is_peer_failure, whiten_across
 from ppo.losses import normalize_advantages
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,10 +37,97 @@ def torchrun(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           env=environment)
 
 
-def worker(mode: str, out: Path) -> list[dict]:
-    result = torchrun(str(REPO / "tests" / "_distributed_worker.py"), mode, str(out))
+def worker(mode: str, out: Path, *args: str, ranks: int = 2) -> list[dict]:
+    result = torchrun(str(REPO / "tests" / "_distributed_worker.py"), mode, str(out), *args)
     assert result.returncode == 0, result.stderr[-3000:]
-    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+
+
+# What each World collective in the worker's every_collective must give on both processes
+# (process k holds k): sums and means of 0 and 1, process 0's tensor broadcast, both
+# processes' episodes in rank order, the normaliser's mean of the samples [1, 0] (process 0)
+# and 2 x [2, -2] (process 1), i.e. [5/3, -4/3].
+RUN_VALUES = {
+    "sum_ cpu": [2.0, 1.0], "average_ cpu": [0.5], "average_ device": [0.5, 0.5, 0.5], "broadcast_ cpu": [1.0],
+    "broadcast_ device": [1.0, 1.0], "any one": True, "any none": False, "mean_of": 0.5,
+    "normaliser": [5 / 3, -4 / 3], "gather episodes": [[[0.5], [7]], [[1.5], [8]]],
+}
+
+
+def assert_run_values(results: dict) -> None:
+    values = {name: result.get("value", result) for name, result in results.items()}
+    for name, expected in RUN_VALUES.items():  # sums of small integers and halves: exact in floating point
+        if name != "normaliser":
+            assert values[name] == expected, name
+    assert values["normaliser"] == pytest.approx(RUN_VALUES["normaliser"], rel=1e-15)  # float64 divisions by 3
+    # the whitened share equals the share of the whole batch whitened by one process, to float64 rounding
+    assert values["whiten"] < 1e-12
+
+
+def test_every_collective_of_a_two_process_world_gives_the_runs_value(tmp_path):
+    for result in worker("collectives", tmp_path, "gloo", "cpu"):
+        assert_run_values(result["cpu"])
+
+
+@pytest.fixture(scope="module")
+def cuda_only_group(tmp_path_factory) -> list[dict]:
+    """Every collective in a group whose only backend serves CUDA tensors (as NCCL does):
+    once with the World's device the GPU, once with the World's device the CPU (a planted bug)."""
+    return worker("collectives", tmp_path_factory.mktemp("cuda_only"), "cuda:gloo", "cuda", "cpu")
+
+
+def test_every_collective_runs_on_the_groups_device_in_a_group_that_refuses_cpu_tensors(cuda_only_group):
+    for result in cuda_only_group:
+        if torch.cuda.is_available():
+            assert_run_values(result["cuda"])
+        else:  # no GPU here: each collective must fail trying CUDA, never by handing the group a CPU tensor
+            for name, outcome in result["cuda"].items():  # "Torch not compiled with CUDA", "no NVIDIA driver"
+                assert "error" in outcome and not outcome["peer_failure"], (name, outcome)
+                assert any(word in outcome["message"].lower() for word in ("cuda", "nvidia")), (name, outcome)
+
+
+def test_a_cpu_tensor_in_a_group_that_refuses_them_is_reported_as_itself_not_as_a_lost_peer(cuda_only_group):
+    for result in cuda_only_group:
+        for name, outcome in result["cpu"].items():  # the World told the wrong device: the bug the rule prevents
+            if name == "gather episodes":  # objects travel on the group's own device, whatever World.device says
+                assert not outcome.get("peer_failure"), outcome
+            else:
+                assert outcome == {"error": "RuntimeError", "peer_failure": False,
+                                   "message": "No backend type associated with device type cpu"}, name
+
+
+def test_a_peer_that_exits_is_reported_as_another_process_of_this_run_stopped(tmp_path):
+    (survivor,) = worker("peer-exits", tmp_path, ranks=1)
+    assert survivor["error"] == "PeerFailure"
+    assert survivor["message"].startswith("process 0: another process of this run stopped (")
+    assert "by peer" in survivor["message"]  # gloo says "closed by peer" or "reset by peer", as the timing falls
+
+
+@pytest.mark.parametrize("message, lost_peer", [
+    # gloo, when the process at the other end has exited or crashed (as torch 2.13 prints them)
+    ("[third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:4224. This is "
+     "typically caused by a remote worker crashing.", True),
+    ("[third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:19851: Connection reset by peer.",
+     True),
+    ("[third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 600000ms for recv operation",
+     True),
+    # NCCL (worded as ProcessGroupNCCL and NCCL word them): a remote process gone, a peer that hangs
+    ("NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version "
+     "2.21.5 ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+     "prematurely.", True),
+    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600092 "
+     "milliseconds before timing out.", True),
+    # this process's own bugs
+    ("No backend type associated with device type cpu", False),
+    ("Tensors must be CUDA and dense", False),
+    ("NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version "
+     "2.21.5 ncclInvalidUsage: This usually reflects invalid usage of NCCL library.", False),
+    ("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000", False),
+])
+def test_only_errors_of_a_lost_peer_count_as_peer_failures(message, lost_peer):
+    assert is_peer_failure(RuntimeError(message)) is lost_peer
+    assert is_peer_failure(ValueError(message)) is False  # not an error a collective raises for a lost peer
+    assert is_peer_failure(ConnectionResetError(message)) is True
 
 
 def test_two_shares_update_like_the_whole_batch(tmp_path):
@@ -98,8 +189,13 @@ def test_a_dead_process_takes_the_run_down_within_a_bounded_time(tmp_path):
 
 def test_one_process_world_changes_nothing():
     x = torch.randn(50, generator=torch.Generator().manual_seed(0)) * 3 + 1
-    assert SINGLE_PROCESS.average_(x.clone()).equal(x) and SINGLE_PROCESS.gather(5) == [5]
+    for collective in (SINGLE_PROCESS.average_, SINGLE_PROCESS.sum_, SINGLE_PROCESS.broadcast_):
+        y = x.clone()
+        assert collective(y) is y and y.equal(x)  # the same tensor, untouched
+    assert SINGLE_PROCESS.gather(5) == [5] and SINGLE_PROCESS.mean_of(0.1) == 0.1
     assert SINGLE_PROCESS.seed(7) == 7 and not SINGLE_PROCESS.any(False) and SINGLE_PROCESS.any(True)
+    assert SINGLE_PROCESS.device == torch.device("cpu")
+    assert SINGLE_PROCESS.whiten(x).equal(normalize_advantages(x))
     # the distributed whitening's moment formula, on one process, is the single-process whitening
     torch.testing.assert_close(whiten_across(SINGLE_PROCESS, x), normalize_advantages(x), rtol=1e-6, atol=1e-6)
 
