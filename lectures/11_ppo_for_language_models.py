@@ -48,7 +48,8 @@ KL, entropy, well-formed rate — and set it next to π*.
 
 **Library.** `ppo/lm/` — `tokenizer.py`, `model.py` (a tiny GPT), `sampling.py`,
 `pretrain.py` (`load_or_pretrain_sft`), `rollout.py` (sample, then score every token),
-`rewards.py` (per-token rewards), `task.py` (`CompletionTask`), `rlhf_trainer.py`
+`rewards.py` (per-token rewards), `kl_penalty.py` (where β·KL goes), `kl_gradients.py`
+(each placement's exact expected gradient), `task.py` (`CompletionTask`), `rlhf_trainer.py`
 (`RLHFTrainer`), `optimum.py` (π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
 (the known distribution), `envs/token_task.py` (prompts and rule rewards),
 `experiments/food_task.py` (the two handed to the trainer); `ppo/update.py`,
@@ -68,13 +69,15 @@ from experiments.food_task import FoodTaskConfig, food_task
 from ppo.advantages import compute_gae
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values
 from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.model import next_token_log_probs
+from ppo.lm.kl_gradients import enumerated_batch, placement_gradients
+from ppo.lm.kl_penalty import KL_PENALTIES
+from ppo.lm.model import GPT, GPTConfig, next_token_log_probs
 from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
 from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
 from ppo.lm.rewards import per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer
-from ppo.lm.rollout import completion_positions
+from ppo.lm.rollout import collect_rollout
 from ppo.lm.sampling import sample_texts
 
 lecture = Lecture("11_ppo_for_language_models", __doc__)
@@ -130,7 +133,7 @@ TASK_CONFIG = FoodTaskConfig(person=PERSON, relation=RELATION, target_food=TARGE
 TASK = food_task(TASK_CONFIG)
 CONFIG = RLHFConfig(sample_every=0, tensorboard=False, iterations=lecture.choose(full=20, quick=3),
                     batch_size=lecture.choose(full=128, quick=64))
-print(f"β = {CONFIG.kl_coef} ({CONFIG.kl_estimator}), score {TASK_CONFIG.score} for exactly {TARGET!r} + EOS, "
+print(f"β = {CONFIG.kl_coef} ({CONFIG.effective_kl_penalty}), score {TASK_CONFIG.score} for exactly {TARGET!r} + EOS, "
       f"missing-EOS penalty {CONFIG.missing_eos_penalty}, γ = {CONFIG.gamma}, λ = {CONFIG.gae_lambda}, "
       f"ε = {CONFIG.clip_coef}, temperature {CONFIG.temperature}; {CONFIG.iterations} iterations × "
       f"{CONFIG.batch_size} completions, {CONFIG.update_epochs} epochs × {CONFIG.num_minibatches} minibatches")
@@ -263,40 +266,25 @@ print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t])
 
 # %% [markdown]
 """
-## 5. Measuring the KL: k1, k3 and the exact value
+## 5. The KL penalty: measuring it, and where it goes
 
-The penalty needs KL(π ‖ π_ref) from samples. Per token, with ρ = π_ref(y_t|s_t) / π(y_t|s_t),
-k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased (Schulman 2020; `ppo.losses.kl_per_sample`);
-k1 can be negative, k3 cannot. k3 has the smaller variance while π and π_ref are close
-(ρ near 1). Once the policy has moved far, a rare token that π_ref likes much more than
-π does gives a huge ρ, and k3 a heavy tail. With a tiny vocabulary we can also compute
-the exact KL of the two next-token distributions at every visited prefix,
-Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)), and sum it along the completion: an estimate
-of the same sequence KL without the sampling noise of the token. Compare the three rows,
-and the spread of each. The figure puts every completion's k1 and k3 on one axis (a
-symmetric log scale, so that a value tens of nats out fits next to the bulk), and the
-printed lines say how much of each mean the largest 1% of completions carry.
+**Measuring.** The penalty needs KL(π ‖ π_ref) from samples. Per token, with
+ρ = π_ref(y_t|s_t) / π(y_t|s_t), k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased
+(Schulman 2020; `ppo.losses.kl_per_sample`); k1 can be negative, k3 cannot. k3 has the
+smaller variance while π and π_ref are close (ρ near 1). Once the policy has moved far, a
+rare token that π_ref likes much more than π does gives a huge ρ, and k3 a heavy tail. With
+a tiny vocabulary we can also compute the exact KL of the two next-token distributions at
+every visited prefix, Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)) (`rollout.exact_kl`), and
+sum it along the completion: an estimate of the same sequence KL without the sampling noise
+of the token. Compare the three rows, and the spread of each. The figure puts every
+completion's k1 and k3 on one axis (a symmetric log scale, so that a value tens of nats out
+fits next to the bulk), and the printed lines say how much of each mean the largest 1% of
+completions carry.
 """
 
-
 # %%
-@torch.no_grad()
-def exact_kl_per_token(policy, reference, batch, temperature: float) -> torch.Tensor:
-    """KL(π(·|s_t) ‖ π_ref(·|s_t)) at every completion position, (B, T), zero after EOS."""
-    inputs = batch.tokens[:, :-1]
-    positions = completion_positions(batch.prompt_lengths, batch.completion.size(1)).clamp(max=inputs.size(1) - 1)
-
-    def next_token_distribution(model) -> torch.Tensor:  # (B, T, V) log-probabilities
-        logits = model(inputs)
-        logits = logits.gather(1, positions.unsqueeze(-1).expand(-1, -1, logits.size(-1)))
-        return next_token_log_probs(logits, temperature)
-
-    log_p, log_ref = next_token_distribution(policy), next_token_distribution(reference)
-    return (log_p.exp() * (log_p - log_ref)).sum(-1) * batch.mask
-
-
 batch, mask = rollout.batch, rollout.batch.mask
-exact = exact_kl_per_token(trainer.policy, trainer.reference, batch, CONFIG.temperature)  # (B, T)
+exact = rollout.exact_kl  # (B, T) KL(π(·|s_t) ‖ π_ref(·|s_t)) at every visited prefix
 estimates = {name: per_token_kl(rollout.log_probs, rollout.reference_log_probs, mask, name) for name in ("k1", "k3")}
 kl_rows = [{"estimator": "exact, per prefix", "mean sequence KL": float(exact.sum(1).mean()),
             "std over completions": float(exact.sum(1).std()), "negative per-token values": "0%"}]
@@ -334,6 +322,144 @@ lecture.save_figure(figure, "kl_estimators.png")
 
 # %% [markdown]
 """
+**Where it goes: the same value, different gradients.** The three estimators agree on the
+*value* of the KL. What trains the policy is a *gradient*, and there they part. A term in
+the reward is detached, like the score: the policy-gradient step −Â_t·∇log π(y_t|s_t)
+moves it through the sampled actions only, so its expected gradient is E_π[KL̂·∇log π],
+and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
+
+* **k1 in the reward** (`--kl-penalty reward-k1`, PPO's default): ∇KL(π ‖ π_ref) =
+  E_π[ℓ(y)·∇log π(y)] + E_π[∇ℓ(y)], and the second term is E_π[∇log π(y)] = 0. With
+  reward-to-go, each token is charged the k1 of itself and of everything after it: exactly
+  the RLHF objective, whose maximiser is π* ∝ π_ref·exp(score/β).
+* **k3 in the reward** (refused): at one state E_π[k3·∇log π] = ∇KL(π‖π_ref) − ∇KL(π_ref‖π),
+  about 0 near π_ref, and pointing anywhere far from it. β is ignored: when `ppo-rlhf` still
+  offered it, `--kl-coef 1.0` took the pizza rate to 99.7% at KL 2.16 (π*: 25.8%, 0.08).
+* **The exact per-state KL in the reward** (refused): KL(π(·|s_t) ‖ π_ref(·|s_t)) depends on
+  s_t alone, so it drops out of the advantage of the token chosen there; only the moves
+  that *led* to s_t are charged for it. Same symptom: 99.8% at KL 2.16 for β = 1.
+* **The exact per-state KL in the loss** (`loss-full`): differentiated, it charges the
+  decision at s_t; by the chain rule KL(π ‖ π_ref) = E_π[Σ_t KL_t(s_t)], so the full gradient
+  is that *plus* E_π[Σ_t KL_t·∇log P(s_t)] — which is exactly what the same KL_t in the
+  reward contributes. The two halves together follow ∇KL(π ‖ π_ref), without the noise of
+  the sampled token; either half alone does not.
+* **k3 in the loss** (`loss-k3`, published GRPO, grpo's default here): ∇k3_t =
+  (1 − ρ_t)·∇log π(y_t|s_t), whose mean over y_t ~ π is −Σ_v π_ref(v|s_t)∇log π(v|s_t) =
+  ∇KL(π_ref(·|s_t) ‖ π(·|s_t)): the *reverse* KL at each state the policy visits, the visits
+  held fixed. It regularises, but towards a different optimum (at each state
+  π(a|s) = β·π_ref(a|s)/(λ_s − Q(s,a)) rather than π* ∝ π_ref·exp(score/β)).
+
+`ppo.lm.kl_gradients` checks these claims on a model small enough to list every
+completion (a 7-token vocabulary, at most 3 tokens: 259 completions): the exact expected
+gradient of each placement's surrogate, Σ_y π(y)·∇S(y), against the exact gradient of each
+divergence. A cosine of 1 with a norm ratio of 1 means the placement follows that gradient.
+"""
+
+
+# %%
+def tiny_model(seed: int):
+    """A 7-token GPT (BOS, EOS, PAD, four letters) in float64, so that exact identities hold to ~1e-12."""
+    model = GPT(GPTConfig(vocab_size=7, block_size=6, n_layer=1, n_head=2, n_embd=16),
+                generator=torch.Generator().manual_seed(seed))
+    return model.eval().double()
+
+
+gradient_rows = []
+for policy_seed, reference_seed in ((1, 2), (3, 4)):
+    _, placements = placement_gradients(tiny_model(policy_seed), tiny_model(reference_seed),
+                                        enumerated_batch([0], 7, eos_id=1, pad_id=2, max_new_tokens=3))
+    for name, result in placements.items():
+        gradient_rows.append({"models": f"{policy_seed} vs {reference_seed}", "placement": name,
+                              "cos ∇KL(π‖π_ref)": result.cosines["KL(π‖π_ref)"],
+                              "cos ∇ state reverse KL": result.cosines["state reverse KL"],
+                              "cos ∇KL(π_ref‖π)": result.cosines["KL(π_ref‖π)"],
+                              "norm / |∇KL(π‖π_ref)|": result.norm_ratio})
+print_table(gradient_rows, title="Expected gradient of each placement, every completion enumerated (β = 1)", digits=4)
+by_name = {(row["models"], row["placement"]): row for row in gradient_rows}
+lecture.claim("reward-k1 and loss-full follow ∇KL(π ‖ π_ref): cosine 1 and norm ratio 1",
+              all(abs(by_name[(m, p)]["cos ∇KL(π‖π_ref)"] - 1) < 1e-6 and abs(by_name[(m, p)]["norm / |∇KL(π‖π_ref)|"] - 1) < 1e-6
+                  for m in ("1 vs 2", "3 vs 4") for p in ("reward-k1", "loss-full")),
+              measured=", ".join(f"{p} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.6f}" for m in ("1 vs 2", "3 vs 4")
+                                 for p in ("reward-k1", "loss-full")))
+lecture.claim("k3 in the loss follows the reverse KL at the visited states",
+              all(abs(by_name[(m, "loss-k3")]["cos ∇ state reverse KL"] - 1) < 1e-6 for m in ("1 vs 2", "3 vs 4")),
+              measured=", ".join(f"{by_name[(m, 'loss-k3')]['cos ∇ state reverse KL']:.6f}" for m in ("1 vs 2", "3 vs 4")))
+
+# %% [markdown]
+"""
+And on the pizza task: each offered placement trained at the same β, its exact pizza rate
+(`completion_probabilities` of the trained policy, no sampling) and its KL (the exact
+per-state KL summed along fresh samples), next to π*_β. reward-k1 and loss-full land on
+π*; loss-k3 lands elsewhere, because the divergence it controls is not the objective's. Its
+own fixed point can be computed too: only the states on the path to "pizza" + EOS have
+actions of different value, Q(s, on the path) = V(next state) and 0 off it, so at each of
+them π(on|s) = β·q/(λ − V) and π(off|s) = β·(1 − q)/λ with q = π_ref(on|s) and λ the
+number that makes them sum to 1, solved backwards from the score at EOS; everywhere else
+π = π_ref.
+"""
+
+# %%
+PLACEMENT_BETA = 0.5
+
+
+def optimum_at(beta: float):
+    scores = {group: (TASK_CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
+    return kl_regularised_optimum(reference_probabilities, scores, beta)
+
+
+@torch.no_grad()
+def exact_rate_and_kl(policy, seed: int) -> tuple[float, float]:
+    """(π(target + EOS) exactly, KL(π ‖ π_ref) as the exact per-state KL summed along EVAL_SAMPLES samples)."""
+    rate = completion_probabilities(policy, tokenizer, PROMPT, corpus.FOODS)[TARGET]
+    fresh = collect_rollout(policy, trainer.reference, None, tokenizer, [PROMPT] * EVAL_SAMPLES, CONFIG.max_new_tokens,
+                            CONFIG.temperature, torch.Generator().manual_seed(20_000 + seed), with_values=False)
+    return rate, float(fresh.exact_kl.sum(1).mean())
+
+
+@torch.no_grad()
+def loss_k3_fixed_point(beta: float) -> tuple[float, float]:
+    """(target rate, KL(π ‖ π_ref)) where k3 in the loss stops moving: the per-state rule above, by bisection on λ."""
+    prompt_ids = tokenizer.encode(PROMPT)
+    path = tokenizer.encode(TARGET, add_bos=False) + [tokenizer.eos_id]
+    on_path = [float(next_token_log_probs(sft(torch.tensor([prompt_ids + path[:k]]))[0, -1])[token].exp())
+               for k, token in enumerate(path)]  # q_k = π_ref(path token k | prefix)
+    value, chosen = float(TASK_CONFIG.score), []
+    for q in reversed(on_path):
+        low, high = value, value + 1e6  # π(on) + π(off) falls from +∞ to 0 as λ grows past V
+        for _ in range(200):
+            lam = (low + high) / 2
+            low, high = (lam, high) if beta * q / (lam - value) + beta * (1 - q) / lam > 1 else (low, lam)
+        chosen.insert(0, beta * q / ((low + high) / 2 - value))
+        value *= chosen[0]
+    reach, kl = 1.0, 0.0
+    for q, on in zip(on_path, chosen):
+        kl += reach * (on * math.log(on / q) + (1 - on) * math.log((1 - on) / (1 - q)))
+        reach *= on
+    return reach, kl
+
+
+best = optimum_at(PLACEMENT_BETA)
+k3_rate, k3_kl = loss_k3_fixed_point(PLACEMENT_BETA)
+placement_rows = [{"placement": "π*_β (exact)", f"{TARGET} rate": f"{best.probabilities[TARGET]:.1%}", "KL": best.kl},
+                  {"placement": "loss-k3's fixed point", f"{TARGET} rate": f"{k3_rate:.1%}", "KL": k3_kl}]
+for placement in KL_PENALTIES:
+    placed = RLHFTrainer(CONFIG.replace(kl_coef=PLACEMENT_BETA, kl_penalty=placement), sft, tokenizer, TASK,
+                         progress=False)
+    placed.train()
+    rate, kl = exact_rate_and_kl(placed.policy, 1)
+    placement_rows.append({"placement": placement, f"{TARGET} rate": f"{rate:.1%}", "KL": kl})
+print_table(placement_rows, title=f"Each KL placement at β = {PLACEMENT_BETA}, {CONFIG.iterations} iterations, "
+                                  f"against π*_β", digits=3)
+trained = {row["placement"]: row for row in placement_rows}
+lecture.claim("reward-k1 and loss-full land on π*; loss-k3 lands elsewhere (on its own fixed point)",
+              all(abs(float(trained[p][f"{TARGET} rate"][:-1]) - 100 * best.probabilities[TARGET]) < 2
+                  for p in ("reward-k1", "loss-full"))
+              and abs(float(trained["loss-k3"][f"{TARGET} rate"][:-1]) - 100 * k3_rate) < 2
+              and abs(k3_rate - best.probabilities[TARGET]) > 0.05,
+              measured=", ".join(f"{p} {trained[p][f'{TARGET} rate']}" for p in trained), quick=False)
+
+# %% [markdown]
+"""
 ## 6. Against the exact optimum
 
 For the rule reward (score for exactly "pizza" + EOS, 0 for anything else) the
@@ -346,11 +472,6 @@ temperature 1 (`ppo.lm.evaluation.evaluate_lm_policy`) and put the results on π
 
 
 # %%
-def optimum_at(beta: float):
-    scores = {group: (TASK_CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
-    return kl_regularised_optimum(reference_probabilities, scores, beta)
-
-
 def evaluate(policy, seed: int):
     return evaluate_lm_policy(policy, trainer.reference, tokenizer, TASK, EVAL_SAMPLES, 1.0, CONFIG.max_new_tokens,
                               torch.Generator().manual_seed(10_000 + seed), CONFIG.missing_eos_penalty)
@@ -430,6 +551,9 @@ lecture.save_figure(figure, "training_curves.png")
   objective's. If a run ends far above π*'s KL or below its well-formed rate, something
   other than the objective is at work (too few completions per update, too large
   steps, dropout, a stale ratio — lecture 7's defects).
+* A KL value is not a KL gradient. Only k1 belongs in a detached reward; the exact
+  per-state KL belongs in the loss (with its reward half), and k3 in the loss controls the
+  reverse KL at the visited states, not the objective's KL (§5's tables).
 * β is the exchange rate between reward and KL; lecture 12 removes it (β = 0) and
   makes it adaptive.
 """
