@@ -178,3 +178,27 @@ def test_old_configs_load_when_they_trained_with_k1_and_are_refused_otherwise():
             RLHFConfig.from_dict({**old, "kl_estimator": estimator})
     with pytest.raises(ConfigError, match="grpo run kept the KL in the group-normalised reward"):
         RLHFConfig.from_dict({**old, "kl_estimator": "k1", "algorithm": "grpo", "group_size": 8})
+
+
+def test_a_run_folder_written_before_kl_penalty_resumes_or_is_refused_in_one_line(tmp_path):
+    import json
+
+    from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+    model, tokenizer = tiny_sft()
+    config = RLHFConfig(iterations=2, seed=8, **TINY)
+    RLHFTrainer(config, model, tokenizer, PIZZA, run_dir=tmp_path, progress=False).train(
+        callback=lambda trainer, metrics: trainer.iteration == 1)
+
+    def write_legacy(estimator: str) -> None:  # the folder as the version with --kl-estimator wrote it
+        state = load_checkpoint(tmp_path / "checkpoint.pt")
+        legacy = {**{k: v for k, v in state["config"].items() if k != "kl_penalty"}, "kl_estimator": estimator}
+        save_checkpoint({**state, "config": legacy}, tmp_path / "checkpoint.pt")
+        (tmp_path / "config.json").write_text(json.dumps(legacy))
+
+    write_legacy("k1")
+    resumed = RLHFTrainer.resume(tmp_path, PIZZA, progress=False)
+    assert resumed.iteration == 1 and resumed.config.effective_kl_penalty == "reward-k1"
+    write_legacy("k3")
+    with pytest.raises(CheckpointError, match="kl_estimator = 'k3' is no longer offered"):
+        RLHFTrainer.resume(tmp_path, PIZZA, progress=False)
