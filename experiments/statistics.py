@@ -40,6 +40,7 @@ import numpy as np
 from experiments.sweep import NOT_A_SETTING, format_value
 from ppo.config import ConfigError
 from ppo.logger import read_metrics
+from ppo.seed_batch import DIVERGED_NAME
 
 DEFAULT_REPS = 2000  # bootstrap resamples; about 0.15 ms each for a few runs
 CONFIDENCE = 0.95
@@ -53,12 +54,14 @@ STEP_COLUMN = "global_step"
 @dataclass
 class Run:
     """What a run folder holds: its config, its metrics.csv rows (floats, None for empty
-    cells) and its evaluation (eval.json, or None where there is none)."""
+    cells), its evaluation (eval.json, or None where there is none) and, for a run of a
+    seed batch that diverged, when and why (DIVERGED_NAME, else None)."""
 
     path: Path
     config: dict
     metrics: list[dict]
     evaluation: dict | None
+    diverged: dict | None = None
 
 
 def read_config(run_dir: Path) -> dict:
@@ -95,13 +98,23 @@ def load_run(run_dir: str | Path) -> Run:
             raise ConfigError(f"{eval_path} is not valid JSON ({error})") from None
         if not isinstance(evaluation, dict) or not isinstance(evaluation.get("mean_return"), (int, float)):
             raise ConfigError(f"{eval_path} has no mean_return")
-    return Run(run_dir, config, metrics, evaluation)
+    diverged = None
+    diverged_path = run_dir / DIVERGED_NAME
+    if diverged_path.is_file():
+        try:
+            diverged = json.loads(diverged_path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ConfigError(f"{diverged_path} is not valid JSON ({error})") from None
+    return Run(run_dir, config, metrics, evaluation, diverged)
 
 
 def final_score(run: Run) -> tuple[float | None, str]:
     """The run's score and where it comes from: ("evaluation") eval.json's mean return;
     ("training") without eval.json, the last `episode_return_recent` in metrics.csv;
+    (None, "diverged") for a run that diverged (a failure, whatever it reached before);
     (None, "none") if the run has neither (no episode finished yet)."""
+    if run.diverged is not None:
+        return None, "diverged"
     if run.evaluation is not None:
         return float(run.evaluation["mean_return"]), "evaluation"
     for row in reversed(run.metrics):
@@ -286,6 +299,7 @@ def summarize_groups(groups: dict[str, list[Run]], threshold: float | None, reps
     for label, runs in groups.items():
         scored = [(score, source) for score, source in map(final_score, runs) if score is not None]
         row = {"setting": label, "runs": len(runs), "scored": len(scored),
+               "diverged": [run.diverged for run in runs if run.diverged is not None],
                "from_training": sum(source == "training" for _, source in scored),
                "threshold": threshold, "reps": reps}
         if scored:
@@ -310,6 +324,7 @@ def summarize_runs(run_dirs: Iterable[str | Path], threshold: float | None, reps
     """One row per setting (group_runs) of the runs' final scores (final_score).
 
     Each row: "setting" (the group's label), "runs", "scored" (runs with a score),
+    "diverged" (what DIVERGED_NAME says of each run that diverged: no score, a failure),
     "from_training" (runs scored by their training return: no eval.json), "threshold",
     "reps"; "iqm", "mean" and their 95% bootstrap intervals ("iqm_low", ... see
     interval_estimates; None if no run has a score); with a threshold, "successes"
@@ -350,6 +365,8 @@ def format_summary_table(rows: list[dict]) -> str:
     for row in rows:
         marked = row["setting"] + (" *" if row["from_training"] else "")
         solved = f"{row['successes']}/{row['runs']}" if row["successes"] is not None else "-"
+        if row.get("diverged"):
+            solved += f" ({len(row['diverged'])} diverged)"
         if row["reached"] is None:
             timing = "-"
         elif row["median_time_to_threshold"] is None:
@@ -376,7 +393,13 @@ def format_summary_table(rows: list[dict]) -> str:
         if row["from_training"]:
             text.append(f"* {row['setting']}: {row['from_training']} of {row['runs']} runs have no eval.json; "
                         f"their final score is the final training return (episode_return_recent)")
-        if row["scored"] < row["runs"]:
-            text.append(f"  {row['setting']}: {row['runs'] - row['scored']} of {row['runs']} runs finished no "
-                        "episode: left out of the statistics")
+        diverged = row.get("diverged") or []
+        if diverged:
+            text.append(f"  {row['setting']}: {len(diverged)} of {row['runs']} runs diverged ("
+                        + "; ".join(f"seed {run.get('seed')} at iteration {run.get('iteration')}: "
+                                    f"{run.get('quantity')} = {run.get('value')}" for run in diverged)
+                        + "): failures, left out of the mean and IQM")
+        if row["scored"] + len(diverged) < row["runs"]:
+            text.append(f"  {row['setting']}: {row['runs'] - row['scored'] - len(diverged)} of {row['runs']} runs "
+                        "finished no episode: left out of the statistics")
     return "\n".join(text)

@@ -8,6 +8,10 @@ order of the flags in `--help`. Each setting trains all its seeds as one batched
 computation (`ppo.seed_batch.SeedBatchPPO`); every run gets an ordinary run folder named
 after what differs from the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`.
 At the end one table summarises each setting over its seeds (experiments.statistics).
+
+A run whose losses or parameters turn non-finite (a learning rate too large, say) stops
+alone: its folder keeps its last good checkpoint and gets `diverged.json` (when, which
+quantity), the other seeds and settings go on, and the table counts it as a failure.
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
         started = time.perf_counter()
         with GracefulStop(prog) as stop:
             batch.train(callback=stop.callback)
-        if stop.requested or batch.iteration < batch.total_iterations:
+        if stop.requested or (batch.iteration < batch.total_iterations and len(batch.diverged) < len(seeds)):
             print(f"{prog}: stopped after iteration {batch.iteration} of {batch.total_iterations}; checkpoints "
                   f"saved. Resume a run with: {prog} --resume RUN_DIR (one of {run_dirs[0].parent}/…)",
                   file=sys.stderr)
@@ -127,8 +131,15 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
         returns = batch.recent_returns_by_member()
         print(f"{setting_label(setting)}: {len(seeds)} seeds × {batch.global_step:,} steps in "
               f"{time.perf_counter() - started:.1f} s; mean return of the last 20 training episodes per seed: "
-              + " ".join(f"{value:.0f}" for value in returns))
-        _finish_runs(config, seeds, run_dirs, eval_episodes)
+              + " ".join("diverged" if member in batch.diverged else f"{value:.0f}"
+                         for member, value in enumerate(returns)))
+        for member, record in batch.diverged.items():
+            kept = ("keeps its last good checkpoint" if (run_dirs[member] / "checkpoint.pt").exists()
+                    else "has no checkpoint (none was due before)")
+            print(f"{prog}: seed {record['seed']} of {setting_label(setting)} diverged at iteration "
+                  f"{record['iteration']} ({record['quantity']} = {record['value']}) and stopped there; "
+                  f"{run_dirs[member]} {kept}", file=sys.stderr)
+        _finish_runs(config, seeds, run_dirs, eval_episodes, skip=set(batch.diverged))
         all_runs.extend(run_dirs)
 
     from experiments.statistics import format_summary_table, summarize_runs
@@ -148,8 +159,10 @@ def _seed_batch(config: PPOConfig, seeds: list[int], run_dirs: list[Path], progr
     return SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=progress)
 
 
-def _finish_runs(config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval_episodes: int) -> None:
-    """What a single run does after training, for each run: learning curve, greedy evaluation."""
+def _finish_runs(config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval_episodes: int,
+                 skip: set[int] = frozenset()) -> None:
+    """What a single run does after training, for each run: learning curve, greedy evaluation
+    (not for the runs in `skip`, by index: those that diverged are failures, not scores)."""
     from ppo.plotting import plot_learning_curve
 
     for seed, run_dir in zip(seeds, run_dirs):
@@ -157,5 +170,6 @@ def _finish_runs(config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval
     if eval_episodes:
         from experiments.evaluate import evaluate_run
 
-        for run_dir in run_dirs:
-            evaluate_run(run_dir, eval_episodes, verbose=False)
+        for member, run_dir in enumerate(run_dirs):
+            if member not in skip:
+                evaluate_run(run_dir, eval_episodes, verbose=False)

@@ -19,7 +19,24 @@ shared is the arithmetic:
         per member: a metrics.csv row, and every few iterations a checkpoint
 
 Since the members' parameters are disjoint, ∂L/∂θ_s = ∂L_s/∂θ_s: summing the losses
-couples nothing. A member's folder is an ordinary run folder (config.json,
+couples nothing. The update is `ppo.update`'s own loop, run for the stack: a member whose
+update has stopped draws no more permutations, as its run, which has left the loop.
+
+What holds, then: member s draws what run s draws (the same weights, the same action and
+shuffle streams, the same numbers from them while its decisions match its run's), and
+its arithmetic differs only in rounding: batched matrix products round differently from
+one run's. Started from the same θ, m, v, an iteration of member s lands within 1.2e-7 of
+its run's, with the same target_kl decision and step count (tests/test_seed_batch.py).
+Over many iterations the difference grows, as any rounding does in this chaotic system:
+on the default CartPole run (seeds 1–4, 48 iterations), max |θ_batch − θ_single| was
+≤ 7e-6 up to iteration 5, 7e-3 to 0.16 by iteration 9, and 0.30–0.58 at the end (weights
+up to 1.9); with target_kl = 0.02 the decisions matched for 10 iterations on all four
+seeds. The members end as good as their runs, not equal to them (README).
+
+A member whose losses, gradient norm or parameters turn non-finite stops alone
+(`stop_member`): its θ goes back to its last finite values and stays, its folder keeps
+its last good checkpoint and gets DIVERGED_NAME; the other members go on bit for bit as
+they would have. A member's folder is an ordinary run folder (config.json,
 metrics.csv, TensorBoard events, checkpoint.pt in `PPO`'s format), so `ppo-eval` reads
 it and `ppo-train --resume` continues it as a single run. On a CPU the batched
 arithmetic takes as long per member as a run's own; what the batch saves is the Python
@@ -40,25 +57,21 @@ import torch
 from torch.func import vmap
 
 from ppo.advantages import compute_gae, successor_values
-from ppo.base_trainer import CHECKPOINT_NAME, GUARDED_METRICS, TrainingDiverged
+from ppo.base_trainer import CHECKPOINT_NAME, GUARDED_METRICS
 from ppo.checkpoint import remove_stale_temporaries, save_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.losses import (
-    clipped_surrogate_loss,
-    explained_variance,
-    kl_per_sample,
-    normalize_advantages,
-    transition_loss,
-)
+from ppo.losses import clipped_surrogate_loss, explained_variance, normalize_advantages, transition_loss
 from ppo.networks import ActorCritic, spaces_to_dict
 from ppo.normalize import ObservationNormalizer, RewardScaler
 from ppo.optim import StackedAdam, linear_annealing
 from ppo.stacked_networks import StackedActorCritic
 from ppo.storage import RolloutBuffer
 from ppo.trainer import RECENT_EPISODES, StepsEnvs, resolve_device
-from ppo.update import MinibatchLoss, update_settings
+from ppo.update import MinibatchLoss, run_member_update, update_settings
 
 MemberCallback = Callable[["SeedBatchPPO", list], "bool | None"]
+
+DIVERGED_NAME = "diverged.json"  # in the folder of a member that diverged: its seed, iteration, quantity, value
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -131,6 +144,7 @@ class SeedBatchPPO(StepsEnvs):
         self.episode_return = torch.zeros(S * N, device=self.device)
         self.episode_length = torch.zeros(S * N, dtype=torch.int64, device=self.device)
         self.history: list[list[dict[str, float]]] = []
+        self.diverged: dict[int, dict] = {}  # member -> when and why it stopped (stop_member)
         self.next_obs = self._observe(envs.reset(seed=self.seeds))
 
     def _continue_global_stream(self, seed: int) -> torch.Generator:
@@ -254,7 +268,7 @@ class SeedBatchPPO(StepsEnvs):
             "returns": self._member_major(returns),
         }
         metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
-                                    **update_settings(self.config))
+                                    frozen=list(self.diverged), **update_settings(self.config))
         for member, row in enumerate(metrics):
             row["explained_variance"] = explained_variance(samples["values"][member], samples["returns"][member])
         return metrics
@@ -279,6 +293,9 @@ class SeedBatchPPO(StepsEnvs):
         return metrics
 
     def train_iteration(self) -> list[dict[str, float]]:
+        """One iteration of every member; a member whose losses, gradient norm or parameters turn
+        non-finite in it is stopped (`stop_member`) and takes no part in the iterations after."""
+        last_good = self.optimizer.flat_params.clone()  # (S, P) θ before this iteration's update
         started = time.perf_counter()
         metrics = self.run_iteration()
         self.train_seconds += time.perf_counter() - started
@@ -286,6 +303,8 @@ class SeedBatchPPO(StepsEnvs):
         for row in metrics:
             row.update(iteration=self.iteration, time_s=self.train_seconds,
                        steps_per_second=self.global_step / max(self.train_seconds, 1e-9))
+        for member, (quantity, value) in self.find_divergence(metrics).items():
+            self.stop_member(member, quantity, value, last_good[member])
         self.history.append(metrics)
         return metrics
 
@@ -304,14 +323,16 @@ class SeedBatchPPO(StepsEnvs):
                                              self.progress and member == 0))
         metrics: list[dict[str, float]] = []
         try:
-            while self.iteration < self.total_iterations:
+            while self.iteration < self.total_iterations and len(self.diverged) < self.num_members:
                 metrics = self.train_iteration()
-                self.check_finite(metrics)
-                for logger, row in zip(loggers, metrics):
-                    logger.log(self.global_step, row)
+                for member, (logger, row) in enumerate(zip(loggers, metrics)):
+                    if member not in self.diverged:  # a diverged member's folder ends at its last good iteration
+                        logger.log(self.global_step, row)
                 if loggers:
-                    returns = sorted(row["episode_return_recent"] for row in metrics)
-                    loggers[0].progress(self.global_step, f"{self.num_members} seeds, median return "
+                    returns = sorted(row["episode_return_recent"] for member, row in enumerate(metrics)
+                                     if member not in self.diverged) or [math.nan]
+                    diverged = f" ({len(self.diverged)} diverged)" if self.diverged else ""
+                    loggers[0].progress(self.global_step, f"{self.num_members} seeds{diverged}, median return "
                                                           f"{returns[len(returns) // 2]:.1f}")
                 if self.run_dirs is not None and self.config.checkpoint_every \
                         and self.iteration % self.config.checkpoint_every == 0:
@@ -325,20 +346,37 @@ class SeedBatchPPO(StepsEnvs):
             self.save()
         return metrics
 
-    def check_finite(self, metrics: list[dict[str, float]]) -> None:
-        for seed, row in zip(self.seeds, metrics):
-            for name in GUARDED_METRICS:
-                value = row.get(name)
-                if value is not None and not math.isfinite(value):
-                    raise TrainingDiverged(f"seed {seed}, iteration {self.iteration}: {name} = {value}; training "
-                                           "stopped (the last checkpoints are kept; try a smaller learning rate)")
-        if not bool(torch.isfinite(self.optimizer.flat_params).all()):
-            bad = (~torch.isfinite(self.optimizer.flat_params).all(dim=1)).nonzero().flatten().tolist()
-            raise TrainingDiverged(f"seed {self.seeds[bad[0]]}, iteration {self.iteration}: a parameter is not "
-                                   "finite; training stopped (the last checkpoints are kept)")
+    def find_divergence(self, metrics: list[dict[str, float]]) -> dict[int, tuple[str, float]]:
+        """{member: (quantity, value)} for each member not stopped yet whose losses, gradient norm
+        (GUARDED_METRICS) or parameters are not finite after this iteration."""
+        finite_parameters = torch.isfinite(self.optimizer.flat_params).all(dim=1).tolist()
+        found = {}
+        for member, row in enumerate(metrics):
+            if member in self.diverged:
+                continue
+            bad = [(name, row[name]) for name in GUARDED_METRICS if name in row and not math.isfinite(row[name])]
+            if not finite_parameters[member]:
+                bad.append(("parameters", math.nan))
+            if bad:
+                found[member] = bad[0]
+        return found
+
+    def stop_member(self, member: int, quantity: str, value: float, last_good: torch.Tensor) -> None:
+        """Member `member` diverged: its θ goes back to `last_good` (its values before the iteration)
+        and stays there, it takes no more steps, logs nothing more and saves no more checkpoints
+        (its folder keeps its last good one), and DIVERGED_NAME in its folder says when and why.
+        The other members go on exactly as they would have: nothing couples them to it."""
+        self.diverged[member] = {"seed": self.seeds[member], "iteration": self.iteration, "quantity": quantity,
+                                 "value": str(value)}
+        self.optimizer.flat_params[member] = last_good
+        if self.run_dirs is not None:
+            self.run_dirs[member].mkdir(parents=True, exist_ok=True)
+            (self.run_dirs[member] / DIVERGED_NAME).write_text(json.dumps(self.diverged[member], indent=2) + "\n")
 
     def recent_returns_by_member(self) -> list[float]:
-        return [_mean(recent) for recent in self.recent_returns]
+        """Each member's mean return of its last training episodes; NaN for a member that diverged."""
+        return [math.nan if member in self.diverged else _mean(recent)
+                for member, recent in enumerate(self.recent_returns)]
 
     # ------------------------------------------------------------------ checkpoints
     def member_state_dict(self, member: int) -> dict:
@@ -372,100 +410,16 @@ class SeedBatchPPO(StepsEnvs):
         }
 
     def save(self) -> list[Path]:
-        """Write every member's checkpoint into its run folder (atomically, one file each)."""
+        """Write every member's checkpoint into its run folder (atomically, one file each), diverged members' excepted."""
         if self.run_dirs is None:
             raise ValueError("save() needs the run folders")
         paths = []
         for member, folder in enumerate(self.run_dirs):
+            if member in self.diverged:
+                continue
             save_checkpoint(self.member_state_dict(member), folder / CHECKPOINT_NAME)
             paths.append(folder / CHECKPOINT_NAME)
         return paths
-
-
-def run_member_update(
-    samples: dict[str, torch.Tensor],
-    minibatch_loss: Callable[[dict[str, torch.Tensor]], MinibatchLoss],
-    optimizer: StackedAdam,
-    *,
-    update_epochs: int,
-    num_minibatches: int,
-    max_grad_norm: float | None,
-    target_kl: float | None,
-    clip_coef: float,
-    generators: Sequence[torch.Generator],
-) -> list[dict[str, float]]:
-    """`ppo.update.run_update` for S members at once; returns its diagnostics per member.
-
-    `samples` are (S, B, ...), member s's B samples in row s. Each member's epoch is a
-    permutation from its own generator; minibatch j of member s is the j-th slice of that
-    permutation, exactly the rows run_update would give its own run. The rule for
-    `target_kl` is run_update's, member by member: the first minibatch whose KL̂ exceeds
-    the target takes no step and ends that member's update (its diagnostics count the
-    minibatches up to and including it); the others go on.
-    """
-    S, B = samples["log_probs"].shape[:2]
-    size = B // num_minibatches
-    members = torch.arange(S, device=samples["log_probs"].device).unsqueeze(1)
-    active = [True] * S
-    stopped = [False] * S
-    counted: list[list[bool]] = []  # per minibatch visited: which members count it
-    stepped: list[list[bool]] = []  # per gradient step: which members took it
-    terms: list[torch.Tensor] = []
-    log_ratios: list[torch.Tensor] = []
-    grad_norms: list[torch.Tensor] = []
-    term_names: list[str] = []
-    for _ in range(update_epochs):
-        orders = torch.stack([torch.randperm(B, generator=generator, device=generator.device)
-                              for generator in generators])  # (S, B)
-        shuffled = {name: tensor[members, orders] for name, tensor in samples.items()}
-        for start in range(0, B, size):
-            result = minibatch_loss({name: tensor[:, start:start + size] for name, tensor in shuffled.items()})
-            term_names = list(result.terms)
-            terms.append(torch.stack([value.detach() for value in result.terms.values()], dim=1))  # (S, terms)
-            log_ratios.append(result.log_ratio)
-            counted.append(list(active))
-            if target_kl is not None:
-                kl = kl_per_sample(result.log_ratio, "k3").mean(dim=1).tolist()
-                for s in range(S):
-                    if active[s] and kl[s] > target_kl:
-                        active[s], stopped[s] = False, True
-            if not any(active):
-                break
-            optimizer.zero_grad()
-            result.loss.sum().backward()  # ∂/∂θ_s of Σ_s L_s is ∂L_s/∂θ_s: the members stay independent
-            grad_norms.append(optimizer.clip_grad_norm(max_grad_norm))
-            optimizer.step(None if all(active) else active)
-            stepped.append(list(active))
-        if not any(active):
-            break
-
-    device = samples["log_probs"].device
-    counts = torch.tensor(counted, dtype=torch.float32, device=device)  # (M, S)
-    ratio = torch.stack(log_ratios)  # (M, S, b)
-    weight = counts.unsqueeze(2).expand_as(ratio)
-    samples_counted = weight.sum(dim=(0, 2))  # (S,)
-
-    def mean_over_counted(per_sample: torch.Tensor) -> list[float]:
-        return ((per_sample * weight).sum(dim=(0, 2)) / samples_counted).tolist()
-
-    k1 = mean_over_counted(kl_per_sample(ratio, "k1"))
-    k3 = mean_over_counted(kl_per_sample(ratio, "k3"))
-    clipped = mean_over_counted(((ratio.exp() - 1.0).abs() > clip_coef).float())
-    first_error = ratio[0].exp().sub(1.0).abs().amax(dim=1).tolist()
-    term_means = ((torch.stack(terms) * counts.unsqueeze(2)).sum(dim=0) / counts.sum(dim=0).unsqueeze(1)).tolist()
-    took = torch.tensor(stepped, dtype=torch.float32, device=device) if stepped else torch.zeros(0, S, device=device)
-    steps = took.sum(dim=0)
-    norms = (torch.stack(grad_norms) * took).sum(dim=0) / steps if grad_norms else torch.full((S,), math.nan)
-    return [{
-        **dict(zip(term_names, term_means[s])),
-        "old_approx_kl": k1[s],
-        "approx_kl": k3[s],
-        "clip_fraction": clipped[s],
-        "first_minibatch_ratio_error": first_error[s],
-        "gradient_steps": int(steps[s]),
-        "early_stopped": float(stopped[s]),
-        "grad_norm": float(norms[s]) if steps[s] else math.nan,
-    } for s in range(S)]
 
 
 def _mean(values) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 
@@ -14,7 +15,8 @@ from envs.factory import make_seed_batch_env, make_vec_env
 from experiments.presets import build_config
 from ppo.config import ConfigError
 from ppo.optim import FlatAdam, StackedAdam
-from ppo.seed_batch import SeedBatchPPO, parse_seeds
+from ppo.logger import read_metrics
+from ppo.seed_batch import DIVERGED_NAME, SeedBatchPPO, parse_seeds
 from ppo.trainer import PPO
 
 COMPARED = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm",
@@ -69,6 +71,51 @@ def test_target_kl_stops_each_member_on_its_own():
         assert batch_metrics[member]["approx_kl"] == pytest.approx(metrics["approx_kl"], rel=1e-4)
         steps.append(metrics["gradient_steps"])
     assert len(set(steps)) > 1, "the members should stop at different steps for this test to mean anything"
+
+
+# One iteration of a member and of its own run, from the same θ, m, v, differ by how batched
+# and plain matrix products round: measured ≤ 1.2e-7 over these 12 iterations (one float32
+# ulp of a weight near 1; the largest weights are ~1.2). 1e-5 leaves room for another CPU's
+# kernels and stays far below what one different permutation does (6e-3 in the iteration
+# after a member drew one permutation too many).
+ONE_ITERATION_TOLERANCE = 1e-5
+
+
+def test_every_member_draws_decides_and_steps_as_its_own_run_for_many_iterations():
+    """12 iterations with target_kl active (members stop after 3 to 24 of their 24 steps):
+    per iteration and member, the same random draws (the shuffle and action generators end in
+    the single run's states), the same early-stop decision and step count, and θ equal to
+    rounding. Each iteration starts the single run from the member's θ, m and v: rounding
+    grows over many iterations in this chaotic system (README), and what is tested here is
+    that each iteration does what the single run's does; the random streams are never
+    copied over, so a member that draws more or less than its run is caught whenever it happens."""
+    config = _config(total_timesteps=12 * 2048, target_kl=0.02)
+    seeds = [1, 2, 3]
+    batch = _batch(config, seeds)
+    trace = []
+    for _ in range(config.num_iterations):
+        rows = batch.train_iteration()
+        trace.append([(rows[member], batch.optimizer.flat_params[member].clone(),
+                       batch.optimizer.member_state_dict(member), batch.shuffle_generators[member].get_state(),
+                       batch.action_generators[member].get_state()) for member in range(len(seeds))])
+    decisions = set()
+    for member, seed in enumerate(seeds):
+        single = _single(config, seed)
+        for iteration, members in enumerate(trace, start=1):
+            row, parameters, optimizer_state, shuffle_state, action_state = members[member]
+            metrics = single.train_iteration()
+            where = f"seed {seed}, iteration {iteration}"
+            assert torch.equal(single.shuffle_generator.get_state(), shuffle_state), where
+            assert torch.equal(torch.get_rng_state(), action_state), where
+            assert (row["early_stopped"], row["gradient_steps"]) == (metrics["early_stopped"],
+                                                                   metrics["gradient_steps"]), where
+            difference = float((single.optimizer.flat_params - parameters).abs().max())
+            assert difference < ONE_ITERATION_TOLERANCE, (where, difference)
+            single.optimizer.load_state_dict(optimizer_state)
+            single.optimizer.flat_params.copy_(parameters)
+            decisions.add((metrics["early_stopped"], metrics["gradient_steps"]))
+    assert len({steps for stopped, steps in decisions if stopped}) > 2, \
+        "early stopping must end updates at several different steps for this test to mean anything"
 
 
 def test_stacked_adam_is_one_flat_adam_per_member_and_skips_inactive_ones():
@@ -149,6 +196,41 @@ def test_batched_and_separate_runs_learn_alike():
     assert statistics.mean(batched) > 100  # and both learn (random play: ~22)
 
 
+def test_a_diverging_member_stops_alone_and_the_others_go_on_bit_for_bit(tmp_path):
+    """Seed 2's loss turns NaN in iteration 3 of 5: seed 2 stops with its θ of iteration 2, its
+    folder keeps the checkpoint and metrics of iteration 2 and says it diverged; seeds 1 and 3
+    end exactly where a batch without the fault ends (the same arithmetic: torch.equal)."""
+    config = _config(total_timesteps=5 * 2048, checkpoint_every=1)
+    seeds = [1, 2, 3]
+    reference = _batch(config, seeds)
+    after_two = []
+    reference.train(callback=lambda batch, metrics: after_two.append(batch.optimizer.flat_params.clone())
+                    if batch.iteration == 2 else None)
+    folders = [tmp_path / f"seed{seed}" for seed in seeds]
+    faulty = _batch(config, seeds, folders)
+    correct_loss = faulty.minibatch_loss
+
+    def loss_with_a_fault(minibatch):
+        result = correct_loss(minibatch)
+        if faulty.iteration == 2:  # during the third iteration
+            result.loss = result.loss * torch.tensor([1.0, math.nan, 1.0])
+        return result
+
+    faulty.minibatch_loss = loss_with_a_fault
+    faulty.train()
+    assert faulty.iteration == 5 and list(faulty.diverged) == [1]
+    assert faulty.diverged[1] == {"seed": 2, "iteration": 3, "quantity": "policy_loss", "value": "nan"}
+    for member in (0, 2):
+        assert torch.equal(faulty.optimizer.flat_params[member], reference.optimizer.flat_params[member]), member
+    assert torch.equal(faulty.optimizer.flat_params[1], after_two[0][1])
+    assert json.loads((folders[1] / DIVERGED_NAME).read_text())["iteration"] == 3
+    for folder, iterations in zip(folders, (5, 2, 5)):
+        assert torch.load(folder / "checkpoint.pt", weights_only=True)["iteration"] == iterations
+        assert len(read_metrics(folder / "metrics.csv")) == iterations
+    assert not (folders[0] / DIVERGED_NAME).exists()
+    assert math.isnan(faulty.recent_returns_by_member()[1])
+
+
 @pytest.mark.parametrize("text, seeds", [("1-4", [1, 2, 3, 4]), ("1,3,5", [1, 3, 5]), ("0-2,9", [0, 1, 2, 9]),
                                          ("7", [7])])
 def test_parse_seeds(text, seeds):
@@ -165,8 +247,6 @@ def test_parse_seeds_refuses(text):
 def test_sixteen_batched_cartpole_seeds_solve_it(tmp_path):
     """`ppo-train --seeds 101-116` (seeds not tuned on): at least 15 of 16 runs evaluate ≥ 475
     over 100 greedy episodes."""
-    import json
-
     from experiments.train import main
 
     assert main(["--seeds", "101-116", "--run-dir", str(tmp_path), "--no-progress", "--no-tensorboard"]) == 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
+import torch
 
 from experiments.cli import SweepValues
 from experiments.presets import build_config
@@ -83,3 +85,48 @@ def test_a_sweep_trains_every_setting_over_every_seed(tmp_path, capsys):
         assert json.loads((folder / "eval.json").read_text())["episodes"] == 3
     out = capsys.readouterr().out
     assert "learning_rate=5e-3" in out and "learning_rate=0.01" in out  # one summary row per setting
+
+
+def test_a_sweep_outlives_diverging_runs(tmp_path, capsys, monkeypatch):
+    """lr 1e30 diverges at once (both seeds); a planted fault makes seed 2 of lr 0.01 diverge in
+    iteration 2. Every setting still trains, the table has a row for each and counts the
+    diverged runs as failures, and each diverged folder keeps its last good checkpoint (none
+    for a run that diverged in its first iteration), gets diverged.json and no evaluation."""
+    from ppo.seed_batch import DIVERGED_NAME, SeedBatchPPO
+
+    correct_loss = SeedBatchPPO.minibatch_loss
+
+    def loss_with_a_fault(batch, minibatch):
+        result = correct_loss(batch, minibatch)
+        if batch.config.learning_rate == 0.01 and batch.iteration == 1:
+            result.loss = result.loss * torch.tensor([1.0, math.nan])  # seed 2 only
+        return result
+
+    monkeypatch.setattr(SeedBatchPPO, "minibatch_loss", loss_with_a_fault)
+    exit_code = main(["--learning-rate", "5e-3,1e-2,1e30", "--seeds", "1-2", "--total-timesteps", "4096",
+                      "--checkpoint-every", "1", "--eval-episodes", "2", "--run-dir", str(tmp_path), "--no-progress",
+                      "--no-tensorboard"])
+    assert exit_code == 0
+    captured = capsys.readouterr()
+    table = captured.out[captured.out.index("setting "):]
+    rows = {line.split()[0]: line for line in table.splitlines() if line.startswith("learning_rate=")}
+    assert set(rows) == {"learning_rate=5e-3", "learning_rate=0.01", "learning_rate=1e30"}
+    assert "0/2 (2 diverged)" in rows["learning_rate=1e30"] and "/2 (1 diverged)" in rows["learning_rate=0.01"]
+    assert "diverged" not in rows["learning_rate=5e-3"]
+    assert "learning_rate=0.01: 1 of 2 runs diverged (seed 2 at iteration 2: policy_loss = nan)" in table
+    assert "seed 2 of learning_rate=0.01 diverged at iteration 2" in captured.err
+    for name, diverged_at, last_checkpoint in [("lr5e-3__budget4096__seed1", None, 2),
+                                               ("lr0.01__budget4096__seed1", None, 2),
+                                               ("lr0.01__budget4096__seed2", 2, 1),
+                                               ("lr1e30__budget4096__seed1", 1, None),
+                                               ("lr1e30__budget4096__seed2", 1, None)]:
+        folder = tmp_path / f"CartPole-v1__{name}"
+        assert (folder / "eval.json").exists() == (diverged_at is None), name
+        if diverged_at is None:
+            assert not (folder / DIVERGED_NAME).exists()
+        else:
+            assert json.loads((folder / DIVERGED_NAME).read_text())["iteration"] == diverged_at
+        if last_checkpoint is None:
+            assert not (folder / "checkpoint.pt").exists()
+        else:
+            assert torch.load(folder / "checkpoint.pt", weights_only=True)["iteration"] == last_checkpoint
