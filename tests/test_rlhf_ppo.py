@@ -178,6 +178,9 @@ def test_old_configs_load_when_they_trained_with_k1_and_are_refused_otherwise():
             RLHFConfig.from_dict({**old, "kl_estimator": estimator})
     with pytest.raises(ConfigError, match="grpo run kept the KL in the group-normalised reward"):
         RLHFConfig.from_dict({**old, "kl_estimator": "k1", "algorithm": "grpo", "group_size": 8})
+    with pytest.raises(ConfigError, match="whiten_rewards rescales the reward but not the KL term"):
+        RLHFConfig(whiten_rewards=True, kl_penalty="loss-full").validate()
+    assert RLHFConfig(whiten_rewards=True).validate().effective_kl_penalty == "reward-k1"
 
 
 def test_a_run_folder_written_before_kl_penalty_resumes_or_is_refused_in_one_line(tmp_path):

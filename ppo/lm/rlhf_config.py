@@ -100,7 +100,8 @@ class RLHFConfig(UpdateConfig):
     )
     whiten_rewards: bool = field(
         default=False,
-        metadata={"help": "scale the per-token rewards to unit variance (mean kept)"},
+        metadata={"help": "scale the per-token rewards to unit variance (mean kept); with kl_penalty reward-k1 "
+                  "only (a KL term in the loss would keep its scale)"},
     )
 
     # --- the critic -------------------------------------------------------------------------------
@@ -192,6 +193,10 @@ class RLHFConfig(UpdateConfig):
             if self.batch_size % self.group_size:
                 raise ConfigError(f"batch_size = {self.batch_size} is not divisible by group_size = {self.group_size}")
         require_one_of("kl_penalty", self.kl_penalty, ("auto", *KL_PENALTIES))
+        if self.whiten_rewards and self.effective_kl_penalty != "reward-k1":
+            raise ConfigError(f"whiten_rewards rescales the reward but not the KL term of kl_penalty = "
+                              f"{self.effective_kl_penalty!r} in the loss, so β would change from batch to batch; "
+                              f"whiten only with reward-k1")
         if self.algorithm == "grpo" and self.effective_kl_penalty not in GROUP_NORMALISED_KL_PENALTIES:
             raise ConfigError(f"kl_penalty = {self.kl_penalty!r} puts KL in the reward, which grpo divides by each "
                               f"group's std, so β would change from group to group; with grpo use "
