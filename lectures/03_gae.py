@@ -141,9 +141,10 @@ def bias_and_variance(critic: torch.Tensor, gae_lambda: float) -> dict:
     mean = torch.zeros(size, dtype=torch.float64).index_add_(0, pair, error) / count.clamp(min=1)
     mean_square = torch.zeros(size, dtype=torch.float64).index_add_(0, pair, error**2) / count.clamp(min=1)
     weight = count / count.sum()
+    # Where the exact answer is 0 (a perfect critic's mean error; TD(0)'s variance, the next state
+    # being fixed by the action), float64 leaves rounding of ~1e-15; show it as the 0 it is
+    mean = torch.where(mean.abs() < 1e-12, torch.zeros_like(mean), mean)
     bias_squared = float((weight * mean**2).sum())
-    # E[e²] − E[e]² cancels to rounding (~1e-15) where the error never varies (TD(0) here: the
-    # next state is fixed by the action); show that as the exact 0 it is
     pair_variance = mean_square - mean**2
     pair_variance = torch.where(pair_variance.abs() < 1e-12, torch.zeros_like(pair_variance), pair_variance)
     variance = float((weight * pair_variance).sum())
