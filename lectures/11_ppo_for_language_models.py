@@ -322,8 +322,9 @@ lecture.save_figure(figure, "kl_estimators.png")
 
 # %% [markdown]
 """
-**Where it goes: the same value, different gradients.** The three estimators agree on the
-*value* of the KL. What trains the policy is a *gradient*, and there they part. A term in
+**Where it goes: the same value, different gradients** (Tang & Munos 2025, *On a few
+pitfalls in KL divergence gradient estimation for RL*, arXiv 2506.09477). The three
+estimators agree on the *value* of the KL. What trains the policy is a *gradient*, and there they part. A term in
 the reward is detached, like the score: the policy-gradient step −Â_t·∇log π(y_t|s_t)
 moves it through the sampled actions only, so its expected gradient is E_π[KL̂·∇log π],
 and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
