@@ -120,15 +120,6 @@ def given_flags(namespace: argparse.Namespace, cls) -> dict:
     return {name: tuple(value) if type(value) is list else value for name, value in values.items()}
 
 
-def fresh_run_dir(base: Path) -> Path:
-    """`base`, or `base__2`, `base__3`, ... : the first that does not exist yet."""
-    candidate, number = base, 1
-    while candidate.exists():
-        number += 1
-        candidate = base.with_name(f"{base.name}__{number}")
-    return candidate
-
-
 def run_with_user_errors(
     prog: str, body: Callable[[], int | None], errors: tuple[type[BaseException], ...] = USER_ERRORS
 ) -> int:

@@ -42,12 +42,12 @@ from experiments.cli import (
     add_dataclass_flags,
     check_writable_folder,
     configure_process,
-    fresh_run_dir,
     given_flags,
     run_with_user_errors,
     train_stoppably,
 )
 from experiments.food_task import FoodTaskConfig, food_shares, food_task
+from experiments.run_folder import RunFolderClaims, claim_on_process_zero
 from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
@@ -97,26 +97,25 @@ def _run(args) -> int:
         raise ConfigError(f"eval_samples = {args.eval_samples} must be a positive integer")
     world = init_world("cpu")
     try:
-        return _run_process(args, world)
+        with RunFolderClaims(PROG) as claims:  # the run folder, held until the command ends
+            return _run_process(args, world, claims)
     finally:
         close_world(world)
 
 
-def _run_process(args, world) -> int:
+def _run_process(args, world, claims: RunFolderClaims) -> int:
     if args.resume is not None:
-        trainer, task_config, reward_model, summary = _resume(args, world)
+        trainer, task_config, reward_model, summary = _resume(args, world, claims)
         config, run_dir, tokenizer = trainer.config, args.resume, trainer.tokenizer
     else:
         config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
         task_config = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
         default_name = f"rlhf-{task_config.target_food.replace(' ', '_')}-{task_config.reward}__seed{config.seed}"
-        run_dir = args.run_dir or fresh_run_dir(Path("runs") / default_name)
-        run_dir = Path(world.gather(str(run_dir))[0])  # process 0 names the run folder for all
-        if (run_dir / "checkpoint.pt").exists():
-            raise ConfigError(f"run_dir {run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
         if world.is_main:
             check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
-            check_writable_folder(run_dir, "run_dir")
+        # process 0 claims the run folder and names it for all; a command refused later leaves it as it was
+        default = Path("runs") / default_name
+        run_dir = claim_on_process_zero(world, lambda: claims.new_run(args.run_dir, default))
         configure_process(config.num_threads)
         try:
             if not world.is_main:
@@ -129,20 +128,20 @@ def _run_process(args, world) -> int:
         except PretrainingInterrupted as interrupted:
             print(f"{PROG}: {interrupted}; run the same command again to continue", file=sys.stderr)
             return INTERRUPTED_EXIT_CODE
-        if world.is_main:
-            (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
         summary: dict = {"config": config.to_dict(), "task": task_config.to_dict()}
         reward_model = None
         if task_config.reward == "model":
             # Every process trains the same reward model (same seed, same data): no weights to send.
             reward_model, summary["reward_model"] = _train_reward_model(task_config, config, sft, tokenizer,
                                                                         task_config.prompts(), world.is_main)
-            if world.is_main:
-                save_checkpoint({"reward_model": reward_model.state_dict(), "summary": summary["reward_model"]},
-                                run_dir / "reward_model.pt")
         task = food_task(task_config, reward_model.score_batch if reward_model else None)
         trainer = trainer_class(config.algorithm)(config, sft, tokenizer, task, run_dir=run_dir,
                                                   progress=not args.no_progress, world=world)
+        if world.is_main:  # only once the trainer accepted the settings: a refused command writes nothing
+            (run_dir / "task.json").write_text(json.dumps(task_config.to_dict(), indent=2) + "\n")
+            if reward_model is not None:
+                save_checkpoint({"reward_model": reward_model.state_dict(), "summary": summary["reward_model"]},
+                                run_dir / "reward_model.pt")
     task = trainer.task
     prompts = task_config.prompts()
     summary["load_average_start"] = os.getloadavg()[0]
@@ -239,7 +238,7 @@ def _method(config: RLHFConfig) -> str:
     return f"{config.algorithm} baseline over groups of {config.group_size}, no critic"
 
 
-def _resume(args, world):
+def _resume(args, world, claims: RunFolderClaims):
     """(trainer, task config, reward model or None, summary so far) of the run in args.resume."""
     trainer_flags = given_flags(args, RLHFConfig)
     unexpected = sorted(set(trainer_flags) - {"iterations"}) + sorted(given_flags(args, FoodTaskConfig))
@@ -253,8 +252,7 @@ def _resume(args, world):
         task_config = FoodTaskConfig.from_dict(json.loads(task_path.read_text())).validate()
     except (OSError, ValueError) as error:  # ConfigError is a ValueError
         raise CheckpointError(f"{task_path} cannot be used to resume ({error})") from None
-    if world.is_main:
-        check_writable_folder(run_dir, "run_dir")
+    claim_on_process_zero(world, lambda: claims.resumed(run_dir))
     summary: dict = {"task": task_config.to_dict()}
     reward_model = None
     reward_state = None

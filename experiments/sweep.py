@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.cli import SweepValues, check_writable_folder, fresh_run_dir
+from experiments.cli import SweepValues
+from experiments.run_folder import RunFolderClaims
 from ppo.config import ConfigError, PPOConfig
 
 # config fields that say how a run was carried out, not what was learned: runs that differ
@@ -93,8 +94,9 @@ def success_threshold(env_id: str, given: float | None) -> float | None:
 
 
 def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Path, eval_episodes: int,
-              progress: bool, threshold: float | None) -> int:
-    """Train every setting of the grid over `seeds`, evaluate each run, print the summary table."""
+              progress: bool, threshold: float | None, claims: RunFolderClaims) -> int:
+    """Train every setting of the grid over `seeds`, evaluate each run, print the summary table.
+    Each run's folder is claimed in `claims` (experiments.run_folder), which the caller releases."""
     from experiments.cli import GracefulStop, INTERRUPTED_EXIT_CODE, configure_process
     from experiments.presets import build_config
 
@@ -109,10 +111,8 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     defaults = build_config({name: value for name, value in fixed.items()
                              if name in ("env_id", "env_backend")}, preset)
     settings = [(setting, build_config({**fixed, **setting}, preset)) for setting in grid]  # all checked first
-    plan = [[fresh_run_dir(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting)))
+    plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting)))
              for seed in seeds] for setting, config in settings]
-    for folder in {run_dir.parent for folders in plan for run_dir in folders}:
-        check_writable_folder(folder, "run_dir")
     threshold = success_threshold(settings[0][1].env_id, threshold)
     print(f"{len(settings)} setting{'s' * (len(settings) > 1)} × {len(seeds)} seed{'s' * (len(seeds) > 1)} "
           f"= {len(settings) * len(seeds)} runs in {parent}/")

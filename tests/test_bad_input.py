@@ -145,6 +145,55 @@ def test_every_user_mistake_is_one_line_and_exit_2(command, argv, message, train
     assert sorted(p.name for p in trained_run.iterdir()) == run_before
 
 
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# settings refused only once the env or the device is made: (argv, expected piece of the message)
+REFUSED_SETUPS = [
+    pytest.param(["--env-id", "FrozenLake-v1"], "has observation space Discrete(16)", id="FrozenLake"),
+    pytest.param(["--env-id", "Blackjack-v1"], "has observation space Tuple", id="Blackjack"),
+    pytest.param(["--env-id", "LunarLander-v3"], "needs the optional extra 'box2d'", id="LunarLander",
+                 marks=pytest.mark.skipif(_has("Box2D"), reason="box2d is installed here")),
+    pytest.param(["--device", "cuda"], "CUDA is not available", id="cuda",
+                 marks=pytest.mark.skipif(_cuda(), reason="CUDA is available here")),
+]
+WHERE = {  # how the run folder is chosen
+    "default folder": [],
+    "--run-dir": ["--run-dir", "runs/mine"],
+    "--seeds": ["--seeds", "1-2"],
+    "--seeds --run-dir": ["--seeds", "1-2", "--run-dir", "runs/sweep"],
+}
+
+
+def listing(folder) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("runs_exists", [False, True], ids=["no runs folder", "runs folder"])
+@pytest.mark.parametrize("argv, message", REFUSED_SETUPS)
+def test_a_refused_env_or_device_leaves_the_folders_as_they_were(argv, message, where, runs_exists, tmp_path,
+                                                                  monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    if runs_exists:
+        (tmp_path / "runs" / "an_earlier_run").mkdir(parents=True)
+        (tmp_path / "runs" / "an_earlier_run" / "config.json").write_text("{}")
+    before = listing(tmp_path)
+    assert exit_code("ppo-train", [*argv, *WHERE[where], "--no-progress", "--no-tensorboard"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("ppo-train: error:") and message in error, error
+    assert listing(tmp_path) == before
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_run_folder_is_refused_before_training(tmp_path, capsys):
     folder = tmp_path / "read_only"

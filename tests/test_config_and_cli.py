@@ -87,8 +87,10 @@ def run_main_in_process(main, argv, capsys) -> tuple[int, str]:
         (evaluate.main, ["does/not/exist", "--episodes", "0"], "episodes = 0 must be a positive integer"),
     ],
 )
-def test_cli_user_errors_are_one_line_with_exit_code_2(main, argv, fragment, capsys):
+def test_cli_user_errors_are_one_line_with_exit_code_2(main, argv, fragment, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a command that wrongly made runs/... would make it here, not in the checkout
     code, stderr = run_main_in_process(main, argv, capsys)
+    assert list(tmp_path.iterdir()) == []  # refused: nothing made
     assert code == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
@@ -127,3 +129,50 @@ def test_train_then_evaluate_writes_the_run_folder(tmp_path, capsys):
     assert train.main(argv) == 2  # refuses to overwrite the saved run
     assert "already holds a run" in capsys.readouterr().err
     assert evaluate.main([str(run_dir), "--episodes", "2", "--sample"]) == 0
+
+
+TINY_RUN = ["--env-id", "CartPole-v1", "--env-backend", "torch", "--num-envs", "4", "--num-steps", "32",
+            "--no-progress", "--no-tensorboard"]  # 128 steps an iteration
+
+
+def test_resume_with_a_budget_that_leaves_nothing_to_train_is_refused_and_changes_nothing(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert train.main([*TINY_RUN, "--total-timesteps", "512", "--eval-episodes", "0", "--run-dir", str(run_dir)]) == 0
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir()}
+    capsys.readouterr()
+    for budget in ("256", "512", "600"):  # below the 512 steps done, equal, and short of one more iteration
+        code, stderr = run_main_in_process(train.main, ["--resume", str(run_dir), "--total-timesteps", budget,
+                                                        "--no-progress"], capsys)
+        assert code == 2
+        assert stderr == (f"ppo-train: error: --total-timesteps {budget} leaves nothing to train: run {run_dir} has "
+                          "done 512 steps, in iterations of 128; give --total-timesteps 640 or more\n")
+    code, stderr = run_main_in_process(train.main, ["--resume", str(run_dir), "--no-progress"], capsys)
+    assert code == 2
+    assert stderr == (f"ppo-train: error: run {run_dir} is complete (512 steps); to train it further give "
+                      "--total-timesteps 640 or more\n")
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir()} == before  # config.json's budget too
+
+
+def test_a_resumed_run_evaluates_as_many_episodes_as_it_was_started_with(tmp_path):
+    run_dir = tmp_path / "run"
+    assert train.main([*TINY_RUN, "--total-timesteps", "256", "--eval-episodes", "0", "--run-dir", str(run_dir)]) == 0
+    assert train.main(["--resume", str(run_dir), "--total-timesteps", "384", "--no-progress"]) == 0
+    assert not (run_dir / "eval.json").exists()  # started with --eval-episodes 0: still none
+    assert train.main(["--resume", str(run_dir), "--total-timesteps", "512", "--eval-episodes", "3",
+                       "--no-progress"]) == 0
+    assert json.loads((run_dir / "eval.json").read_text())["episodes"] == 3  # given again: as given
+
+
+def test_a_resumed_runs_summary_counts_the_steps_and_seconds_of_this_command_only(tmp_path, capsys):
+    from ppo.checkpoint import load_checkpoint
+
+    run_dir = tmp_path / "run"
+    assert train.main([*TINY_RUN, "--total-timesteps", "256", "--eval-episodes", "0", "--run-dir", str(run_dir)]) == 0
+    seconds_before = load_checkpoint(run_dir)["train_seconds"]
+    capsys.readouterr()
+    assert train.main(["--resume", str(run_dir), "--total-timesteps", "1024", "--no-progress"]) == 0
+    seconds = load_checkpoint(run_dir)["train_seconds"] - seconds_before
+    summary = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("trained"))
+    assert summary.startswith("trained CartPole-v1 for 768 steps (1,024 in all) in "), summary
+    printed_rate = float(summary.split(" s (")[1].split(" steps/s")[0].replace(",", ""))
+    assert abs(printed_rate - 768 / seconds) <= 0.5 + 1e-9, (printed_rate, 768 / seconds)  # printed rounded to 1

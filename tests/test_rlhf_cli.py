@@ -29,3 +29,20 @@ def test_user_mistakes_get_one_line_and_exit_code_2(argv, message, capsys, tmp_p
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.startswith("ppo-rlhf: error:") and message in error
     assert not (tmp_path / "run").exists()  # nothing was started
+
+
+def test_a_setting_the_model_refuses_leaves_the_folders_as_they_were(tmp_path, monkeypatch, capsys):
+    """max_new_tokens is checked against the SFT model's context, after the run folder is claimed:
+    the refusal must still leave no run folder (nor runs/) behind."""
+    from _tiny_lm import tiny_sft
+
+    from experiments import rlhf
+
+    monkeypatch.setattr(rlhf, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cache").mkdir()
+    for where in ([], ["--run-dir", "runs/mine"]):
+        assert exit_code(["--max-new-tokens", "40", "--no-progress", "--sft-cache-dir", "cache", *where]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and "max_new_tokens = 40 does not fit" in error, error
+        assert sorted(path.name for path in tmp_path.rglob("*")) == ["cache"]
