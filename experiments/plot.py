@@ -23,6 +23,25 @@ one curve or one row:
 
 The files go to --out (default: plots/ in the folder the run folders share). The
 summary table is printed too.
+
+Which folders count (select_runs). Every folder with a metrics.csv under the paths
+given is a candidate; these are left out, each reason with one line that names the
+folders, and only if none is left is that an error:
+
+* not a run: no config.json;
+* another kind of run: its metrics.csv has no column --metric or --x (a ppo-rlhf run
+  logs no episode_return_recent: plot those with --metric target_rate, say);
+* unfinished: its last logged iteration is below the iterations its config plans
+  (still running, stopped, or failed). Its curve would cut its group's common range
+  short and its score is not final; --include-unfinished compares it all the same;
+* an earlier repeat: runs of one setting with one seed are one sample, so of several
+  (a command run twice writes `NAME__2`) the latest counts, the one whose metrics.csv
+  was written last.
+
+A finished run without eval.json counts, scored by its final training return (the
+table marks it). A seed of a batch that diverged (diverged.json) is over too: the
+table counts it as a failure, and the curves, which average runs to a common end,
+leave it out.
 """
 
 from __future__ import annotations
@@ -31,14 +50,15 @@ import csv
 import math
 import os
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from experiments.cli import OneLineArgumentParser, check_writable_folder, run_with_user_errors
-from experiments.statistics import (DEFAULT_REPS, STEP_COLUMN, TIME_COLUMN, Run, format_summary_table,
-                                    load_groups, performance_profiles, scores_by_group, summarize_groups)
-from ppo.config import ConfigError
+from experiments.statistics import (DEFAULT_REPS, STEP_COLUMN, TIME_COLUMN, Run, format_summary_table, group_runs,
+                                    load_run, performance_profiles, scores_by_group, setting_key, summarize_groups)
+from ppo.config import ConfigError, PPOConfig
 
 PROG = "ppo-plot"
 X_LABELS = {STEP_COLUMN: "environment steps", TIME_COLUMN: "wall-clock seconds"}
@@ -66,6 +86,65 @@ def find_run_dirs(paths: list[Path]) -> list[Path]:
             raise ConfigError(f"{path} has no metrics.csv (not a run folder, and no run folders under it)")
         found.extend(below)
     return list(dict.fromkeys(found))  # a folder given twice counts once
+
+
+def planned_iterations(config: dict) -> int | None:
+    """The iterations a run's config plans: ppo-train's num_iterations (total_timesteps // batch_size),
+    ppo-rlhf's iterations; None for a config that is neither's."""
+    try:
+        return PPOConfig.from_dict(config).num_iterations
+    except (ConfigError, TypeError):
+        iterations = config.get("iterations")
+        return iterations if isinstance(iterations, int) and not isinstance(iterations, bool) else None
+
+
+def _unfinished(run: Run) -> str | None:
+    """"iteration i of I" if the run logged fewer iterations than it plans; None if it is done (or cannot tell)."""
+    if run.diverged is not None:  # a seed batch's member that diverged ended there, a failure the table counts
+        return None
+    planned = planned_iterations(run.config)
+    if not run.metrics:
+        return f"no iteration of {planned}" if planned else "no iteration"
+    done = run.metrics[-1].get("iteration")
+    if planned is None or done is None or done >= planned:
+        return None
+    return f"iteration {done:.0f} of {planned}"
+
+
+def select_runs(run_dirs: list[Path], x: str = STEP_COLUMN, metric: str = "episode_return_recent",
+                include_unfinished: bool = False) -> tuple[list[Run], list[str]]:
+    """The runs to compare among `run_dirs`, read, and one line per reason others were left out
+    (the module docstring: not a run, another kind, unfinished unless `include_unfinished`, an
+    earlier repeat). ConfigError (one line) if none is left."""
+    left_out: dict[str, list[str]] = defaultdict(list)
+    candidates: list[Run] = []
+    for path in run_dirs:
+        if not (path / "config.json").is_file():
+            left_out["not a run folder (no config.json)"].append(str(path))
+            continue
+        run = load_run(path)
+        missing = [name for name in (x, metric) if run.metrics and name not in run.metrics[0]]
+        if missing:
+            left_out[f"another kind of run (metrics.csv has no column {missing[0]})"].append(str(path))
+        elif not include_unfinished and (progress := _unfinished(run)) is not None:
+            left_out["unfinished: still running, stopped or failed (--include-unfinished compares it)"].append(
+                f"{path} ({progress})")
+        else:
+            candidates.append(run)
+    repeats: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in candidates:
+        repeats[setting_key(run.config), repr(run.config.get("seed"))].append(run)
+    runs = []
+    for same in repeats.values():
+        latest = max(same, key=lambda run: ((run.path / "metrics.csv").stat().st_mtime_ns, str(run.path)))
+        runs.append(latest)
+        for earlier in (run for run in same if run is not latest):
+            left_out["an earlier run of a setting and seed run again (the latest counts)"].append(
+                f"{earlier.path} ({latest.path} counts)")
+    notes = [f"left out, {reason}: {', '.join(folders)}" for reason, folders in left_out.items()]
+    if not runs:
+        raise ConfigError("no run to compare; " + "; ".join(notes))
+    return runs, notes
 
 
 def default_out(run_dirs: list[Path]) -> Path:
@@ -222,13 +301,18 @@ AGGREGATE_COLUMNS = ["runs", "scored", "from_training", "iqm", "iqm_low", "iqm_h
                      "threshold", "successes", "reached", "median_time_to_threshold", "median_steps_to_threshold"]
 
 
-def compare(run_dirs: list[Path], out: Path, threshold: float | None = None, metric: str = "episode_return_recent",
+def compare(runs: list[Run], out: Path, threshold: float | None = None, metric: str = "episode_return_recent",
             x: str = STEP_COLUMN, points: int = 100, reps: int = DEFAULT_REPS, seed: int = 0) -> list[Path]:
-    """Write the figures and CSVs of the module docstring into `out`; print the summary table. Returns the files."""
-    groups = load_groups(run_dirs)
+    """Write the figures and CSVs of the module docstring for `runs` (select_runs) into `out`; print the
+    summary table. Returns the files."""
+    by_path = {run.path: run for run in runs}
+    groups = {label: [by_path[path] for path in paths] for label, paths in group_runs(list(by_path)).items()}
     title = _title(groups)
-    curves = {label: mean_curve([run_curve(run, x, metric) for run in runs], points) for label, runs in groups.items()}
-    counts = {label: len(runs) for label, runs in groups.items()}
+    # a run that diverged ends early: the table counts it as a failure, the curves (to a common end) leave it out
+    curving = {label: [run for run in runs if run.diverged is None] for label, runs in groups.items()}
+    curves = {label: mean_curve([run_curve(run, x, metric) for run in runs], points)
+              for label, runs in curving.items() if runs}
+    counts = {label: len(runs) for label, runs in curving.items()}
     written = [write_csv(out / "curves.csv", ["x", "group", "mean", "low", "high"],
                          [[x_value, label, mean, low, high] for label, curve in curves.items()
                           for x_value, mean, low, high in zip(curve["x"], curve["mean"], curve["low"], curve["high"])]),
@@ -279,11 +363,25 @@ def build_parser() -> OneLineArgumentParser:
                         help="the x axis of the learning curves (default: global_step)")
     parser.add_argument("--points", type=_at_least(2), default=100, metavar="N",
                         help="grid points of the averaged learning curves (default: 100)")
+    parser.add_argument("--include-unfinished", action="store_true",
+                        help="also compare runs that logged fewer iterations than they plan (still running, "
+                        "stopped or failed): their curves end early, their scores are their last training return")
     parser.add_argument("--reps", type=_at_least(1), default=DEFAULT_REPS, metavar="N",
                         help=f"bootstrap resamples (default: {DEFAULT_REPS})")
     parser.add_argument("--seed", type=_at_least(0), default=0, metavar="N",
                         help="seed of the bootstrap resamples (default: 0)")
     return parser
+
+
+def require_stats_extra() -> None:
+    """ConfigError (one line: how to install it) unless the optional extra 'stats' imports: the
+    t-intervals need scipy, the bootstrap intervals and profiles rliable."""
+    try:
+        import rliable.library  # noqa: F401
+        import scipy.stats  # noqa: F401
+    except ImportError as error:
+        raise ConfigError(f"{PROG} needs the optional extra 'stats' ({error}): "
+                          "pip install -c constraints.txt -e '.[stats]'") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,11 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     def plot() -> int:
         if args.threshold is not None and not math.isfinite(args.threshold):
             raise ConfigError(f"--threshold {args.threshold} must be a finite number")
-        run_dirs = find_run_dirs(args.run_dirs)
-        out = check_writable_folder(args.out or default_out(run_dirs), "--out")
-        written = compare(run_dirs, out, args.threshold, args.metric, args.x, args.points, args.reps,
-                          args.seed)
-        print(f"{len(run_dirs)} run{'s' * (len(run_dirs) > 1)}; written: " + ", ".join(str(path) for path in written))
+        require_stats_extra()
+        runs, notes = select_runs(find_run_dirs(args.run_dirs), args.x, args.metric, args.include_unfinished)
+        out = check_writable_folder(args.out or default_out([run.path for run in runs]), "--out")
+        print("\n".join(notes), end="\n" * bool(notes))
+        written = compare(runs, out, args.threshold, args.metric, args.x, args.points, args.reps, args.seed)
+        print(f"{len(runs)} run{'s' * (len(runs) > 1)} compared; written: " + ", ".join(map(str, written)))
         return 0
 
     return run_with_user_errors(PROG, plot)

@@ -48,6 +48,7 @@ from experiments.cli import (
 )
 from experiments.food_task import FoodTaskConfig, food_shares, food_task
 from experiments.run_folder import RunFolderClaims, claim_on_process_zero
+from experiments.sweep import ABBREVIATIONS, format_value, named_fields
 from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
@@ -62,12 +63,28 @@ from ppo.lm.rlhf_trainer import RLHFTrainer
 from ppo.lm.rollout import repeat_prompts, sample_completions
 
 PROG = "ppo-rlhf"
+# run folder names: `__rloo`, `__klloss-k3`, else the field's name without underscores (`__kltarget2`)
+NAME_ABBREVIATIONS = {**ABBREVIATIONS, "algorithm": "", "kl_penalty": "kl"}
+NOT_IN_NAMES = ("target_food", "reward", "sample_every")  # the first two start the name; the last only prints
+
+
+def run_folder_name(config: RLHFConfig, task_config: FoodTaskConfig) -> str:
+    """`rlhf-FOOD-REWARD__...__seedN`, named as ppo-train names its runs (experiments.sweep): the
+    task's food and reward, then every setting that differs from the defaults, then the seed;
+    e.g. `rlhf-pizza-rule__rloo__kltarget2__seed1`."""
+    parts = [f"{NAME_ABBREVIATIONS.get(name, name.replace('_', ''))}{format_value(getattr(current, name))}"
+             for current, defaults in ((task_config, FoodTaskConfig()), (config, RLHFConfig()))
+             for name in named_fields(current, defaults, []) if name not in NOT_IN_NAMES]
+    return "__".join([f"rlhf-{format_value(task_config.target_food.replace(' ', '_'))}-{task_config.reward}",
+                      *parts, f"seed{config.seed}"])
 
 
 def build_parser() -> OneLineArgumentParser:
     parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     run = parser.add_argument_group("run")
-    run.add_argument("--run-dir", type=Path, default=None, help="run folder (default: runs/rlhf-<food>-<reward>__seed<N>)")
+    run.add_argument("--run-dir", type=Path, default=None,
+                     help="run folder (default: runs/rlhf-FOOD-REWARD__…__seedSEED, named after the flags that "
+                     "differ from the defaults, numbered if taken)")
     run.add_argument("--sft-cache-dir", type=Path, default=None,
                      help="where the SFT checkpoint is cached (default: $PPO_CACHE_DIR or ~/.cache/ppo-from-scratch)")
     run.add_argument("--eval-samples", type=int, default=1_000,
@@ -110,11 +127,10 @@ def _run_process(args, world, claims: RunFolderClaims) -> int:
     else:
         config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
         task_config = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
-        default_name = f"rlhf-{task_config.target_food.replace(' ', '_')}-{task_config.reward}__seed{config.seed}"
         if world.is_main:
             check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
         # process 0 claims the run folder and names it for all; a command refused later leaves it as it was
-        default = Path("runs") / default_name
+        default = Path("runs") / run_folder_name(config, task_config)
         run_dir = claim_on_process_zero(world, lambda: claims.new_run(args.run_dir, default))
         configure_process(config.num_threads)
         try:

@@ -144,6 +144,11 @@ def _key(setting: dict) -> str:
     return json.dumps(setting, sort_keys=True)
 
 
+def setting_key(config: dict) -> str:
+    """What runs of one setting share (group_runs): the config without NOT_A_SETTING, as one string."""
+    return _key(_setting(config))
+
+
 def _labels(settings: list[dict]) -> list[str]:
     """`name=value ...` of the fields whose values differ between the settings; "all" for one setting."""
     if len(settings) == 1:

@@ -4,19 +4,24 @@ on run folders written by hand (test_statistics.write_run), and its one-line err
 from __future__ import annotations
 
 import csv
+import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from experiments.plot import main
+from experiments.plot import main, planned_iterations
+from ppo.seed_batch import DIVERGED_NAME
 from test_statistics import two_settings, write_run
 
 REPS = ["--reps", "200"]
 T_975_3 = 3.182446305284263  # the 97.5% quantile of Student's t with 3 degrees of freedom (4 seeds)
 PNG = b"\x89PNG\r\n\x1a\n"
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -122,3 +127,133 @@ def test_the_module_runs_as_a_command(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"ppo-plot: error: {tmp_path / 'nowhere'} does not exist"]
+
+
+def finished_run(folder: Path, seed: int, returns: list[float], planned: int = 4, **kwargs) -> Path:
+    """write_run, with the iteration column ppo-train logs and a config that plans `planned`
+    iterations of 1000 steps (4 envs × 250 steps), the rows write_run logs."""
+    write_run(folder, seed, returns, num_envs=4, num_steps=250, total_timesteps=1000 * planned, **kwargs)
+    metrics = folder / "metrics.csv"
+    header, *rows = metrics.read_text().splitlines()
+    metrics.write_text("\n".join([f"{header},iteration", *(f"{row},{k}" for k, row in enumerate(rows, start=1))]) + "\n")
+    return folder
+
+
+def left_out(printed: str) -> list[str]:
+    return [line for line in printed.splitlines() if line.startswith("left out")]
+
+
+def age(folder: Path, seconds_ago: float) -> None:
+    """Date the run's metrics.csv (when it was last written) `seconds_ago`."""
+    when = time.time() - seconds_ago
+    os.utime(folder / "metrics.csv", (when, when))
+
+
+def test_planned_iterations_read_either_commands_config():
+    assert planned_iterations({"total_timesteps": 100_000, "num_envs": 64, "num_steps": 32}) == 48  # 98,304 steps
+    assert planned_iterations({"algorithm": "ppo", "iterations": 20, "batch_size": 128}) == 20  # a ppo-rlhf run
+    assert planned_iterations({"algorithm": "ppo", "iterations": True}) is None
+
+
+def test_of_a_setting_and_seed_run_twice_the_latest_counts_and_the_earlier_is_named(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    earlier = finished_run(runs / "A__seed1__2", 1, [1, 2, 3, 4], eval_return=100.0)  # the name sorts last
+    latest = finished_run(runs / "A__seed1", 1, [1, 2, 3, 4], eval_return=300.0, num_threads=4)
+    other = finished_run(runs / "A__seed2", 2, [1, 2, 3, 4], eval_return=200.0)
+    age(earlier, 60), age(other, 60), age(latest, 10)
+    assert main([str(runs), *REPS]) == 0
+    (row,) = read_csv(runs / "plots" / "aggregates.csv")
+    assert int(row["runs"]) == 2 and float(row["mean"]) == pytest.approx((300.0 + 200.0) / 2)
+    printed = capsys.readouterr().out
+    assert left_out(printed) == [
+        f"left out, an earlier run of a setting and seed run again (the latest counts): {earlier} ({latest} counts)"]
+    assert "2 runs compared" in printed
+
+
+def rlhf_run(folder: Path, iterations_logged: int = 2, planned: int = 2) -> Path:
+    """A run folder as ppo-rlhf leaves it: other config fields, other metrics.csv columns."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"algorithm": "ppo", "seed": 1, "iterations": planned}))
+    rows = [f"{128 * k},{0.5 * k},{0.1 * k},{k}" for k in range(1, iterations_logged + 1)]
+    (folder / "metrics.csv").write_text("\n".join(["global_step,target_rate,time_s,iteration", *rows]) + "\n")
+    return folder
+
+
+def test_runs_of_another_kind_and_folders_that_are_no_runs_are_left_out_with_a_note(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    cartpole = [finished_run(runs / f"A__seed{s}", s, [1, 2, 3, 4], eval_return=10.0 * s) for s in (1, 2)]
+    language_model = rlhf_run(runs / "rlhf-pizza-rule__seed1")
+    (runs / "notes").mkdir()
+    (runs / "notes" / "metrics.csv").write_text("step,loss\n1,2\n")
+    assert main([str(runs), *REPS]) == 0
+    assert left_out(capsys.readouterr().out) == [
+        f"left out, not a run folder (no config.json): {runs / 'notes'}",
+        f"left out, another kind of run (metrics.csv has no column episode_return_recent): {language_model}"]
+    assert int(read_csv(runs / "plots" / "aggregates.csv")[0]["runs"]) == len(cartpole)
+    # the other kind's own column compares it, and leaves the CartPole runs out
+    assert main([str(runs), "--metric", "target_rate", "--out", str(tmp_path / "lm"), *REPS]) == 0
+    printed = capsys.readouterr().out
+    assert left_out(printed) == [
+        f"left out, another kind of run (metrics.csv has no column target_rate): {cartpole[0]}, {cartpole[1]}",
+        f"left out, not a run folder (no config.json): {runs / 'notes'}"]
+    assert "1 run compared" in printed
+    assert float(read_csv(tmp_path / "lm" / "curves.csv")[-1]["mean"]) == pytest.approx(1.0)  # 0.5·k at k = 2
+
+
+def test_an_unfinished_run_is_left_out_unless_asked_for(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    done = [finished_run(runs / f"A__seed{s}", s, [10 * s * k for k in (1, 2, 3, 4)]) for s in (1, 2)]
+    running = finished_run(runs / "A__seed3", 3, [5.0, 6.0], planned=4)  # 2 of 4 iterations logged, no eval.json
+    assert main([str(runs), "--points", "3", *REPS]) == 0
+    assert left_out(capsys.readouterr().out) == [
+        f"left out, unfinished: still running, stopped or failed (--include-unfinished compares it): "
+        f"{running} (iteration 2 of 4)"]
+    curves = read_csv(runs / "plots" / "curves.csv")
+    assert [float(row["x"]) for row in curves] == [1000, 2500, 4000]  # the finished runs' whole range
+    assert float(curves[-1]["mean"]) == pytest.approx((40 + 80) / 2)
+    assert main([str(runs), "--points", "3", "--include-unfinished", *REPS]) == 0
+    curves = read_csv(runs / "plots" / "curves.csv")
+    assert [float(row["x"]) for row in curves] == [1000, 1500, 2000]  # cut to the unfinished run's range
+    printed = capsys.readouterr().out
+    assert not left_out(printed) and "3 runs compared" in printed
+
+
+def test_a_run_that_diverged_is_no_unfinished_run_but_a_failure_in_the_table(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    for s in (1, 2):
+        finished_run(runs / f"A__seed{s}", s, [10 * s * k for k in (1, 2, 3, 4)], eval_return=100.0 * s)
+    diverged = finished_run(runs / "A__seed3", 3, [5.0, 6.0], planned=4)  # stopped at its last good iteration
+    (diverged / DIVERGED_NAME).write_text(json.dumps({"seed": 3, "iteration": 3, "quantity": "policy_loss",
+                                                      "value": "nan"}))
+    assert main([str(runs), *REPS]) == 0
+    printed = capsys.readouterr().out
+    assert not left_out(printed) and "3 runs compared" in printed and "(1 diverged)" in printed
+    (row,) = read_csv(runs / "plots" / "aggregates.csv")
+    assert int(row["runs"]) == 3 and float(row["mean"]) == pytest.approx(150.0)  # the failure has no score
+    curves = read_csv(runs / "plots" / "curves.csv")
+    assert float(curves[0]["x"]) == 1000 and float(curves[-1]["x"]) == 4000  # not cut short by the diverged run
+    assert float(curves[-1]["mean"]) == pytest.approx((40 + 80) / 2)
+
+
+def test_when_every_run_is_left_out_the_error_says_why_in_one_line(tmp_path, capsys):
+    running = finished_run(tmp_path / "runs" / "A__seed1", 1, [5.0], planned=4)
+    assert main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"ppo-plot: error: no run to compare; left out, unfinished: still running, stopped or failed "
+                     f"(--include-unfinished compares it): {running} (iteration 1 of 4)")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("missing", ["scipy", "rliable"])
+def test_without_the_stats_extra_the_command_says_how_to_install_it(tmp_path, missing):
+    """As after `make demo`, which installs the core only: a None in sys.modules makes the import fail."""
+    run = finished_run(tmp_path / "runs" / "A__seed1", 1, [1, 2, 3, 4])
+    script = (f"import sys; sys.modules[{missing!r}] = None\n"
+              "from experiments.plot import main\n"
+              f"sys.exit(main([{str(run)!r}]))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("ppo-plot: error: ppo-plot needs the optional extra 'stats'") and missing in line
+    assert line.endswith("pip install -c constraints.txt -e '.[stats]'")
+    assert not (tmp_path / "runs" / "plots").exists()

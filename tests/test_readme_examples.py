@@ -1,4 +1,5 @@
-"""The README's "Python API" examples run as written, each block on its own, in order.
+"""The README's "Python API" examples run as written, each block on its own, in order; and its
+commands, from `ppo-train` to `ppo-plot runs/`, run in order in one fresh folder.
 
 The blocks share one working folder, as a reader's session would: the first trains into
 runs/cartpole-api, the next two load it, the last trains and loads the language model.
@@ -6,11 +7,20 @@ The SFT model's cache goes to a temporary folder, so the test does not depend on
 fill) the reader's cache; the small model there trains in seconds.
 """
 
+import csv
+import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from _tiny_lm import tiny_sft
+from experiments import plot, rlhf, train
+from experiments.cli import given_flags
+from experiments.food_task import FoodTaskConfig
+from ppo.lm.rlhf_config import RLHFConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_TIMEOUT_S = 600  # seconds of work each, but CI machines are slow and shared
@@ -42,3 +52,87 @@ def test_the_python_api_examples_run(tmp_path: Path):
     assert "one greedy episode: return" in acted
     assert "greedy evaluation:" in evaluated
     assert "iteration 8:" in language_model and "samples:" in language_model and "KL to SFT" in language_model
+
+
+# The README's commands as a newcomer types them, at budgets a test can afford: CartPole runs of one
+# iteration, two evaluation episodes, seeds 1-2 where the README has more; language-model runs of two
+# iterations on the tiny SFT model (whose context leaves room for 13 new tokens).
+COMMANDS = {"ppo-train": train.main, "ppo-rlhf": rlhf.main, "ppo-plot": plot.main}
+SMALL_BUDGET = {"ppo-train": ["--total-timesteps", "2048", "--eval-episodes", "2", "--no-progress"],
+                "ppo-rlhf": ["--iterations", "2", "--batch-size", "32", "--eval-samples", "32", "--max-new-tokens",
+                             "12", "--no-progress"],
+                "ppo-plot": []}
+SMALL_SEEDS = "1-2"
+SMALL_REWARD_MODEL = ["--reward-model-steps", "5", "--reward-model-pairs", "64"]  # with ppo-rlhf --reward model
+
+
+def readme_commands() -> list[list[str]]:
+    """Every line of the README's bash blocks that runs one of the project's commands, without its comment."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    lines = [line.split("  #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL)
+             for line in block.splitlines()]
+    return [shlex.split(line) for line in lines if line.startswith("ppo-")]
+
+
+def fine_tunings() -> list[list[str]]:
+    """The README's `ppo-rlhf` examples that start a run."""
+    return [command for command in readme_commands() if command[0] == "ppo-rlhf" and "--resume" not in command]
+
+
+def newcomer_flow() -> list[list[str]]:
+    """`ppo-train`, its seed batch and its sweep, `ppo-rlhf` and its first variant, then `ppo-plot runs/`
+    (each `ppo-rlhf` run costs seconds in its exact optimum and figures: two stand for all)."""
+    commands = readme_commands()
+    trainings = [command for command in commands if command[0] == "ppo-train"
+                 and (command == ["ppo-train"] or "--seeds" in command)]
+    assert len(trainings) >= 3 and fine_tunings()[0] == ["ppo-rlhf"] and ["ppo-plot", "runs/"] in commands
+    return [*trainings, *fine_tunings()[:2], ["ppo-plot", "runs/"]]
+
+
+def test_every_ppo_rlhf_example_gets_a_folder_named_after_what_it_changes():
+    names = []
+    for _, *argv in fine_tunings():
+        args = rlhf.build_parser().parse_args(argv)
+        config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
+        names.append(rlhf.run_folder_name(config, FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()))
+    assert names[0] == "rlhf-pizza-rule__seed1" and len(set(names)) == len(names) >= 4, names
+    assert "rlhf-pizza-rule__kltarget2__seed1" in names and "rlhf-pizza-model__seed1" in names
+    assert "rlhf-pizza-rule__rloo__seed1" in names
+
+
+def run_command(command: list[str], capsys) -> str:
+    program, *argv = command
+    argv = [SMALL_SEEDS if flag == "--seeds" else value for flag, value in zip(["", *argv], argv)]
+    budget = [*SMALL_BUDGET[program], *(SMALL_REWARD_MODEL if "--reward" in argv else [])]
+    exit_code = COMMANDS[program]([*argv, *budget])
+    printed = capsys.readouterr()
+    assert exit_code == 0, f"{shlex.join(command)} exited with {exit_code}:\n{printed.err[-3000:]}"
+    return printed.out
+
+
+def test_the_readme_commands_run_in_order_in_a_fresh_folder_and_ppo_plot_compares_them(tmp_path, monkeypatch,
+                                                                                       capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PPO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(rlhf, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
+    flow = newcomer_flow()
+    printed = [run_command(command, capsys) for command in flow]
+
+    runs = tmp_path / "runs"
+    language_model_runs = sorted(path.name for path in runs.iterdir() if path.name.startswith("rlhf-"))
+    assert len(language_model_runs) == sum(command[0] == "ppo-rlhf" for command in flow)  # one folder each
+    assert not [name for name in language_model_runs if re.search(r"__\d+$", name)]  # named by what differs
+
+    plain = "runs/CartPole-v1__budget2048__seed1"  # ppo-train, then seed 1 again in ppo-train --seeds
+    assert [line for line in printed[-1].splitlines() if line.startswith("left out")] == [
+        "left out, another kind of run (metrics.csv has no column episode_return_recent): "
+        + ", ".join(f"runs/{name}" for name in language_model_runs),
+        f"left out, an earlier run of a setting and seed run again (the latest counts): {plain} ({plain}__2 counts)"]
+    sweep = next(command for command in flow if any("," in value for value in command))
+    grid = math.prod(len(value.split(",")) for flag, value in zip(sweep, sweep[1:]) if "," in value and flag != "--seeds")
+    with open(runs / "plots" / "aggregates.csv", newline="") as file:
+        assert len(list(csv.DictReader(file))) == 1 + grid  # the preset's setting and the sweep's
+    assert (runs / "plots" / "performance_profile.png").is_file()
+
+    hint = next(line for output in printed for line in output.splitlines() if line.startswith("compare them: "))
+    assert run_command(shlex.split(hint.removeprefix("compare them: ")), capsys)  # the sweep's own hint works too
