@@ -343,7 +343,11 @@ and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
   decision at s_t; by the chain rule KL(π ‖ π_ref) = E_π[Σ_t KL_t(s_t)], so the full gradient
   is that *plus* E_π[Σ_t KL_t·∇log P(s_t)] — which is exactly what the same KL_t in the
   reward contributes. The two halves together follow ∇KL(π ‖ π_ref), without the noise of
-  the sampled token; either half alone does not.
+  the sampled token; either half alone does not. It is not the quieter choice where it
+  matters, though: at π*, score(y) − β·ℓ(y) = β·log Z for *every* y, so with k1 in the
+  reward every return is the same and the gradient noise vanishes at the optimum; with
+  loss-full the returns still differ there and a run jitters around π* (more
+  completions per batch shrink the jitter).
 * **k3 in the loss** (`loss-k3`, published GRPO, grpo's default here): ∇k3_t =
   (1 − ρ_t)·∇log π(y_t|s_t), whose mean over y_t ~ π is −Σ_v π_ref(v|s_t)∇log π(v|s_t) =
   ∇KL(π_ref(·|s_t) ‖ π(·|s_t)): the *reverse* KL at each state the policy visits, the visits

@@ -30,6 +30,14 @@ gradients (every completion enumerated in tests/test_kl_gradients.py) are:
                π_ref's visits), and its fixed point is not π* ∝ π_ref·exp(score/β): at each
                state π(a|s) = β·π_ref(a|s)/(λ_s − Q(s,a)). (GRPO, Shao et al. 2024.)
 
+reward-k1 and loss-full have the same expectation but not the same noise where it matters.
+At π*, score(y) − β·ℓ(y) = β·log Z for every y: with k1 in the reward every completion's
+return is the same constant, so the gradient noise vanishes at the optimum. With loss-full
+the return score(y) − β·Σ_t KL_t still varies there, and only its mean cancels the loss
+term: a run ends near π* but jitters around it by an amount set by the batch size and the
+learning rate (ppo-rlhf at β = 1, 128 completions, 20 iterations: final KL within ±5% of
+π*'s for reward-k1 over 9 seeds, within ±25% for loss-full, ±5% with 512 completions).
+
 Refused, because they do not regularise: k3 in the detached reward (at one state,
 E_π[k3·∇log π] = ∇KL(π‖π_ref) − ∇KL(π_ref‖π), about 0 near π_ref), the exact KL_t in the
 detached reward alone (a function of s_t, it drops out of the advantage of the token chosen

@@ -93,7 +93,7 @@ class RLHFConfig(UpdateConfig):
         metadata={"help": "where β·KL goes (ppo/lm/kl_penalty.py): reward-k1 = log π − log π_ref in the detached "
                   "reward (gradient of KL(π‖π_ref): the RLHF objective); loss-full = the exact per-state "
                   "KL(π(·|s_t)‖π_ref(·|s_t)) differentiated in the loss, plus the same in the reward to credit the "
-                  "moves that lead there (gradient of KL(π‖π_ref) without the sampled token's noise); loss-k3 = "
+                  "moves that lead there (gradient of KL(π‖π_ref) too, noisier near the optimum); loss-k3 = "
                   "k3 differentiated in the loss, as published GRPO (gradient of the reverse KL(π_ref‖π) at each "
                   "visited state: not the objective's KL); auto = reward-k1, or loss-k3 for grpo. k3 and the exact "
                   "KL in the detached reward alone do not regularise and are not offered"},
