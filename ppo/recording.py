@@ -20,6 +20,7 @@ from typing import Callable
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from ppo.config import ConfigError
 from ppo.evaluation import EVAL_SEED_OFFSET, Policy
@@ -46,9 +47,12 @@ def run_rendered_episode(
 ) -> tuple[list[np.ndarray], float, int]:
     """Play one episode on `make_env()` (render_mode="rgb_array"); return (frames, return, render fps).
 
-    frames[0] shows the start state and frames[t] the state after step t.
+    frames[0] shows the start state and frames[t] the state after step t. Sampled actions
+    (greedy=False) come from a torch generator seeded with `seed`, as in evaluate_policy,
+    so the same seed replays the same episode.
     """
     prepare_headless_rendering()
+    generator = torch.Generator().manual_seed(seed)
     env_id = policy.config.env_id
     env = make_env()
     try:
@@ -63,7 +67,7 @@ def run_rendered_episode(
             ) from None
         total, done = 0.0, False
         while not done:
-            action = policy.env_actions(obs[None], env.action_space, greedy)[0]
+            action = policy.env_actions(obs[None], env.action_space, greedy, generator)[0]
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
             done = terminated or truncated
