@@ -279,6 +279,13 @@ def _resume(args, world, claims: RunFolderClaims):
     checkpoint, saved_config = RLHFTrainer.load_run(run_dir, RLHFConfig, required_keys=RLHFTrainer.REQUIRED_STATE)
     trainer = trainer_class(saved_config.algorithm).from_checkpoint(
         checkpoint, saved_config, run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress, world=world)
+    if trainer.iteration >= trainer.total_iterations:
+        done = trainer.iteration
+        if "iterations" in trainer_flags:
+            raise ConfigError(f"--iterations {trainer_flags['iterations']} leaves nothing to train: run {run_dir} "
+                              f"has done {done} iterations; give --iterations {done + 1} or more")
+        raise ConfigError(f"run {run_dir} is complete ({done} iterations); to train it further give --iterations "
+                          f"{done + 1} or more")
     configure_process(trainer.config.num_threads)
     if reward_state is not None:
         reward_model = RewardModel.from_sft(trainer.reference)

@@ -46,3 +46,26 @@ def test_a_setting_the_model_refuses_leaves_the_folders_as_they_were(tmp_path, m
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and "max_new_tokens = 40 does not fit" in error, error
         assert sorted(path.name for path in tmp_path.rglob("*")) == ["cache"]
+
+
+def test_a_resume_that_leaves_nothing_to_train_is_refused_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    from _tiny_lm import tiny_sft
+
+    from experiments import rlhf
+
+    monkeypatch.setattr(rlhf, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
+    run_dir = tmp_path / "run"
+    tiny = ["--batch-size", "8", "--num-minibatches", "2", "--max-new-tokens", "6", "--eval-samples", "8",
+            "--no-progress", "--no-tensorboard", "--sft-cache-dir", str(tmp_path / "cache")]
+    assert exit_code(["--iterations", "2", "--run-dir", str(run_dir), *tiny]) == 0
+    capsys.readouterr()
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    for argv, message in (
+        (["--iterations", "2"], f"--iterations 2 leaves nothing to train: run {run_dir} has done 2 iterations; "
+                                "give --iterations 3 or more"),
+        ([], f"run {run_dir} is complete (2 iterations); to train it further give --iterations 3 or more"),
+    ):
+        assert exit_code(["--resume", str(run_dir), "--no-progress", *argv]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error, error
+        assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
