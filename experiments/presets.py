@@ -8,8 +8,9 @@ How a run's config is assembled, later lines overriding earlier ones:
     4. the flags given on the command line
 
 Every classic-control preset's budget is at most the SB3 zoo's for the env
-(MountainCarContinuous-v0 excepted: see its row), and each row says what it was measured
-to reach on the seeds it was tuned on (1–5; CartPole 1–20).
+(MountainCarContinuous-v0 and Pendulum-v1 excepted, where the zoo explores with gSDE: see
+their rows), and each row says what it was measured to reach on the seeds it was tuned on
+(1–5; CartPole and Pendulum 1–20).
 `python -m experiments.benchmark_continuous --classic-control --seeds ...` measures them
 all again.
 
