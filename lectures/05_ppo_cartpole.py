@@ -15,7 +15,7 @@ the library's trainer:
 
 Nothing in this script re-implements a step: it configures `ppo.trainer.PPO` as
 `ppo-train` does, trains, plots, evaluates the result on gymnasium's own CartPole-v1,
-repeats the run over seeds and tells you how to look at the run in TensorBoard. Read
+repeats the run over ten seeds and tells you how to look at the run in TensorBoard. Read
 `ppo/trainer.py` next to it: `collect_rollout`, `compute_advantages` and `update` are
 the three lines of the loop above.
 
@@ -34,12 +34,14 @@ import time
 import torch
 
 from _common import Lecture, mean_and_spread, plt, print_table, shown_path
-from envs.factory import gymnasium_env_factory
+from envs.factory import gymnasium_env_factory, make_seed_batch_env
 from experiments.presets import build_config
-from experiments.train import training_envs
+from experiments.cli import given_flags
+from experiments.train import build_parser, training_envs
 from ppo.config import PPOConfig
-from ppo.evaluation import Policy, evaluate_policy, load_policy
+from ppo.evaluation import evaluate_policy, load_policy
 from ppo.plotting import plot_learning_curve
+from ppo.seed_batch import SeedBatchPPO
 from ppo.trainer import PPO
 
 lecture = Lecture("05_ppo_cartpole", __doc__)
@@ -52,19 +54,28 @@ lecture = Lecture("05_ppo_cartpole", __doc__)
 backend: it uses a *preset* (`experiments/presets.py`), and so does this lecture.
 `build_config` assembles a config the way the command does — dataclass defaults, then
 the env's preset, then the flags given — so the run below is exactly the one the
-printed shell command starts. The table lists what the preset changes and the settings
+printed shell command starts (the lecture parses that command with `ppo-train`'s own
+parser and checks).
+
+**The course's CartPole configuration.** This preset — `build_config({"env_id":
+"CartPole-v1", "env_backend": "torch"})`, what `ppo-train --env-id CartPole-v1` runs
+(`ppo-train --list-presets` prints it) — is the one configuration lectures 5–8 start
+from; where a later lecture changes a setting, it says which and why. The table lists what the preset changes and the settings
 this course keeps coming back to.
 
 Why these values? Stepping a thousand torch CartPoles costs almost nothing, so the
-rollout is large (64 envs × 32 steps) and the time goes into gradient steps: 6 epochs
-of 4 minibatches at a learning rate of 5e-3, for 100k steps. Three of the defaults are switched off:
+rollout is large (64 envs × 32 steps) and most of an iteration's time goes into gradient
+steps (the lecture times both after training): 6 epochs of 4 minibatches at a learning
+rate of 5e-3, for 100k steps. Three of the defaults are switched off:
 value clipping (with few, large updates it holds the critic back to ±ε per update),
 advantage whitening and the entropy bonus. The last two are about what happens once
 the policy is good: when every episode reaches 500, all returns are equal and the
 advantages are only the critic's errors. Whitening rescales that noise to unit size and
 the entropy bonus pushes towards randomness, so each update can move the policy a full
 step in a random direction; without them, near-zero advantages give near-zero updates
-and the solved policy stays put. How much this costs depends on the rest of the
+and the solved policy stays put (in the run below: the approx KL per update after the
+last-20 return first reaches 475 against before, and the lowest it falls to afterwards:
+near 500, not exactly 500). How much this costs depends on the rest of the
 configuration (learning rate, epochs, how long the run goes on after solving); the
 preset's comment in `experiments/presets.py` records the measurements over seeds it was
 chosen by. Exercise: rerun the seed study at the end with `norm_adv=True, ent_coef=0.01`
@@ -72,7 +83,7 @@ and longer `total_timesteps`, and watch the last-20 return after it first reache
 """
 
 # %%
-SEED = 1
+SEED = 21  # the preset was tuned on seeds 1–20
 flags = {"env_id": "CartPole-v1", "env_backend": "torch", "seed": SEED}
 if lecture.quick:
     flags["total_timesteps"] = 8_192
@@ -93,8 +104,19 @@ def as_flag(name, value) -> str:
 
 
 # Without --run-dir, ppo-train picks runs/CartPole-v1__seed1, numbered if it is taken: the command works every time.
-print("\nthe same run from the shell (from the repository root):\n  ppo-train "
-      + " ".join(as_flag(name, value) for name, value in flags.items()) + f" --eval-episodes {EVAL_EPISODES}")
+command = " ".join(as_flag(name, value) for name, value in flags.items()) + f" --eval-episodes {EVAL_EPISODES}"
+print(f"\nthe same run from the shell (from the repository root):\n  ppo-train {command}")
+parsed = build_parser().parse_args(command.split())
+command_config = build_config(given_flags(parsed, PPOConfig), parsed.preset or "auto")
+lecture.claim("the run below is exactly the one the printed shell command starts",
+              command_config == config, measured="ppo-train's parser and build_config on the printed command give "
+                                                 + ("the same config" if command_config == config else "another config"))
+preset_settings = (config.num_envs, config.num_steps, config.update_epochs, config.num_minibatches, config.learning_rate,
+                   config.total_timesteps, config.value_clip_coef, config.norm_adv, config.ent_coef)
+lecture.claim("the preset runs 64 envs × 32 steps, 6 epochs of 4 minibatches at lr 5e-3 for 100k steps, with value "
+              "clipping, advantage whitening and the entropy bonus off",
+              preset_settings == (64, 32, 6, 4, 5e-3, 100_000 if not lecture.quick else 8_192, None, False, 0.0),
+              measured=f"(num_envs, num_steps, epochs, minibatches, lr, steps, value clip, norm_adv, ent_coef) = {preset_settings}")
 
 # %% [markdown]
 """
@@ -152,6 +174,34 @@ axes[1].set_title("The critic's loss, ½ (V − R)²")
 axes[1].legend(fontsize=8)
 lecture.save_figure(figure, "learning_curve.png")
 
+# %%
+solved_at = next((index for index, row in enumerate(history) if row["episode_return_recent"] >= 475), None)
+if solved_at is not None:
+    kl_before = sum(row["approx_kl"] for row in history[:solved_at]) / max(1, solved_at)
+    kl_after = sum(row["approx_kl"] for row in history[solved_at:]) / len(history[solved_at:])
+    lowest_after = min(row["episode_return_recent"] for row in history[solved_at:])
+    print(f"last-20 return first 475 at step {history[solved_at]['step']:,}; mean approx KL per update "
+          f"{kl_before:.4f} before, {kl_after:.4f} after; lowest last-20 return after it {lowest_after:.1f}")
+lecture.claim("once the last-20 return reaches 475, the updates become smaller (mean approx KL lower than before) "
+              "and the return stays above 450",
+              solved_at is not None and kl_after < kl_before and lowest_after > 450,
+              measured="never reached 475" if solved_at is None else
+              f"approx KL {kl_before:.4f} before, {kl_after:.4f} after; lowest last-20 return after {lowest_after:.1f}",
+              quick=False)
+timings = {"rollout": 0.0, "update": 0.0}
+for _ in range(3):  # the trained trainer, three more iterations, timed by part
+    started = time.perf_counter()
+    trainer.collect_rollout()
+    timings["rollout"] += time.perf_counter() - started
+    started = time.perf_counter()
+    trainer.update(*trainer.compute_advantages())
+    timings["update"] += time.perf_counter() - started
+print(f"three iterations: rollout of {config.batch_size} steps {timings['rollout'] / 3 * 1000:.0f} ms, "
+      f"advantages and update ({config.update_epochs * config.num_minibatches} gradient steps) "
+      f"{timings['update'] / 3 * 1000:.0f} ms per iteration")
+lecture.claim("most of an iteration's time goes into the update, not the rollout", timings["update"] > timings["rollout"],
+              measured=f"update {timings['update'] / 3 * 1000:.0f} ms, rollout {timings['rollout'] / 3 * 1000:.0f} ms per iteration")
+
 # %% [markdown]
 """
 ## Evaluation on gymnasium's CartPole-v1
@@ -175,39 +225,69 @@ print(f"greedy evaluation, {EVAL_EPISODES} episodes of gymnasium CartPole-v1: "
 
 A single run can be lucky. The same configuration with other seeds (new initial
 weights, new episodes, new minibatch orders) shows whether the result belongs to the
-method or to seed 1: for each, when the mean of the last 20 training episodes first
-reached 475 (CartPole's "solved" line), where it ended, and the greedy evaluation.
+method or to seed 21. Ten seeds, 21–30, none of which the preset was tuned on, train
+as one batched computation (`ppo/seed_batch.py`, `SeedBatchPPO`: member s is the run
+`PPO` would make with seed s, up to rounding; lecture 6 uses it for its sweeps). For
+each seed: when the mean of the last 20 training episodes first reached 475
+(CartPole's "solved" line), where it ended, and the greedy evaluation of its final
+checkpoint. On these seeds most runs, but not all (8 of 10 in this run), reached 475
+within the 100k steps, and every one that did ended above 450; every greedy evaluation
+scored at least 450, most a perfect 500. The preset's comment reports every seed
+evaluating ≥ 491 on seeds 1–20, the seeds it was tuned on: tuned-on seeds flatter a
+configuration, and untuned ones are what to report.
 """
 
 # %%
-SEEDS = lecture.choose(full=[1, 2, 3, 4, 5], quick=[1, 2])
-seed_rows, seed_curves = [], {}
-for seed in SEEDS:
-    seed_config = config.replace(seed=seed, tensorboard=False)
-    seed_history = []
-    seed_trainer = PPO(seed_config, training_envs(seed_config), progress=False)
-    seed_trainer.train(callback=lambda ppo, metrics: seed_history.append((ppo.global_step, metrics["episode_return_recent"])))
-    seed_curves[seed] = seed_history
-    seed_policy = Policy(seed_trainer.model, seed_config, seed_trainer.obs_normalizer)  # what load_policy rebuilds
-    seed_returns = evaluate_policy(seed_policy, gymnasium_env_factory(config.env_id), episodes=EVAL_EPISODES)
-    first_solved = next((step for step, recent in seed_history if recent >= 475), None)
+SEEDS = lecture.choose(full=list(range(21, 31)), quick=[21, 22])
+seed_curves = {seed: [] for seed in SEEDS}
+
+
+def keep_recent_returns(batch: SeedBatchPPO, metrics: list[dict]) -> None:
+    for seed, row in zip(SEEDS, metrics):
+        seed_curves[seed].append((batch.global_step, row["episode_return_recent"]))
+
+
+seed_config = config.replace(tensorboard=False)
+seed_dirs = [lecture.path(f"seeds/seed{seed}") for seed in SEEDS]
+for old_file in (path for folder in seed_dirs if folder.exists() for path in folder.iterdir() if path.is_file()):
+    old_file.unlink()  # fresh runs every time
+SeedBatchPPO(seed_config, SEEDS, make_seed_batch_env(config.env_id, len(SEEDS), config.num_envs, "torch"),
+             run_dirs=seed_dirs, progress=False).train(keep_recent_returns)
+seed_rows = []
+for seed, folder in zip(SEEDS, seed_dirs):
+    seed_returns = evaluate_policy(load_policy(folder / "checkpoint.pt"), gymnasium_env_factory(config.env_id),
+                                   episodes=EVAL_EPISODES)
+    first_solved = next((step for step, recent in seed_curves[seed] if recent >= 475), None)
     seed_rows.append({"seed": seed, "last 20 reached 475 at step": f"{first_solved:,}" if first_solved else "never",
-                      "last 20 at the end": seed_history[-1][1],
-                      f"greedy evaluation ({EVAL_EPISODES} episodes)": float(seed_returns.mean()),
-                      "_evaluation": float(seed_returns.mean())})
+                      "last 20 at the end": seed_curves[seed][-1][1],
+                      f"greedy evaluation ({EVAL_EPISODES} episodes)": float(torch.as_tensor(seed_returns).mean()),
+                      "_solved": first_solved is not None,
+                      "_evaluation": float(torch.as_tensor(seed_returns, dtype=torch.float64).mean())})
 print_table([{k: v for k, v in row.items() if not k.startswith("_")} for row in seed_rows],
             title=f"{len(SEEDS)} seeds, {config.total_timesteps:,} steps each")
-print(f"greedy evaluation over seeds: {mean_and_spread(row['_evaluation'] for row in seed_rows)}; "
-      f"{sum(row['_evaluation'] == 500 for row in seed_rows)} of {len(SEEDS)} seeds at 500")
+evaluations = [row["_evaluation"] for row in seed_rows]
+print(f"greedy evaluation over seeds: {mean_and_spread(evaluations)}; "
+      f"{sum(evaluation == 500 for evaluation in evaluations)} of {len(SEEDS)} seeds at 500")
+solved_count = sum(row["_solved"] for row in seed_rows)
+solved_ends = [row["last 20 at the end"] for row in seed_rows if row["_solved"]]
+lecture.claim("on seeds 21–30 most runs, but not all, reached 475 within the 100k steps (8 of 10 in this run)",
+              len(SEEDS) // 2 < solved_count < len(SEEDS),
+              measured=f"{solved_count} of {len(SEEDS)} reached 475", quick=False)
+lecture.claim("every run that reached 475 ended above 450", all(end > 450 for end in solved_ends),
+              measured="ends " + ", ".join(f"{end:.0f}" for end in solved_ends), quick=False)
+lecture.claim("every greedy evaluation scored at least 450, most a perfect 500",
+              min(evaluations) >= 450 and sum(evaluation == 500 for evaluation in evaluations) > len(SEEDS) / 2,
+              measured=f"lowest {min(evaluations):.1f}; {sum(evaluation == 500 for evaluation in evaluations)} "
+                       f"of {len(SEEDS)} at 500", quick=False)
 
 figure, axis = plt.subplots(figsize=(7, 4))
 for seed, seed_history in seed_curves.items():
-    axis.plot([step for step, _ in seed_history], [recent for _, recent in seed_history], label=f"seed {seed}")
+    axis.plot([step for step, _ in seed_history], [recent for _, recent in seed_history], lw=1, label=f"seed {seed}")
 axis.axhline(475, color="black", lw=0.8, ls=":")
 axis.set_xlabel("environment steps")
 axis.set_ylabel("return, last 20 episodes")
 axis.set_title("The same configuration over seeds")
-axis.legend(fontsize=8)
+axis.legend(fontsize=7, ncol=2, loc="lower right")
 lecture.save_figure(figure, "seeds.png")
 
 # %% [markdown]
