@@ -21,8 +21,9 @@ malformed string, so the reward model has hardly seen one. Then, for prompt x:
 
 With d = √KL, the gold score gained over the SFT model is fitted by least squares
 (`ppo.lm.overoptimization_fit`) with d(α − βd) for best-of-n and d(α − β log d) for PPO (all
-iterations of all β), and the KL at which each fit peaks is printed with the β whose final
-policy has the best gold score. The output folder gets overoptimization.png,
+iterations of all β), each held inside the gold range the rule allows over the measured
+distances; the KL at which each fit peaks is printed where it lies inside the measured range
+(else the fit's best point there), with the β whose final policy has the best gold score. The output folder gets overoptimization.png,
 overoptimization.csv (one row per point) and fits.json.
 """
 
@@ -41,7 +42,7 @@ from pathlib import Path
 import torch
 
 from envs import corpus
-from envs.token_task import MALFORMED_HEALTHINESS, healthiness, task_prompts
+from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, healthiness, task_prompts
 from experiments.cli import OneLineArgumentParser, check_writable_folder, configure_process, run_with_user_errors
 from experiments.food_task import FoodTaskConfig, food_task
 from ppo.config import ConfigError
@@ -57,6 +58,7 @@ from ppo.lm.rollout import CompletionBatch, repeat_prompts, sample_completions, 
 
 PROG = "overoptimization"
 DEFAULT_BETA = RLHFConfig.kl_coef  # the β of a default ppo-rlhf run
+GOLD_RANGE = (MALFORMED_HEALTHINESS, max(HEALTHINESS.values()))  # every gold score the rule can give
 
 
 def build_parser() -> OneLineArgumentParser:
@@ -84,8 +86,10 @@ def build_parser() -> OneLineArgumentParser:
     bon.add_argument("--enumeration-threshold", type=float, default=1e-8,
                      help="enumerate every completion with π_ref(y|x) at least this (default: 1e-8)")
     ppo = parser.add_argument_group("PPO against the proxy")
-    ppo.add_argument("--betas", type=float, nargs="+", default=[0.0, 0.01, 0.03, 0.05, 0.1, 0.15, 0.3],
-                     metavar="BETA", help="KL coefficients β of the sweep (default: 0 0.01 0.03 0.05 0.1 0.15 0.3)")
+    ppo.add_argument("--betas", type=float, nargs="+", default=[0.0, 0.001, 0.002, 0.003, 0.005, 0.01, 0.03],
+                     metavar="BETA", help="KL coefficients β of the sweep, the default β = "
+                     f"{DEFAULT_BETA:g} always added (default: 0 0.001 0.002 0.003 0.005 0.01 0.03: on the food task "
+                     "the outcome changes between 0.001 and 0.01)")
     ppo.add_argument("--iterations", type=int, default=100, help="PPO iterations per β (default: 100)")
     ppo.add_argument("--batch-size", type=int, default=128, help="completions per PPO iteration (default: 128)")
     ppo.add_argument("--max-new-tokens", type=int, default=RLHFConfig.max_new_tokens,
@@ -308,20 +312,15 @@ def _run(settings: Settings, relation: str) -> int:
         row["sqrt_kl"] = math.sqrt(max(row["kl"], 0.0))
         row["gold_gain"] = row["gold"] - gold_sft
     fits = {
-        "best_of_n": _fit_or_none("best_of_n", bon_rows),
-        "rl": _fit_or_none("rl", [r for r in ppo_rows if r["method"] == "ppo"]),
+        "best_of_n": fit_gold_curve("best_of_n", bon_rows, gold_sft),
+        "rl": fit_gold_curve("rl", [r for r in ppo_rows if r["method"] == "ppo"], gold_sft),
     }
     finals = {r["beta"]: r for r in ppo_rows if r["method"] == "ppo_final"}
     best_beta = max(finals, key=lambda beta: finals[beta]["gold"])
     print(f"SFT model: gold {gold_sft:+.3f}, proxy {bon_rows[0]['proxy']:+.3f}")
     for name, fit in fits.items():
         label = "best-of-n: R = d(α − βd)    " if name == "best_of_n" else "PPO:       R = d(α − β log d)"
-        if fit is None:
-            print(f"{label} too few distinct distances to fit")
-            continue
-        print(f"{label} α = {fit.alpha:.4f}, β = {fit.beta:.4f} (rms error {fit.rms_error:.3f} over "
-              f"{fit.num_points} points); gold peaks at KL {fit.peak_kl:.2f} nats (d = {fit.peak_distance:.2f}), "
-              f"gold {gold_sft + fit.peak_gain:+.3f}")
+        print(f"{label} {describe_fit(fit, gold_sft)}")
     print(f"best final gold at KL coefficient β = {best_beta:g}: gold {finals[best_beta]['gold']:+.3f}, KL "
           f"{finals[best_beta]['kl']:.2f}; the default β = {DEFAULT_BETA:g}: gold {finals[DEFAULT_BETA]['gold']:+.3f}, "
           f"KL {finals[DEFAULT_BETA]['kl']:.2f}")
@@ -341,12 +340,29 @@ def _run(settings: Settings, relation: str) -> int:
     return 0
 
 
-def _fit_or_none(form: str, rows: list[dict]) -> OveroptimizationFit | None:
-    """The least-squares fit of `form` to the rows' (√KL, gold gain), or None when the points cannot determine it."""
+def fit_gold_curve(form: str, rows: list[dict], gold_sft: float) -> OveroptimizationFit | None:
+    """The least-squares fit of `form` to the rows' (√KL, gold gain), held inside the gains the rule allows
+    (GOLD_RANGE − gold_sft) over the measured distances; None when the points cannot determine it."""
     try:
-        return fit_overoptimization(form, [r["sqrt_kl"] for r in rows], [r["gold_gain"] for r in rows])
+        return fit_overoptimization(form, [r["sqrt_kl"] for r in rows], [r["gold_gain"] for r in rows],
+                                    gain_bounds=(GOLD_RANGE[0] - gold_sft, GOLD_RANGE[1] - gold_sft))
     except ValueError:
         return None
+
+
+def describe_fit(fit: OveroptimizationFit | None, gold_sft: float) -> str:
+    """One line: the coefficients, and the peak where it lies inside the measured range (else the fit's best there)."""
+    if fit is None:
+        return "too few distinct distances to fit"
+    text = (f"α = {fit.alpha:.4f}, β = {fit.beta:.4f} (rms error {fit.rms_error:.3f} over {fit.num_points} points, "
+            f"KL ≤ {fit.largest_distance ** 2:.2f} measured); ")
+    if fit.peak_in_range:
+        return text + (f"gold peaks at KL {fit.peak_kl:.2f} nats (d = {fit.peak_distance:.2f}), "
+                       f"gold {gold_sft + fit.best_in_range[1]:+.3f}")
+    distance, gain = fit.best_in_range
+    beyond = f"at KL {fit.peak_kl:.2f}" if math.isfinite(fit.peak_kl) else "nowhere"
+    return text + (f"no peak inside the measured range: the fit is highest at KL {distance ** 2:.2f}, gold "
+            f"{gold_sft + gain:+.3f} (the form's own peak lies {beyond}, an extrapolation)")
 
 
 @torch.no_grad()

@@ -93,8 +93,8 @@ grows in proportion to N: every copy pays the same per-env cost (the `sync µs/e
 column stays put). For the batched env it grows slowly — the call is the same few
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
-below on a one-element tensor; at the smallest N it can make the batched env the
-slower one (compare the first rows). Gymnasium's numpy-batched CartPole is the same idea
+below on a one-element tensor; at N = 1 it makes the batched env the slower one
+(compare the first rows), and at N = 8 the two are close. Gymnasium's numpy-batched CartPole is the same idea
 written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
 runs on a GPU as well.
 """
@@ -137,6 +137,25 @@ for axis in axes:
     axis.set_xlabel("number of copies N")
     axis.legend(fontsize=8)
 lecture.save_figure(figure, "stepping.png")
+
+first, last = stepping_rows[0], stepping_rows[-1]
+sync_per_env = {row["num_envs"]: 1e6 / row["sync"] for row in stepping_rows if row["num_envs"] >= 8}
+torch_call_growth = (last["num_envs"] / last["torch"]) / (first["num_envs"] / first["torch"])
+lecture.claim("For the Python loop every copy pays the same per-env cost (the sync µs/env-step column stays "
+              "within a factor 3 from N = 8 up)", max(sync_per_env.values()) < 3 * min(sync_per_env.values()),
+              measured=", ".join(f"N = {n}: {us:.2f} µs" for n, us in sync_per_env.items()))
+lecture.claim("A torch step call grows far more slowly than N (less than a tenth of the growth in N)",
+              torch_call_growth < 0.1 * last["num_envs"] / first["num_envs"],
+              measured=f"µs/call ×{torch_call_growth:.1f} while N grew ×{last['num_envs'] // first['num_envs']}")
+lecture.claim("At thousands of copies the batched env steps at least 10× as fast as the Python loop",
+              last["torch/sync"] >= 10, measured=f"{last['torch/sync']:.1f}× at N = {last['num_envs']}")
+lecture.claim("At N = 1 the batched env is the slower one", first["num_envs"] == 1 and first["torch/sync"] < 1,
+              measured=f"torch / sync {first['torch/sync']:.2f}× at N = {first['num_envs']}", quick=False)
+few = next(row for row in stepping_rows if row["num_envs"] == 8)
+lecture.claim("At a handful of copies (N = 8) the Python loop is about as good (the batched env less than 2× faster)",
+              few["torch/sync"] < 2, measured=f"torch / sync {few['torch/sync']:.2f}× at N = 8")
+lecture.claim("A torch step call at the smallest N costs the price of more than ten tiny tensor ops",
+              torch_small > 10 * tiny_op_us, measured=f"{torch_small:.0f} µs = {torch_small / tiny_op_us:.0f} ops")
 
 # %% [markdown]
 """
@@ -183,29 +202,40 @@ def make_envs(backend: str, num_envs: int):
     return make_torch_vec_env(ENV_ID, num_envs) if backend == "torch" else make_vec_env(ENV_ID, num_envs, "gymnasium")
 
 
-def time_iterations(backend: str, iterations: int) -> dict:
-    envs = TimedEnvs(make_envs(backend, CONFIG.num_envs))
-    trainer = PPO(CONFIG.replace(env_backend=backend), envs, progress=False)
-    parts = {"env step": [], "rest of rollout": [], "advantages": [], "update": []}
+def time_one_iteration(trainer: PPO, envs: TimedEnvs, parts: dict) -> None:
+    envs.step_seconds = 0.0
+    started = time.perf_counter()
+    trainer.collect_rollout()
+    rolled = time.perf_counter()
+    advantages, returns = trainer.compute_advantages()
+    estimated = time.perf_counter()
+    trainer.update(advantages, returns)
+    updated = time.perf_counter()
+    parts["env step"].append(envs.step_seconds)
+    parts["rest of rollout"].append(rolled - started - envs.step_seconds)
+    parts["advantages"].append(estimated - rolled)
+    parts["update"].append(updated - estimated)
+
+
+def time_iterations(backends: tuple[str, ...], iterations: int) -> dict:
+    """Median milliseconds of each part of an iteration, per backend; the backends take turns iteration by
+    iteration, so load from other processes hits them alike."""
+    runs = {}
+    for backend in backends:
+        envs = TimedEnvs(make_envs(backend, CONFIG.num_envs))
+        runs[backend] = (PPO(CONFIG.replace(env_backend=backend), envs, progress=False), envs,
+                         {"env step": [], "rest of rollout": [], "advantages": [], "update": []})
     for _ in range(iterations):
-        envs.step_seconds = 0.0
-        started = time.perf_counter()
-        trainer.collect_rollout()
-        rolled = time.perf_counter()
-        advantages, returns = trainer.compute_advantages()
-        estimated = time.perf_counter()
-        trainer.update(advantages, returns)
-        updated = time.perf_counter()
-        parts["env step"].append(envs.step_seconds)
-        parts["rest of rollout"].append(rolled - started - envs.step_seconds)
-        parts["advantages"].append(estimated - rolled)
-        parts["update"].append(updated - estimated)
-    envs.close()
-    return {name: 1e3 * statistics.median(values) for name, values in parts.items()}  # milliseconds
+        for trainer, envs, parts in runs.values():
+            time_one_iteration(trainer, envs, parts)
+    for _, envs, _ in runs.values():
+        envs.close()
+    return {backend: {name: 1e3 * statistics.median(values) for name, values in parts.items()}
+            for backend, (_, _, parts) in runs.items()}
 
 
 ITERATIONS = lecture.choose(full=8, quick=2)
-split = {backend: time_iterations(backend, ITERATIONS) for backend in ("gymnasium", "torch")}
+split = time_iterations(("gymnasium", "torch"), ITERATIONS)
 split_rows = []
 for backend, parts in split.items():
     total = sum(parts.values())
@@ -217,14 +247,34 @@ gym_total, torch_total = (sum(split[b].values()) for b in ("gymnasium", "torch")
 print(f"iteration speed-up from the backend alone: {gym_total / torch_total:.2f}×; "
       f"env stepping {split['gymnasium']['env step'] / max(split['torch']['env step'], 1e-9):.1f}× faster, "
       f"everything else the same work")
+env_speedup = split["gymnasium"]["env step"] / split["torch"]["env step"]
+bound = gym_total / (gym_total - split["gymnasium"]["env step"])
+lecture.claim("The env columns are where the backends differ: env stepping is at least 3× faster on the torch backend",
+              env_speedup >= 3, measured=f"{env_speedup:.1f}×")
+update_ratio = split["gymnasium"]["update"] / split["torch"]["update"]
+lecture.claim("The update is the same work in both rows (its times agree within a factor 1.5)",
+              1 / 1.5 < update_ratio < 1.5, measured=f"gymnasium / torch update time {update_ratio:.2f}")
+torch_update_share = split["torch"]["update"] / torch_total
+lecture.claim("Once the environment is cheap, the update is most of what an iteration costs",
+              torch_update_share > 0.5, measured=f"update {torch_update_share:.0%} of the torch iteration")
+lecture.claim("The speed-up of a whole iteration is far below the env's own (less than half of it)",
+              gym_total / torch_total < env_speedup / 2,
+              measured=f"iteration {gym_total / torch_total:.2f}×, env {env_speedup:.1f}×")
+lecture.claim("The speed-up of a whole iteration stays within total / (total − env time), up to timing noise "
+              "(25% allowed: the parts are medians of separately timed iterations)",
+              gym_total / torch_total < 1.25 * bound,
+              measured=f"iteration {gym_total / torch_total:.2f}×, bound {bound:.2f}×", quick=False)
 
 # %% [markdown]
 """
-Read the table from left to right. The env columns are where the backends differ; the
+Read the table from left to right (the two backends took turns, iteration by
+iteration, so load from other processes hits both rows alike). The env columns are where the backends differ; the
 network's share of the rollout and the whole update are the same work in both rows.
 Once the environment is cheap, the update — K epochs of minibatch gradient steps — is
-what an iteration costs, and making the env faster still would change little: the
-speed-up of a whole iteration can never exceed total / (total − env time).
+what an iteration costs, and making the env faster still would change little: with the
+rest of the work the same, the speed-up of a whole iteration cannot exceed
+total / (total − env time), the gymnasium row's figures (up to the noise of timing
+each part separately).
 
 ## 4. One torch thread
 
@@ -236,7 +286,10 @@ is 1 by default for that reason (the commands set it for the process before they
 the trainer; this script sets it itself). Below: one `update` of the iteration above, the
 policy's forward pass for one rollout step, and — for contrast — a 1024×1024 matrix
 product, large enough for a second thread to have real work, each timed with 1 and 2
-threads, alternating.
+threads, alternating. Whether that second thread pays depends on whether a second core
+is free: the load average is printed with the table, and on a busy machine even the
+large product can come out slower with two threads — what the comparison shows in every
+case is that the small operations lose more from a second thread than the large one.
 """
 
 
@@ -280,6 +333,13 @@ for row in thread_rows:
     ratio = row["2 threads / 1 thread"]
     verdict = f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
     print(f"  {row['operation'].split(' (')[0]}: with a second thread {verdict}")
+thread_ratio = {row["operation"].split(" (")[0]: row["2 threads / 1 thread"] for row in thread_rows}
+lecture.claim("For this network a second thread does not speed up the update (at most 20% faster, within noise)",
+              thread_ratio["update"] > 0.8, measured=f"2 threads / 1 thread: {thread_ratio['update']:.2f}", quick=False)
+lecture.claim("The small operations lose more from a second thread than the large matrix product",
+              min(thread_ratio["update"], thread_ratio["forward for one rollout step"])
+              > thread_ratio["1024×1024 matmul"],
+              measured=", ".join(f"{name} {ratio:.2f}" for name, ratio in thread_ratio.items()), quick=False)
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 bottom = np.zeros(2)
@@ -307,7 +367,12 @@ Both backends train from the same configuration and seed until the mean return o
 last 20 training episodes reaches 475 (or the step budget runs out). The torch env and
 gymnasium's draw different start states, so the two runs see different episodes and
 need different numbers of steps; the seconds per step are what the backend decides.
-Each policy is then evaluated greedily on gymnasium's own CartPole-v1
+Time to 475 is the steps needed divided by the steps per second: the rate is the
+backend's, the steps needed are the seed's (on this seed gymnasium's start states may
+happen to be solved in fewer steps), so one seed's race can go either way even though
+the torch backend is faster per step. Each run's steps per second is one run of a couple
+of seconds, so load from other processes moves it more than section 3's alternated
+medians. Each policy is then evaluated greedily on gymnasium's own CartPole-v1
 (`ppo.evaluation.evaluate_policy`), whatever trained it.
 """
 
@@ -351,8 +416,19 @@ torch_rate = results["torch"]["steps"] / results["torch"]["seconds"]
 print(f"steps per second, torch / gymnasium: {torch_rate / gym_rate:.2f}× "
       f"(section 3 predicted {gym_total / torch_total:.2f}× from one iteration's cost split)")
 if all(result["reached"] for result in results.values()):
+    first_to_475 = min(results, key=lambda backend: results[backend]["seconds"])
+    fewer_steps = min(results, key=lambda backend: results[backend]["steps"])
     print(f"time to 475, gymnasium / torch: {results['gymnasium']['seconds'] / results['torch']['seconds']:.2f}× "
-          f"(steps to 475: gymnasium {results['gymnasium']['steps']:,}, torch {results['torch']['steps']:,})")
+          f"(steps to 475: gymnasium {results['gymnasium']['steps']:,}, torch {results['torch']['steps']:,}): "
+          f"{first_to_475} reached 475 first; {fewer_steps} needed fewer steps")
+lecture.claim("Both backends reach a last-20 mean of 475 within the preset's budget, and each policy evaluates "
+              "greedily at 475 or more on gymnasium's CartPole-v1",
+              all(result["reached"] and float(result["eval"].mean()) >= SOLVED for result in results.values()),
+              measured="; ".join(f"{backend}: {'reached' if r['reached'] else 'not reached'} at {r['steps']:,} steps, "
+                                 f"eval {float(r['eval'].mean()):.1f}" for backend, r in results.items()), quick=False)
+lecture.claim("The torch backend trains faster per step than gymnasium (one run each: load can move this)",
+              torch_rate > gym_rate, measured=f"torch / gymnasium steps per second {torch_rate / gym_rate:.2f}×",
+              quick=False)
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 for backend, result in results.items():
@@ -380,7 +456,13 @@ lecture.save_figure(figure, "race.png")
   steps-per-second ratio with the prediction printed under it.
 * Small networks want one thread (section 4, the printed ratios): the update is many
   small operations, where a second thread has little to do and its waiting shows, all
-  the more when other processes share the cores.
+  the more when other processes share the cores. Whether a large operation gains from a
+  second thread depends on a core being free (the load average printed with the table).
+* Steps per second are the backend's; the steps needed to reach 475 are the seed's. One
+  seed's race can therefore go either way (the line under the race table says which
+  backend reached 475 first and which needed fewer steps): a faster backend is a claim
+  about the rate, and a claim about time-to-solve needs many seeds
+  (`python -m experiments.benchmark_envs` runs them).
 * Curves against samples (right panel of race.png) show whether the two backends learn
   the same task; curves against seconds show what the backend buys.
 

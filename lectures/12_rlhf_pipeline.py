@@ -65,7 +65,6 @@ from experiments.food_task import FoodTaskConfig, food_task
 from ppo.lm.best_of_n import best_of_n_kl_bound
 from ppo.lm.group_trainer import group_advantages, trainer_class
 from ppo.lm.kl_control import KLFeedback, ProportionalKLController, largest_tilted_kl, solve_beta, tilted_kl
-from ppo.lm.overoptimization_fit import fit_overoptimization
 from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
 from ppo.lm.reward_model import bradley_terry_loss, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.rewards import per_token_kl
@@ -130,6 +129,10 @@ tail = rm_losses[-max(1, len(rm_losses) // 10):]
 print(f"{RM_STEPS} Bradley–Terry steps in {rm_seconds:.1f} s: loss {rm_losses[0]:.3f} → {sum(tail) / len(tail):.3f} "
       f"(log 2 = {bradley_terry_loss(torch.zeros(1), torch.zeros(1)):.3f} is a coin flip); pairwise accuracy "
       f"train {train_accuracy:.1%}, held-out {heldout_accuracy:.1%}")
+final_rm_loss = sum(tail) / len(tail)
+lecture.claim("The Bradley–Terry loss falls below log 2, the coin flip, and the reward model ranks held-out pairs "
+              "better than chance", final_rm_loss < math.log(2) and heldout_accuracy > 0.5,
+              measured=f"loss {final_rm_loss:.3f}, held-out accuracy {heldout_accuracy:.1%}")
 
 
 @torch.no_grad()
@@ -143,6 +146,12 @@ food_scores = proxy_scores(list(corpus.FOODS))
 print_table(sorted(({"food": food, "hidden healthiness": HEALTHINESS[food], "reward model r_φ": float(score)}
                     for food, score in zip(corpus.FOODS, food_scores)), key=lambda row: -row["hidden healthiness"]),
             title=f"Scores for {PROMPT!r}: the hidden rule and the learned proxy")
+healthiest, least_healthy = max(corpus.FOODS, key=HEALTHINESS.get), min(corpus.FOODS, key=HEALTHINESS.get)
+proxy_order = [corpus.FOODS[i] for i in food_scores.argsort(descending=True).tolist()]
+lecture.claim("The ranking of the foods is what the comparisons taught: the healthiest food scores highest and the "
+              "least healthy lowest (the order between them is rougher)",
+              proxy_order[0] == healthiest and proxy_order[-1] == least_healthy,
+              measured=f"proxy's order: {', '.join(proxy_order)}", quick=False)
 
 # %% [markdown]
 """
@@ -166,6 +175,8 @@ order = probe_scores.argsort(descending=True)[:8]
 print(f"{len(probes):,} malformed probe strings (true score {healthiness('', False):g} each): "
       f"{int(above.sum())} score above the best food ({best_food:.2f}); the highest:")
 print("  " + ", ".join(f"{probes[i]!r} {float(probe_scores[i]):.2f}" for i in order.tolist()))
+lecture.claim("The proxy scores some strings it never saw above every food", int(above.sum()) > 0,
+              measured=f"{int(above.sum())} of {len(probes):,} probes above {best_food:.2f}", quick=False)
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 axes[0].plot(rm_losses, color="tab:blue", alpha=0.6)
@@ -250,17 +261,10 @@ for row in bon_rows + ppo_rows:
     row["gold_gain"] = row["gold"] - gold_sft
 
 
-def fit_or_none(form: str, rows: list[dict]):
-    """The least-squares fit of `form` to the rows' (d, gold gain); None when they cannot determine it."""
-    try:
-        return fit_overoptimization(form, [row["sqrt_kl"] for row in rows], [row["gold_gain"] for row in rows])
-    except ValueError:
-        return None
-
-
 training_rows = [row for row in ppo_rows if row["method"] == "ppo"]
 finals = {row["beta"]: row for row in ppo_rows if row["method"] == "ppo_final"}
-fits = {"best-of-n": fit_or_none("best_of_n", bon_rows), "PPO": fit_or_none("rl", training_rows)}
+fits = {"best-of-n": overoptimization.fit_gold_curve("best_of_n", bon_rows, gold_sft),
+        "PPO": overoptimization.fit_gold_curve("rl", training_rows, gold_sft)}
 csv_path = lecture.path("overoptimization.csv")
 with csv_path.open("w", newline="") as file:
     writer = csv.DictWriter(file, fieldnames=overoptimization.CSV_COLUMNS)
@@ -279,10 +283,21 @@ print_table([{"β": beta, "KL to SFT": row["kl"], "d = √KL": row["sqrt_kl"], "
                   f"samples per β")
 largest_d = {"best-of-n": max(row["sqrt_kl"] for row in bon_rows), "PPO": max(row["sqrt_kl"] for row in training_rows)}
 print_table([{"method": name, "form": "d(α − βd)" if name == "best-of-n" else "d(α − β log d)", "α": fit.alpha,
-              "β": fit.beta, "rms error": fit.rms_error, "points": fit.num_points, "peak KL* = d*²": fit.peak_kl,
-              "gold at the peak": gold_sft + fit.peak_gain, "largest measured KL": largest_d[name] ** 2}
+              "β": fit.beta, "rms error": fit.rms_error, "points": fit.num_points,
+              "largest measured KL": fit.largest_distance ** 2,
+              "peak KL* = d*²": f"{fit.peak_kl:.3g}" if fit.peak_in_range else f"({fit.peak_kl:.3g}: beyond)",
+              "fit's best gold (at KL)": f"{gold_sft + fit.best_in_range[1]:+.3f} ({fit.best_in_range[0] ** 2:.3g})"}
              for name, fit in fits.items() if fit is not None],
-            title="The fitted forms of Gao et al. (gold gain over the SFT model against d = √KL)")
+            title=f"The fitted forms of Gao et al. (gold gain over the SFT model against d = √KL), held inside the rule's "
+                  f"gold range {overoptimization.GOLD_RANGE[0]:+g} … {overoptimization.GOLD_RANGE[1]:+g}")
+for name, fit in fits.items():
+    if fit is not None:
+        curve = gold_sft + fit.predict(torch.linspace(0, fit.largest_distance, 2001, dtype=torch.float64))
+        lecture.claim(f"The {name} fit stays inside the rule's gold range over the measured distances",
+                      overoptimization.GOLD_RANGE[0] - 1e-3 <= float(curve.min())
+                      and float(curve.max()) <= overoptimization.GOLD_RANGE[1] + 1e-3,
+                      measured=f"fitted gold {float(curve.min()):+.3f} … {float(curve.max()):+.3f} for KL ≤ "
+                               f"{fit.largest_distance ** 2:.2f}")
 best_beta = max(finals, key=lambda beta: finals[beta]["gold"])
 bon_peak = max(bon_rows, key=lambda row: row["gold"])
 print(f"best-of-n: gold highest at n = {bon_peak['n']:,} ({bon_peak['gold']:+.3f}, KL {bon_peak['kl']:.2f}); at n = "
@@ -295,6 +310,30 @@ for beta, row in finals.items():
               f"({best_proxy_food:+.2f}), at gold {row['gold']:+.2f}, below the SFT model's {gold_sft:+.2f}")
 print(f"best final gold at β = {best_beta:g} ({finals[best_beta]['gold']:+.3f}, KL {finals[best_beta]['kl']:.2f}); "
       f"the experiment took {overoptimization_seconds:.1f} s")
+
+kl_gaps = [best_of_n_kl_bound(row["n"]) - row["kl"] for row in bon_rows]
+lecture.claim("Best-of-n's KL falls ever further below log n − (n−1)/n as n grows",
+              all(later >= earlier - 1e-9 for earlier, later in zip(kl_gaps, kl_gaps[1:])) and kl_gaps[-1] > 0.1,
+              measured=f"gap {kl_gaps[1]:.3f} at n = {bon_rows[1]['n']} … {kl_gaps[-1]:.2f} at n = {bon_rows[-1]['n']:,}")
+lecture.claim("Best-of-n's gold score rises with the proxy and then, for large n, falls while the proxy still creeps up",
+              bon_peak["gold"] > gold_sft and bon_peak["n"] < bon_rows[-1]["n"]
+              and bon_rows[-1]["gold"] < bon_peak["gold"] - 0.01 and bon_rows[-1]["proxy"] >= bon_peak["proxy"],
+              measured=f"gold {gold_sft:+.3f} → {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,} → "
+                       f"{bon_rows[-1]['gold']:+.3f} at n = {bon_rows[-1]['n']:,}; proxy {bon_peak['proxy']:+.3f} → "
+                       f"{bon_rows[-1]['proxy']:+.3f}", quick=False)
+penalised = sorted(beta for beta in finals if beta > 0)
+hacked = [beta for beta in finals if finals[beta]["proxy"] > best_proxy_food and finals[beta]["gold"] < gold_sft]
+settled = [beta for beta in penalised if finals[beta]["gold"] > gold_sft]
+lecture.claim("The larger β, the nearer the SFT model: the final KL does not grow with β (0.05 nats allowed for "
+              "sampling noise)",
+              all(finals[later]["kl"] <= finals[earlier]["kl"] + 0.05 for earlier, later in zip(penalised, penalised[1:])),
+              measured=", ".join(f"β {beta:g}: {finals[beta]['kl']:.2f}" for beta in penalised), quick=False)
+lecture.claim("Small β (or none) lets PPO run far past the foods to a string the proxy over-scores, and a large enough "
+              "β stops it at the foods: the KL penalty sets how far along the curve PPO goes",
+              bool(hacked) and bool(settled) and max(settled) > max(hacked)
+              and finals[min(settled)]["kl"] < finals[max(hacked)]["kl"],
+              measured=f"over-optimised at β = {', '.join(f'{beta:g}' for beta in sorted(hacked)) or 'none'}; gold "
+                       f"above the SFT model's at β = {', '.join(f'{beta:g}' for beta in settled) or 'none'}", quick=False)
 
 figure, axes = plt.subplots(1, 3, figsize=(17, 4.6))
 d_bon = [row["sqrt_kl"] for row in bon_rows]
@@ -339,15 +378,22 @@ That is over-optimisation without a single gradient step. (How far gold falls at
 very largest n is less certain: there a draw rarer than ε is likely, by the total
 variation printed first.)
 
-PPO with a penalty settles on the foods the proxy ranks highest; the larger β, the
-nearer the SFT model, trading proxy for KL at the exchange rate β. Without one
-(β = 0), nothing stops the policy at the foods: whether it finds a string in the
-proxy's blind spot depends on the seed and the budget, and when it does (an
-"over-optimised" line above), the proxy rises above every food's score while the gold
-drops to the malformed score, far from the SFT model — the paper's rise-then-fall of
-gold against d, in one run. The fitted forms summarise these curves as Gao et al. do;
-a peak beyond the largest measured KL (compare the last two columns of the fits) is an
-extrapolation, not a measurement.
+PPO is swept over β, densely where it matters here: between 0.001 and 0.01 the penalty
+goes from too cheap to enough. With no penalty or a small one, nothing holds the
+policy at the foods: it finds a string in the proxy's blind spot (the "over-optimised"
+lines above), the proxy rises above every food's score while the gold drops to the
+malformed score, far from the SFT model — the paper's rise-then-fall of gold against d,
+in one run (the gold panel: each small-β line climbs with the others, then runs right
+and down). From some β on (which one depends on the seed and the budget) PPO settles on
+the foods the proxy ranks highest, and the larger β, the nearer the SFT model (the KL
+column of the PPO table). So β decides where along the curve PPO stops.
+
+The fitted forms summarise these curves as Gao et al. do, with two guards: each is
+fitted on the measured distances and held inside the gold range the rule allows
+(−0.5 … 1.0 here; an unconstrained least-squares curve can promise more gold than any
+answer earns, or less than the worst), and a peak beyond the largest measured KL is
+marked "beyond": that is an extrapolation, not a measurement, and the last column gives
+the fit's best gold inside the measured range instead.
 
 ## 4. An adaptive β
 
@@ -448,6 +494,9 @@ same = all(math.isclose(row["β by the proportional rule"], row["β from Proport
            for row in step_rows)
 print("the library's controller takes exactly the proportional step" if same else
       "the library's controller departs from the plain proportional rule here (ppo/lm/kl_control.py says how)")
+lecture.claim("The library's controller takes exactly the proportional step", same,
+              measured=", ".join(f"{row['β by the proportional rule']:.4g} / {row['β from ProportionalKLController']:.4g}"
+                                 for row in step_rows))
 
 sft_batch = sample_completions(sft, tokenizer, [PROMPT] * BATCH, BASE.max_new_tokens, BASE.temperature,
                                torch.Generator().manual_seed(7))
@@ -460,14 +509,22 @@ print_table([{"β": beta, "K(β): KL of π*_β, estimated from the batch": tilte
             title=f"K(β) on {BATCH} SFT completions (largest possible {largest_tilted_kl(sft_scores, sft_log_ratios):.2f}"
                   f" nats); K(β̂) = {KL_TARGET} at β̂ = {beta_hat:.3g}")
 
+k_values = [tilted_kl(1 / beta, sft_scores, sft_log_ratios) for beta in (0.05, BASE.kl_coef, 0.5, 2.0)]
+lecture.claim("K falls as β grows", all(later < earlier for earlier, later in zip(k_values, k_values[1:])),
+              measured=", ".join(f"{k:.3f}" for k in k_values))
+
 fixed, fixed_seconds = train(BASE)
 fixed_kl = fixed.history[-1]["sequence_kl"]
+lecture.claim(f"The fixed β = {BASE.kl_coef} run settles well above the target KL (more than twice it)",
+              fixed_kl > 2 * KL_TARGET, measured=f"{fixed_kl:.2f} nats, target {KL_TARGET}", quick=False)
 adaptive = {rule: train(BASE.replace(kl_target=KL_TARGET, kl_controller=rule))[0]
             for rule in ("proportional", "optimum")}
+adaptive_summary = {}
 for rule, trainer in adaptive.items():
     betas = [m["beta"] for m in trainer.history] + [trainer.kl_controller.beta]
     kl_curve = [m["sequence_kl"] for m in trainer.history]
     last_batches = kl_curve[-max(1, len(kl_curve) // 6):]
+    adaptive_summary[rule] = {"betas": betas, "kl": kl_curve, "last": sum(last_batches) / len(last_batches)}
     print(f"{rule} rule, {len(kl_curve)} iterations: β {betas[0]:.3g} → lowest {min(betas):.3g} → final "
           f"{betas[-1]:.3g}; sequence KL highest {max(kl_curve):.2f}, mean of the last {len(last_batches)} batches "
           f"{sum(last_batches) / len(last_batches):.2f} (target {KL_TARGET}; the fixed β = {BASE.kl_coef} run ended at "
@@ -498,6 +555,28 @@ axes[0].set_title("KL steered towards a target")
 axes[1].set_title("β, adapted after every batch")
 lecture.save_figure(figure, "adaptive_kl.png")
 
+proportional, optimum = adaptive_summary["proportional"], adaptive_summary["optimum"]
+lowest_at = proportional["betas"].index(min(proportional["betas"]))
+lecture.claim("The proportional rule first lowers β while the KL is still climbing from 0 (its lowest β within the "
+              "first five iterations)", min(proportional["betas"]) < proportional["betas"][0] and lowest_at <= 5,
+              measured=f"β {proportional['betas'][0]:.3g} → lowest {min(proportional['betas']):.3g} after "
+                       f"{lowest_at} batches", quick=False)
+lecture.claim("Under the proportional rule the policy runs to where the fixed β takes it (its highest KL within 20% "
+              "of the fixed-β run's final KL), and at the end of the run the KL is still on its way down (the last "
+              "batches' mean above the target by more than 20%)",
+              max(proportional["kl"]) > 0.8 * fixed_kl and proportional["last"] > 1.2 * KL_TARGET,
+              measured=f"highest {max(proportional['kl']):.2f} (fixed β: {fixed_kl:.2f}), last batches "
+                       f"{proportional['last']:.2f}", quick=False)
+lecture.claim("The optimum rule sets β near β̂ within two batches and holds it there (β after two batches within a "
+              "factor 1.5 of β̂ and of its final β)",
+              max(abs(math.log(optimum["betas"][2] / beta_hat)), abs(math.log(optimum["betas"][2] / optimum["betas"][-1])))
+              < math.log(1.5),
+              measured=f"β̂ {beta_hat:.3g}; β after two batches {optimum['betas'][2]:.3g}, final {optimum['betas'][-1]:.3g}",
+              quick=False)
+lecture.claim("Under the optimum rule the KL comes down to the target (the last batches' mean within 25% of it)",
+              abs(optimum["last"] / KL_TARGET - 1) < 0.25,
+              measured=f"last batches {optimum['last']:.2f}, target {KL_TARGET}", quick=False)
+
 # %% [markdown]
 """
 Read adaptive_kl.png: the proportional rule first lowers β while the KL is still
@@ -522,12 +601,16 @@ Every token of completion i gets the same Â_i; no value network, no GAE. The li
 `GroupBaselineTrainer` (`ppo/lm/group_trainer.py`) is `RLHFTrainer` with three methods
 replaced: the rollout's prompts come in groups of G, `advantages` puts Â_i on every token
 (`group_advantages`), and `minibatch_loss` drops the value loss. Everything else is PPO's:
-the sampler, the per-token log-probs at temperature τ, the KL penalty in the reward, the
-clipped surrogate with the same ε, and the same update routine (`ppo.update.run_update`:
-epochs, minibatches, gradient clipping, early stop). `trainer_class(config.algorithm)`
-picks the trainer, as `ppo-rlhf --algorithm grpo|rloo --group-size G` does. (Published
-GRPO moves the KL from the reward into the loss; here both keep it in the reward, so the
-baseline is the only difference from PPO.) First the two baselines on one group by hand:
+the sampler, the per-token log-probs at temperature τ, the clipped surrogate with the
+same ε, and the same update routine (`ppo.update.run_update`: epochs, minibatches,
+gradient clipping, early stop). `trainer_class(config.algorithm)` picks the trainer, as
+`ppo-rlhf --algorithm grpo|rloo --group-size G` does. Where the KL penalty goes is
+`RLHFConfig.kl_penalty` (`ppo/lm/kl_penalty.py`): RLOO keeps PPO's placement, k1 in the
+reward, so its baseline is the only difference from PPO. GRPO divides each reward by its
+group's std, which would rescale a KL in the reward, so it puts k3 in the loss as
+published (`loss-k3`, the default for `grpo`): that regularises the reverse KL at each
+visited state, not the KL(π ‖ π_SFT) of PPO's objective, so GRPO's row optimises a
+different objective at the same β. First the two baselines on one group by hand:
 """
 
 # %%
@@ -539,7 +622,9 @@ print_table([{"R_i": float(reward), "mean of the other three": float((example.su
             title="One group of G = 4 sequence rewards (group_advantages)")
 GROUP_SIZE = lecture.choose(full=16, quick=8)
 print(f"{BATCH // GROUP_SIZE} groups of G = {GROUP_SIZE} completions per iteration, β = {BASE.kl_coef}, "
-      f"{ITERATIONS} iterations, the same optimiser settings as PPO")
+      f"{ITERATIONS} iterations, the same optimiser settings as PPO; KL penalty: "
+      + ", ".join(f"{algorithm} {BASE.replace(algorithm=algorithm).effective_kl_penalty}"
+                  for algorithm in ("ppo", "grpo", "rloo")))
 trainers = {"PPO (critic, token-level GAE)": (fixed, fixed_seconds)}
 for algorithm in ("grpo", "rloo"):
     trainers[f"{algorithm.upper()} baseline, no critic"] = train(BASE.replace(algorithm=algorithm,
@@ -547,7 +632,14 @@ for algorithm in ("grpo", "rloo"):
 print_table([{"method": name, "s / iteration": seconds, "trained networks": 2 if trainer.uses_critic else 1,
               **(fixed_measured if trainer is fixed else measure(trainer.policy, reference))}
              for name, (trainer, seconds) in trainers.items()],
-            title=f"Three trainers, one objective (β = {BASE.kl_coef}): {EVAL_SAMPLES} fresh samples each")
+            title=f"Three trainers, β = {BASE.kl_coef}: {EVAL_SAMPLES} fresh samples each")
+critic_parameters = {name: 0 if trainer.critic is None else sum(p.numel() for p in trainer.critic.parameters())
+                     for name, (trainer, _) in trainers.items()}
+lecture.claim("The critic-free trainers hold no second network; PPO's critic is as large as the policy",
+              all(count == 0 for name, count in critic_parameters.items() if not name.startswith("PPO"))
+              and critic_parameters["PPO (critic, token-level GAE)"] >= sft.num_parameters(),
+              measured=", ".join(f"{name}: critic {count:,} parameters" for name, count in critic_parameters.items())
+                       + f" (policy {sft.num_parameters():,})")
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 for name, (trainer, _) in trainers.items():

@@ -92,6 +92,67 @@ def test_fit_recovers_known_coefficients_and_the_peak(form, alpha, beta):
     assert noisy_fit.rms_error == pytest.approx(0.02, abs=0.006)
 
 
+def test_a_peak_beyond_the_measured_distances_is_not_in_range_and_the_best_measured_point_is_the_last():
+    d = torch.linspace(0.1, 2.0, 20, dtype=torch.float64)
+    fit = fit_overoptimization("best_of_n", d, d * (0.5 - 0.0625 * d))  # peak at d* = 0.5 / 0.125 = 4
+    assert fit.peak_distance == pytest.approx(4.0) and fit.largest_distance == pytest.approx(2.0)
+    assert not fit.peak_in_range
+    assert fit.best_in_range == pytest.approx((2.0, 2.0 * (0.5 - 0.0625 * 2.0)))  # still rising at d_max = 2
+    inside = fit_overoptimization("best_of_n", d, d * (0.5 - 0.25 * d))  # peak at d* = 1, gain 0.25
+    assert inside.peak_in_range and inside.best_in_range == pytest.approx((1.0, 0.25))
+
+
+def brute_force_bounded_fit(form, d, gains, low, high):
+    """An independent slow reference: the least squared error over a fine (α, β) grid, among the
+    coefficient pairs whose curve stays inside [low, high] on a dense grid of [0, d_max]. (α, β, error)"""
+    alphas = torch.linspace(-1, 2, 601, dtype=torch.float64)
+    betas = torch.linspace(-1, 2, 601, dtype=torch.float64)
+    alpha, beta = torch.meshgrid(alphas, betas, indexing="ij")
+    alpha, beta = alpha.reshape(-1), beta.reshape(-1)  # (G,)
+    def curve(points):  # (G, len(points))
+        second = points * points if form == "best_of_n" else points * points.log()
+        return alpha[:, None] * points[None, :] - beta[:, None] * second[None, :]
+    dense = torch.linspace(1e-6, float(d.max()), 1000, dtype=torch.float64)
+    values = curve(dense)
+    inside = (values >= low - 1e-9).all(1) & (values <= high + 1e-9).all(1)
+    errors = (curve(d) - gains[None, :]).pow(2).sum(1)
+    errors[~inside] = math.inf
+    best = int(errors.argmin())
+    return float(alpha[best]), float(beta[best]), float(errors[best])
+
+
+@pytest.mark.parametrize("form", ["best_of_n", "rl"])
+def test_a_bounded_fit_stays_inside_the_rule_range_and_is_the_least_squares_among_such_curves(form):
+    # gold rises to the top of the range, then jumps to the bottom far out (a hacked reward): the
+    # unconstrained fit overshoots both bounds
+    d = torch.tensor([0.3, 0.6, 1.0, 1.5, 1.9, 1.95, 2.0, 6.9], dtype=torch.float64)
+    gains = torch.tensor([0.45, 0.65, 0.72, 0.73, 0.73, 0.73, 0.73, -0.77], dtype=torch.float64)
+    low, high = -0.77, 0.73
+    free = fit_overoptimization(form, d, gains)
+    dense = torch.linspace(0, 6.9, 5001, dtype=torch.float64)
+    free_curve = free.predict(dense)
+    assert float(free_curve.min()) < low - 0.01 or float(free_curve.max()) > high + 0.01  # the case is a real one
+    bounded = fit_overoptimization(form, d, gains, gain_bounds=(low, high))
+    curve = bounded.predict(dense)
+    assert float(curve.min()) >= low - 1e-3 and float(curve.max()) <= high + 1e-3  # 129-point grid: tiny overshoot
+    error = float((bounded.predict(d) - gains).pow(2).sum())
+    assert bounded.rms_error == pytest.approx(math.sqrt(error / len(d)))
+    _, _, reference_error = brute_force_bounded_fit(form, d, gains, low, high)
+    assert error <= reference_error + 1e-9  # no curve of the grid inside the bounds does better ...
+    assert error >= float((free.predict(d) - gains).pow(2).sum())  # ... and the bounds cost something
+    assert reference_error - error < 0.1 * reference_error  # and the grid (steps of 0.005) nearly reaches it
+
+
+def test_a_bounded_fit_whose_free_fit_is_inside_is_the_free_fit():
+    d = torch.linspace(0.1, 2.0, 20, dtype=torch.float64)
+    gains = d * (0.5 - 0.25 * d)  # between −0.5 and 0.25
+    free = fit_overoptimization("best_of_n", d, gains)
+    bounded = fit_overoptimization("best_of_n", d, gains, gain_bounds=(-1.0, 1.0))
+    assert (bounded.alpha, bounded.beta) == pytest.approx((free.alpha, free.beta), abs=1e-12)
+    with pytest.raises(ValueError, match="low ≤ 0 ≤ high"):
+        fit_overoptimization("best_of_n", d, gains, gain_bounds=(0.1, 1.0))
+
+
 def test_fit_refuses_too_few_points():
     with pytest.raises(ValueError, match="at least two points"):
         fit_overoptimization("rl", [0.0, 1.0], [0.0, 0.5])
@@ -124,7 +185,8 @@ def test_command_writes_the_figure_csv_and_fits(tmp_path, monkeypatch, capsys):
             "--eval-samples", "32", "--best-of-n-max", "50", "--enumeration-threshold", "1e-4"]
     assert command.main(argv) == 0
     printed = capsys.readouterr().out
-    assert "gold peaks at KL" in printed and "the default β = 0.15" in printed
+    assert ("gold peaks at KL" in printed or "no peak inside the measured range" in printed)
+    assert "the default β = 0.15" in printed
     assert (out / "overoptimization.png").stat().st_size > 0 and (out / "fits.json").exists()
     with (out / "overoptimization.csv").open() as file:
         rows = list(csv.DictReader(file))
