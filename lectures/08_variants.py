@@ -3,8 +3,8 @@
 # Lecture 8 — Variants: PPO-Penalty and adaptive clipping
 
 **What it teaches.** PPO-Clip controls the step size with a fixed ε. The PPO paper
-(Schulman et al. 2017) also proposed a penalty on the KL divergence instead of the
-clip, with a coefficient that adapts to how far each update actually went:
+(Schulman et al. 2017, section 4) also proposed a penalty on the KL divergence instead
+of the clip, with a coefficient that adapts to how far each update actually went:
 
     L_policy = −E[ r_t(θ) Â_t ] + β · KL[π_old ‖ π_θ]
 
@@ -12,13 +12,18 @@ clip, with a coefficient that adapts to how far each update actually went:
         d > 1.5 · d_targ   →  β ← 2β      (it moved too far: penalise more)
         d < d_targ / 1.5   →  β ← β / 2   (it barely moved: penalise less)
 
-The same feedback can steer ε instead — *adaptive clipping*: halve ε after an update
-that overshot the KL target, double it after one that undershot. Both replace a step
-size you have to guess (ε) with a KL you have to choose (d_targ), which has the same
-meaning on every task. This lecture runs all three on CartPole, over seeds.
+The factors 1.5 and 2 are the paper's. The same feedback can steer ε instead —
+*adaptive clipping*: halve ε after an update that overshot the KL target, double it
+after one that undershot, within [0.02, 0.5]. That rule is **this library's own**, an
+illustration of the idea, not a method from the literature. Both replace a step size
+you have to guess (ε) with a KL you have to choose (d_targ). This lecture runs all
+three on CartPole over ten seeds and asks what the feedback achieves: does it hold the
+KL of each update near d_targ, and does it change the return?
 
-**What it shows.** Learning curves of PPO-Clip, PPO-Penalty and adaptive clipping over
-seeds; the KL of each update against the target band; how β and ε move.
+**What it shows.** The penalised objective and its slope at a few ratios, next to the
+clipped one; learning curves with 95% bands, the KL of each update against the target
+band, and how β and ε move (plot); per-seed summaries with IQM and bootstrap
+intervals (table).
 
 **Prerequisites.** Lectures 4–6.
 
@@ -26,63 +31,113 @@ seeds; the KL of each update against the target band; how β and ε move.
 `update_kl_coefficient` and `update_clip_coefficient`, and the trainers `PPOPenalty` and
 `AdaptiveClipPPO`, each a subclass of `ppo.trainer.PPO` that overrides the policy loss
 or the ε it reads, and adapts after every update. Tests: `tests/test_variants.py`.
+`experiments/statistics.py` (`interval_estimates`) and `experiments/plot.py`
+(`mean_curve`) for the statistics over seeds.
 """
 
 # %%
+import math
+
+import numpy as np
 import torch
 
-from _common import Lecture, mean_and_spread, plt, print_table
-from ppo.config import PPOConfig
+from _common import Lecture, plt, print_table
+from experiments.plot import mean_curve
+from experiments.presets import build_config
+from experiments.statistics import interval_estimates
 from experiments.train import training_envs
+from ppo.losses import clipped_surrogate_loss
 from ppo.trainer import PPO
 from ppo.variants import KL_TOLERANCE, AdaptiveClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
 
 lecture = Lecture("08_variants", __doc__)
-SEEDS = lecture.choose(full=[1, 2, 3], quick=[1])
+# The CartPole preset was tuned on seeds 1–20 and lecture 6 reports on 21–30: these ten are new to both.
+SEEDS = lecture.choose(full=list(range(31, 41)), quick=[31, 32])
 KL_TARGET = 0.01  # d_targ: the KL per update we ask for
 INITIAL_BETA = 1.0
-BASE = PPOConfig(
-    env_id="CartPole-v1", env_backend="torch", num_envs=32, num_steps=lecture.choose(full=32, quick=8),
-    update_epochs=8, num_minibatches=2, learning_rate=3e-3, anneal_lr=False,
-    total_timesteps=lecture.choose(full=32 * 32 * 30, quick=32 * 8 * 3), tensorboard=False,
-)
+BOOTSTRAP_REPS = lecture.choose(full=2000, quick=100)
+PRESET = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
+BASE = PRESET.replace(anneal_lr=False,
+                      total_timesteps=lecture.choose(full=PRESET.total_timesteps, quick=3 * PRESET.batch_size))
 ALGORITHMS = {
     "PPO-Clip (ε = 0.2)": lambda config: PPO(config, training_envs(config), progress=False),
-    "PPO-Penalty (adaptive β)": lambda config: PPOPenalty(config, training_envs(config), progress=False, kl_target=KL_TARGET, initial_beta=INITIAL_BETA),
-    "adaptive clipping": lambda config: AdaptiveClipPPO(config, training_envs(config), progress=False, kl_target=KL_TARGET),
+    "PPO-Penalty (adaptive β)": lambda config: PPOPenalty(config, training_envs(config), progress=False,
+                                                          kl_target=KL_TARGET, initial_beta=INITIAL_BETA),
+    "adaptive clipping": lambda config: AdaptiveClipPPO(config, training_envs(config), progress=False,
+                                                        kl_target=KL_TARGET),
 }
+COLORS = dict(zip(ALGORITHMS, ("tab:blue", "tab:orange", "tab:green")))  # one colour per algorithm, in every panel
 
 # %% [markdown]
 """
-## The penalised loss on one sample
+## The penalised objective on one sample
 
-`kl_penalty_loss` adds β times the k3 estimate of KL[π_old ‖ π_θ] to the unclipped
-surrogate. Unlike the clip, the penalty never switches a sample's gradient off; it
-pulls back harder the further the ratio goes, in either direction.
+`kl_penalty_loss` adds β times the k3 estimate of KL[π_old ‖ π_θ], (r − 1) − log r, to
+the unclipped surrogate. Take one sample with Â = +1 and look at the objective (minus
+the loss) and its slope in r, the direction the update pushes the ratio. PPO-Clip's
+slope is 0 once r passes 1 + ε: the clip switches the sample off. The penalty never
+switches a sample off; its slope is 1 − β(1 − 1/r), which with a large β points back
+towards r = 1 from either side.
 """
 
+
 # %%
-for ratio in (0.5, 0.8, 1.0, 1.2, 2.0):
-    log_ratio = torch.log(torch.tensor([ratio]))
-    cells = [f"β={beta}: {-kl_penalty_loss(log_ratio, torch.zeros(1), torch.ones(1), beta).item():+.3f}" for beta in (0.0, 1.0, 10.0)]
-    print(f"r = {ratio:>3}, Â = +1   objective  " + "   ".join(cells))
+def objective_and_slope(ratio: float, loss_of_log_ratio) -> tuple[float, float]:
+    """The objective −loss at one sample with Â = +1 and its derivative with respect to r."""
+    ratio_tensor = torch.tensor([ratio], dtype=torch.float64, requires_grad=True)
+    objective = -loss_of_log_ratio(torch.log(ratio_tensor))
+    (slope,) = torch.autograd.grad(objective, ratio_tensor)
+    return float(objective.detach()), float(slope)
+
+
+one = torch.ones(1, dtype=torch.float64)
+zero = torch.zeros(1, dtype=torch.float64)
+OBJECTIVES = {"PPO-Clip ε=0.2": lambda log_ratio: clipped_surrogate_loss(log_ratio, zero, one, 0.2)}
+for beta in (0.0, 1.0, 10.0):
+    OBJECTIVES[f"penalty β={beta:g}"] = lambda log_ratio, beta=beta: kl_penalty_loss(log_ratio, zero, one, beta)
+RATIOS = (0.5, 0.8, 1.0, 1.2, 2.0)
+slopes = {}
+rows = []
+for ratio in RATIOS:
+    row = {"r": ratio}
+    for name, loss in OBJECTIVES.items():
+        value, slope = objective_and_slope(ratio, loss)
+        slopes[name, ratio] = slope
+        row[name] = f"{value:+.3f} (slope {slope:+.2f})"
+    rows.append(row)
+print_table(rows, title="Objective −L at one sample with Â = +1, and its slope ∂(−L)/∂r")
+
+# %%
+lecture.claim("PPO-Clip's slope is 0 once r passes 1 + ε (r = 2)", slopes["PPO-Clip ε=0.2", 2.0] == 0.0,
+              measured=f"slope {slopes['PPO-Clip ε=0.2', 2.0]:+.3f} at r = 2")
+lecture.claim("the penalty never switches a sample off: every penalised slope in the table is non-zero",
+              all(slopes[name, ratio] != 0.0 for name in OBJECTIVES if name.startswith("penalty") for ratio in RATIOS),
+              measured="smallest |slope| " + f"{min(abs(slopes[n, r]) for n in OBJECTIVES if n.startswith('penalty') for r in RATIOS):.3f}")
+lecture.claim("with β = 10 the slope points back towards r = 1 from either side (negative at r = 2, "
+              "above the surrogate's 1 at r = 0.5)",
+              slopes["penalty β=10", 2.0] < 0 and slopes["penalty β=10", 0.5] > 1,
+              measured=f"slope {slopes['penalty β=10', 2.0]:+.2f} at r = 2, {slopes['penalty β=10', 0.5]:+.2f} at r = 0.5")
 
 # %% [markdown]
 """
-## Training the three over seeds
+## Training the three over ten seeds
 
-Same configuration for all: 32 CartPole copies × 32 steps, K = 8 epochs of 2
-minibatches, a constant learning rate of 3e-3; d_targ = 0.01 and β₀ = 1 for the
-adaptive ones. The step size is chosen so that PPO-Clip's updates move the policy by a
-KL of the order of d_targ: with much smaller steps (lecture 6's base run, annealed to
-0) every update would undershoot the target and the adaptive rules would only ever
-loosen — β halving towards 0, ε pinned at its upper bound. The variants report, per iteration, the
-coefficient the update used (`beta` or `clip_coef`) and the KL measured on the whole
-rollout afterwards (`kl_after_update`); for PPO-Clip the callback measures the same KL
-with the same function, `ppo.variants.rollout_kl`.
+All three start from the library's CartPole preset (lecture 5, `ppo-train
+--list-presets`) with one change: the learning rate stays constant instead of
+annealing to 0, because an annealed step makes the last updates move the policy by
+ever less whatever β or ε is, and a KL target would then be missed by construction.
+The adaptive ones use d_targ = 0.01 and start from β₀ = 1 and the preset's ε = 0.2.
+The variants report, per iteration, the coefficient the update used (`beta` or
+`clip_coef`) and the KL measured on the whole rollout afterwards (`kl_after_update`);
+for PPO-Clip the callback measures the same KL with the same function,
+`ppo.variants.rollout_kl`. The variants are subclasses of the single-run trainer, so
+the thirty runs run one after another (`SeedBatchPPO` batches PPO-Clip only).
 """
 
 # %%
+print(f"CartPole preset, anneal_lr {PRESET.anneal_lr} → {BASE.anneal_lr}: {BASE.num_envs} envs × {BASE.num_steps} steps, "
+      f"{BASE.update_epochs} epochs × {BASE.num_minibatches} minibatches, lr {BASE.learning_rate}, ε {BASE.clip_coef}; "
+      f"{BASE.total_timesteps:,} steps per run; seeds {SEEDS[0]}–{SEEDS[-1]}")
 histories = {name: {} for name in ALGORITHMS}
 for name, make in ALGORITHMS.items():
     for seed in SEEDS:
@@ -97,65 +152,171 @@ for name, make in ALGORITHMS.items():
         histories[name][seed] = history
     print(f"ran {name}")
 
+# %% [markdown]
+"""
+## Per seed, then over seeds
+
+Each run gives four numbers: its *final return* (the mean of its last 20 training
+episodes, averaged over the last quarter of the run, as in lecture 6), the median of
+its per-update KLs, the share of its updates whose KL fell inside the band
+[d_targ / 1.5, 1.5 · d_targ] where neither rule acts, and the spread of its KLs (the
+ratio of the 90th to the 10th percentile). Over the ten seeds: the IQM with a 95%
+stratified-bootstrap interval (`experiments.statistics.interval_estimates`; lecture 6).
+"""
+
 # %%
 low, high = KL_TARGET / KL_TOLERANCE, KL_TARGET * KL_TOLERANCE
-rows = []
+per_run = {name: {"final return": [], "median KL": [], "share in band": [], "KL spread p90/p10": []} for name in ALGORITHMS}
 for name in ALGORITHMS:
-    finals, kls, in_band = [], [], []
     for history in histories[name].values():
         tail = history[-max(1, len(history) // 4):]
-        finals.append(sum(row["episode_return_recent"] for row in tail) / len(tail))
-        kl_values = torch.tensor([row["kl_after_update"] for row in history])
-        kls.append(float(kl_values.median()))
-        in_band.append(float(((kl_values >= low) & (kl_values <= high)).float().mean()))
-    rows.append({"algorithm": name, "final return": mean_and_spread(finals),
-                 "median KL per update": sum(kls) / len(kls), "updates with KL in band": sum(in_band) / len(in_band)})
-print_table(rows, title=f"{len(SEEDS)} seeds, {BASE.total_timesteps:,} steps each; KL band [{low:.4f}, {high:.4f}] around d_targ = {KL_TARGET}")
+        kl_values = torch.tensor([row["kl_after_update"] for row in history], dtype=torch.float64)
+        per_run[name]["final return"].append(sum(row["episode_return_recent"] for row in tail) / len(tail))
+        per_run[name]["median KL"].append(float(kl_values.median()))
+        per_run[name]["share in band"].append(float(((kl_values >= low) & (kl_values <= high)).double().mean()))
+        per_run[name]["KL spread p90/p10"].append(float(kl_values.quantile(0.9) / kl_values.quantile(0.1)))
+estimates = {quantity: interval_estimates({name: np.array(per_run[name][quantity]) for name in ALGORITHMS},
+                                          reps=BOOTSTRAP_REPS, seed=0)
+             for quantity in per_run[next(iter(ALGORITHMS))]}
+
+
+def interval(quantity: str, name: str, digits: int = 3) -> str:
+    row = estimates[quantity][name]
+    return f"{row['iqm']:.{digits}g} [{row['iqm_low']:.{digits}g}, {row['iqm_high']:.{digits}g}]"
+
+
+print_table([{"algorithm": name, **{quantity: interval(quantity, name) for quantity in per_run[name]}}
+             for name in ALGORITHMS],
+            title=f"IQM [95% CI] over {len(SEEDS)} seeds; KL band [{low:.4f}, {high:.4f}] around d_targ = {KL_TARGET}")
+for name in ALGORITHMS:
+    print(f"{name}, per seed: final return " + " ".join(f"{value:.0f}" for value in per_run[name]["final return"])
+          + "; median KL " + " ".join(f"{value:.4f}" for value in per_run[name]["median KL"]))
 for name, key in (("PPO-Penalty (adaptive β)", "beta"), ("adaptive clipping", "clip_coef")):
     values = [row[key] for history in histories[name].values() for row in history]
     print(f"{name}: {key} ranged over [{min(values):.4g}, {max(values):.4g}] across updates and seeds")
 
+
+def overlaps(quantity: str, first: str, second: str) -> bool:
+    a, b = estimates[quantity][first], estimates[quantity][second]
+    return a["iqm_low"] <= b["iqm_high"] and b["iqm_low"] <= a["iqm_high"]
+
+
+# %% [markdown]
+"""
+## The figure
+
+Left: the return, the mean of the ten seeds with its 95% t-interval
+(`experiments.plot.mean_curve`). Middle: the KL of each update, the median over seeds
+with the band between the 25th and 75th percentiles, on a log axis (every KL here is
+positive), with the target band in grey. Right: β and ε, median over seeds and
+interquartile band; the dotted lines are ε's bounds. Each algorithm has one colour in
+all three panels.
+"""
+
+
 # %%
-figure, axes = plt.subplots(1, 3, figsize=(16, 4.5))
-colors = dict(zip(ALGORITHMS, ("tab:blue", "tab:orange", "tab:green")))
+def quantile_curve(name: str, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Steps, and the 25th, 50th and 75th percentiles over seeds of `key` at each iteration."""
+    runs = list(histories[name].values())
+    values = np.array([[row[key] for row in history] for history in runs])  # (seeds, iterations)
+    steps = np.array([row["step"] for row in runs[0]])
+    return steps, *np.percentile(values, [25, 50, 75], axis=0)
+
+
+figure, axes = plt.subplots(1, 3, figsize=(16, 4.6))
 for name in ALGORITHMS:
-    for index, history in enumerate(histories[name].values()):
-        steps = [row["step"] for row in history]
-        label = name if index == 0 else None
-        axes[0].plot(steps, [row["episode_return_recent"] for row in history], color=colors[name], alpha=0.7, lw=1.2, label=label)
-        axes[1].plot(steps, [row["kl_after_update"] for row in history], color=colors[name], alpha=0.7, lw=1.2, label=label)
-axes[0].set_title("return, last 20 episodes (one line per seed)")
-axes[1].axhspan(low, high, color="grey", alpha=0.2, label="target band")
+    curve = mean_curve([([row["step"] for row in history], [row["episode_return_recent"] for row in history])
+                        for history in histories[name].values()], points=len(histories[name][SEEDS[0]]))
+    axes[0].plot(curve["x"], curve["mean"], color=COLORS[name], lw=2, label=name)
+    axes[0].fill_between(curve["x"], curve["low"], curve["high"], color=COLORS[name], alpha=0.2, linewidth=0)
+    steps, q25, q50, q75 = quantile_curve(name, "kl_after_update")
+    axes[1].plot(steps, q50, color=COLORS[name], lw=1.5, label=name)
+    axes[1].fill_between(steps, q25, q75, color=COLORS[name], alpha=0.2, linewidth=0)
+for name, key, label in (("PPO-Penalty (adaptive β)", "beta", "β (PPO-Penalty)"), ("adaptive clipping", "clip_coef", "ε (adaptive clipping)")):
+    steps, q25, q50, q75 = quantile_curve(name, key)
+    axes[2].step(steps, q50, where="post", color=COLORS[name], lw=1.5, label=label)
+    axes[2].fill_between(steps, q25, q75, step="post", color=COLORS[name], alpha=0.2, linewidth=0)
+for index, bound in enumerate((0.02, 0.5)):
+    axes[2].axhline(bound, color=COLORS["adaptive clipping"], ls=":", lw=1, label="ε's bounds" if index == 0 else None)
+axes[1].axhspan(low, high, color="grey", alpha=0.25, label="target band, d_targ / 1.5 to 1.5 · d_targ")
+axes[0].set_ylabel("return, mean of the last 20 episodes")
+axes[0].set_title(f"Return: mean of {len(SEEDS)} seeds, 95% t-interval", fontsize=10)
 axes[1].set_yscale("log")
-axes[1].set_title("KL[π_old ‖ π_new] after each update")
-for index, history in enumerate(histories["PPO-Penalty (adaptive β)"].values()):
-    axes[2].plot([row["step"] for row in history], [row["beta"] for row in history], color=colors["PPO-Penalty (adaptive β)"],
-                 label="β (PPO-Penalty)" if index == 0 else None)
-for index, history in enumerate(histories["adaptive clipping"].values()):
-    axes[2].plot([row["step"] for row in history], [row["clip_coef"] for row in history], color=colors["adaptive clipping"],
-                 label="ε (adaptive clipping)" if index == 0 else None)
-axes[2].set_yscale("log")
-axes[2].set_title("the adapted coefficient")
+axes[1].set_ylabel("KL[π_old ‖ π_new] on the rollout (nats)")
+axes[1].set_title("KL of each update: median and interquartile band", fontsize=10)
+axes[2].set_yscale("log", base=2)
+axes[2].set_ylabel("coefficient (β or ε, no unit)")
+axes[2].set_title("The adapted coefficient: median and interquartile band", fontsize=10)
 for axis in axes:
     axis.set_xlabel("environment steps")
-    axis.legend(fontsize=8)
+axes[0].legend(fontsize=8, loc="lower right")
+axes[1].legend(fontsize=8, loc="best")
+axes[2].legend(fontsize=8, loc="lower left")
 lecture.save_figure(figure, "variants.png")
 
 # %% [markdown]
 """
-## What to take away
+## What the runs show
 
-The adaptive rules aim the KL of each update at d_targ; PPO-Clip does not aim at any KL
-— its KL is whatever ε, the learning rate and K produce. Compare the median KL column
-with d_targ and with PPO-Clip's, then the in-band column and the middle plot: a rule
-that reacts once per update, by factors of two, to a KL measured on one noisy rollout
-centres the KL but cannot pin each update to the band. The right-hand plot shows the
-other side of that coin: β and ε bounce between neighbouring powers of two instead of
-settling. Whether any of this buys return on this task is in the first column — with
-the ± from a few seeds in mind. A KL penalty returns in the language-model lectures
+**Return.** With the preset's settings all three solve CartPole: every algorithm's IQM
+final return in the table is above 450, and the three IQM intervals overlap — ten seeds
+show no difference in return between the clip and the two feedback rules on this task.
+Not every run holds 500: the lowest final return of all thirty runs is a PPO-Penalty
+run's, below 450 (the per-seed line under the table), which the IQM leaves out and the
+lower end of PPO-Penalty's interval shows.
+
+**The KL of each update.** PPO-Clip does not aim at any KL: its KL is whatever ε, the
+learning rate and K produce. The feedback rules aim at d_targ, but a rule that reacts
+once per update, by factors of two, to a KL measured on one rollout cannot pin each
+update to the band: in every run of every algorithm fewer than half of the updates
+land in it, and within one run the KLs spread over an order of magnitude (the 90th
+percentile more than five times the 10th, for the adaptive rules as for the clip; the
+middle panel's bands). What the penalty does achieve is a centre: every PPO-Penalty run's
+median KL lies within a factor of two of d_targ.
+
+**The coefficients.** β never settles (right panel): in every PPO-Penalty run it spans
+at least a factor of 16 (four doublings). Adaptive clipping's ε runs into its upper bound
+0.5 in every run, and its median KL still stays below d_targ in every run: once the
+clip no longer binds, the learning rate and K set the step, and loosening ε further
+cannot raise the KL. A KL penalty returns in the language-model lectures
 (11–12), where it ties the policy to a frozen reference model instead of the previous
 policy.
 """
+
+# %%
+finals_iqm = {name: estimates["final return"][name]["iqm"] for name in ALGORITHMS}
+lecture.claim("every algorithm's IQM final return is above 450", min(finals_iqm.values()) > 450,
+              measured=", ".join(f"{name}: {value:.1f}" for name, value in finals_iqm.items()), quick=False)
+names = list(ALGORITHMS)
+pairs = [(first, second) for i, first in enumerate(names) for second in names[i + 1:]]
+lecture.claim("the three IQM intervals of the final return overlap",
+              all(overlaps("final return", first, second) for first, second in pairs),
+              measured="; ".join(f"{name} {interval('final return', name)}" for name in names), quick=False)
+in_band = [share for name in ALGORITHMS for share in per_run[name]["share in band"]]
+lecture.claim("in every run of every algorithm fewer than half of the updates land in the band", max(in_band) < 0.5,
+              measured=f"share in band between {min(in_band):.2f} and {max(in_band):.2f}", quick=False)
+spreads = [spread for name in ALGORITHMS for spread in per_run[name]["KL spread p90/p10"]]
+lecture.claim("within one run the KLs spread over an order of magnitude: the 90th percentile more than five times the 10th, "
+              "in every run", min(spreads) > 5, measured=f"p90/p10 between {min(spreads):.1f} and {max(spreads):.1f}",
+              quick=False)
+penalty_medians = per_run["PPO-Penalty (adaptive β)"]["median KL"]
+lecture.claim("every PPO-Penalty run's median KL lies within a factor of two of d_targ",
+              all(KL_TARGET / 2 <= value <= 2 * KL_TARGET for value in penalty_medians),
+              measured=f"medians between {min(penalty_medians):.4f} and {max(penalty_medians):.4f}", quick=False)
+beta_spans = [max(row["beta"] for row in history) / min(row["beta"] for row in history)
+              for history in histories["PPO-Penalty (adaptive β)"].values()]
+lecture.claim("in every PPO-Penalty run β spans at least a factor of 16", min(beta_spans) >= 16,
+              measured=f"max β / min β between {min(beta_spans):g} and {max(beta_spans):g}", quick=False)
+clip_maxima = [max(row["clip_coef"] for row in history) for history in histories["adaptive clipping"].values()]
+lecture.claim("adaptive clipping's ε runs into its upper bound 0.5 in every run", min(clip_maxima) == 0.5,
+              measured=f"largest ε per run between {min(clip_maxima):g} and {max(clip_maxima):g}", quick=False)
+clip_medians = per_run["adaptive clipping"]["median KL"]
+lecture.claim("adaptive clipping's median KL stays below d_targ in every run", max(clip_medians) < KL_TARGET,
+              measured=f"medians between {min(clip_medians):.4f} and {max(clip_medians):.4f}", quick=False)
+lowest = {name: min(per_run[name]["final return"]) for name in ALGORITHMS}
+lecture.claim("the lowest final return of all thirty runs is a PPO-Penalty run's, below 450",
+              min(lowest, key=lowest.get) == "PPO-Penalty (adaptive β)" and lowest["PPO-Penalty (adaptive β)"] < 450,
+              measured=", ".join(f"{name}: lowest {value:.0f}" for name, value in lowest.items()), quick=False)
 
 # %%
 lecture.finish()
