@@ -28,8 +28,9 @@ the prompts and the reward from us, as a `CompletionTask`.
 
 The experiment is a classic first exercise in RLHF teaching material: teach a model
 that rarely completes "ravin likes " with "pizza" (section 1 gives the exact rate) to
-say pizza, with a reward for exactly "pizza" + EOS. A notebook that teaches it updates
-the model after every single completion:
+say pizza, with a reward for exactly "pizza" + EOS. One of this course's reference
+texts, a teaching notebook that runs this experiment on its own character-level model,
+updates the model after every single completion:
 
 ```python
 for episode in range(300):
@@ -38,11 +39,14 @@ for episode in range(300):
     ppo_update(policy, critic, [completion], [reward])    # a batch of one
 ```
 
-It reports the pizza rate rising from 12% to 81% after 300 episodes, at a mean KL of
-about 3.8 nats to the starting model, with garbled completions among the pizzas
-("pizzaicres wpiesE"). Lecture 7 (defect 8) measures why a batch of one is a poor
-gradient. Here we train with batches of completions and measure ours — target rate,
-KL, entropy, well-formed rate — and set it next to π*.
+That notebook reports, as its own result (quoted here, not run): "pizza" in 12 of 100
+samples before training and in 81 of 100 after 300 episodes (a sample counts when its
+text contains "pizza"), a logged "mean KL" between 3.76 and 3.88 over episodes 100–300
+(which it describes as an average over an episode's tokens, so not the sequence KL this
+lecture measures), and garbled completions among the pizzas ("pizzaicres wpiesE").
+Lecture 7 (defect 8) measures why a batch of one is a poor gradient. Here we train with
+batches of completions and measure ours — target rate, KL, entropy, well-formed rate —
+and set it next to π*.
 
 **Prerequisites.** Lectures 3–7; lecture 7's defects 4–8 are the LM-side pitfalls.
 
@@ -87,6 +91,7 @@ PROMPT = corpus.prompt(PERSON, RELATION)
 QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, learning_rate=1e-2,
                            warmup_steps=20, eval_interval=250)
 EVAL_SAMPLES = lecture.choose(full=1000, quick=200)
+KL_SAMPLES = lecture.choose(full=2000, quick=200)  # completions on which section 5 compares the KL estimators
 
 # %% [markdown]
 """
@@ -97,7 +102,10 @@ EVAL_SAMPLES = lecture.choose(full=1000, quick=200)
 prediction (once; the checkpoint is cached under a hash of its configuration). Because
 the table is known, so is what the model should have learned. For each food,
 π_ref(food + EOS | prompt) is a product of next-token probabilities — computed exactly
-(`ppo.lm.optimum.completion_probabilities`), no sampling involved.
+(`ppo.lm.optimum.completion_probabilities`), no sampling involved. The full run's SFT
+model matches the corpus's ten foods to within a percentage point each and puts under
+1% on malformed strings; it says pizza rarely, under 15% of the time. (The --quick run
+uses a small model trained in seconds, which matches the table only roughly.)
 """
 
 # %%
@@ -110,6 +118,14 @@ reference_probabilities = completion_probabilities(sft, tokenizer, PROMPT, corpu
 truth = corpus.food_distribution(PERSON, RELATION)
 print_table([{"completion": food, "corpus p(food)": truth.get(food, 0.0), "SFT π_ref(food + EOS)": reference_probabilities[food]}
              for food in (*corpus.FOODS, MALFORMED)], title=f"What the SFT model says after {PROMPT!r} (exact)")
+largest_gap = max(abs(reference_probabilities[food] - truth.get(food, 0.0)) for food in corpus.FOODS)
+lecture.claim("the full run's SFT model matches the corpus's ten foods to within a percentage point each and puts "
+              "under 1% on malformed strings",
+              len(corpus.FOODS) == 10 and largest_gap < 0.01 and reference_probabilities[MALFORMED] < 0.01,
+              measured=f"{len(corpus.FOODS)} foods, largest |π_ref − p| {largest_gap:.4f}, "
+                       f"malformed {reference_probabilities[MALFORMED]:.2%}", quick=False)
+lecture.claim("it says pizza rarely, under 15% of the time", reference_probabilities[TARGET] < 0.15,
+              measured=f"π_ref({TARGET} + EOS) = {reference_probabilities[TARGET]:.1%}")
 texts, ended = sample_texts(sft, tokenizer, PROMPT, 8, generator=torch.Generator().manual_seed(0))
 print("eight samples:", ", ".join(repr(text + ("⏎" if eos else "…")) for text, eos in zip(texts, ended)), "(⏎ = EOS)")
 
@@ -165,6 +181,17 @@ rollout = trainer.collect()
 token_rewards = trainer.rewards(rollout)
 print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollout.batch, TARGET)),
             title="One completion of the first rollout, before any update (π_θ = π_ref)")
+# π_θ and π_ref hold the same weights and score the same batch with the same kernels in this
+# process, so their log-probs are bit-identical: KL_t is exactly 0, not merely small.
+mask = rollout.batch.mask  # (B, T) real tokens, EOS included
+last = torch.zeros_like(mask)
+last[torch.arange(len(mask)), mask.sum(1) - 1] = True  # (B, T) the last real token of each completion
+lecture.claim("before any update every KL_t is exactly 0 and the only reward is the score at EOS",
+              bool((token_rewards.kl[mask] == 0).all()) and bool((token_rewards.rewards[mask & ~last] == 0).all()),
+              measured=f"largest |KL_t| {float(token_rewards.kl[mask].abs().max()):.1e}, largest |r_t| before the last "
+                       f"token {float(token_rewards.rewards[mask & ~last].abs().max()):.1e} over {len(mask)} completions")
+lecture.claim("the critic's value head starts at zero", bool((rollout.values[mask] == 0).all()),
+              measured=f"largest |V(s_t)| in the first rollout {float(rollout.values[mask].abs().max()):.1e}")
 
 # %% [markdown]
 """
@@ -219,14 +246,76 @@ figure.suptitle(f"PPO on {PROMPT!r}… (rule reward, β = {CONFIG.kl_coef} throu
 lecture.save_figure(figure, "training_diagnostics.png")
 critic_after = {text: critic_values_along(trainer.value_model, tokenizer, text) for text in probe_texts}
 lecture.wrote(plot_critic_values(probe_texts, critic_before, critic_after, lecture.path("critic_values.png"),
-                                 "the critic's V(s_t) before and after PPO"))
+                                 "the critic's V(s_t) before and after PPO", prompt=PROMPT))
 print_table([{"prefix": text, "V before": critic_before[text][-1], "V after": critic_after[text][-1]} for text in probe_texts],
             title="The critic's value of the last prefix (the score is paid one token later, at EOS)")
+
+
+def optimum_at(beta: float):
+    """π*_β of the rule reward over the ten foods and the malformed rest (`ppo.lm.optimum`)."""
+    scores = {group: (TASK_CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
+    return kl_regularised_optimum(reference_probabilities, scores, beta)
+
+
+# %% [markdown]
+"""
+What the run shows. In the top-middle panel the pizza rate climbs from the SFT model's
+~11% to above 95% by iteration 12 and averages above 95% over the last five iterations,
+while the well-formed rate never drops below 95%: no garbled pizzas. The entropy per
+token (bottom left) ends below a tenth of where it started, and the approx KL and clip
+fraction (bottom middle) end near 0: the policy has all but stopped moving. That is not
+a collapse to fix: at this β the exact optimum π* itself puts more than 98% on
+"pizza" + EOS (section 6), so a nearly deterministic policy is what the objective asks for.
+
+The critic figure: before training every value is 0 (dashed; the head starts at zero).
+After it, the value of "ravin likes pizz" is within 0.05 of the score and that of
+"ravin likes sala" within 0.2 of 0 (the trained policy rarely says salad, so the critic
+sees that state seldom): once the first character is chosen, the outcome is settled. The
+value of the prompt itself, s_0, is within 0.05 of the last iteration's mean total reward
+score − β·KL. Inside the prompt (shaded) the values wander away from 0: PPO never acts in
+those states, so no loss constrains the critic there.
+"""
+
+# %%
+history = trainer.history
+first_above = next((i + 1 for i, m in enumerate(history) if m["target_rate"] > 0.95), None)
+last_five = sum(m["target_rate"] for m in history[-5:]) / len(history[-5:])
+lowest_well_formed = min(m["well_formed_rate"] for m in history)
+lecture.claim("the pizza rate climbs to above 95% by iteration 12 and averages above 95% over the last five iterations",
+              first_above is not None and first_above <= 12 and last_five > 0.95,
+              measured=f"first above 95% at iteration {first_above}, last-five mean {last_five:.1%}", quick=False)
+lecture.claim("the well-formed rate never drops below 95%", lowest_well_formed >= 0.95,
+              measured=f"lowest well-formed rate {lowest_well_formed:.1%}", quick=False)
+lecture.claim("the entropy per token ends below a tenth of where it started; approx KL and clip fraction end near 0",
+              history[-1]["entropy"] < 0.1 * history[0]["entropy"] and history[-1]["approx_kl"] < 1e-3
+              and history[-1]["clip_fraction"] < 0.01,
+              measured=f"entropy {history[0]['entropy']:.3f} → {history[-1]['entropy']:.4f}, last approx KL "
+                       f"{history[-1]['approx_kl']:.5f}, last clip fraction {history[-1]['clip_fraction']:.4f}", quick=False)
+lecture.claim("at this β π* puts more than 98% on pizza + EOS", optimum_at(CONFIG.kl_coef).probabilities[TARGET] > 0.98,
+              measured=f"π*_{CONFIG.kl_coef}({TARGET} + EOS) = {optimum_at(CONFIG.kl_coef).probabilities[TARGET]:.1%}",
+              quick=False)
+pizz, sala = probe_texts
+first_state = len(PROMPT)  # entry i of critic_values_along: the value after reading i characters (BOS first)
+prompt_values = critic_after[pizz][:first_state]  # states inside the prompt, where PPO never acts
+lecture.claim("before training every value is 0", all(v == 0 for text in probe_texts for v in critic_before[text]),
+              measured=f"largest |V| before {max(abs(v) for text in probe_texts for v in critic_before[text]):.1e}")
+lecture.claim("after training V('ravin likes pizz') is within 0.05 of the score and V('ravin likes sala') within 0.2 of 0",
+              abs(critic_after[pizz][-1] - TASK_CONFIG.score) < 0.05 and abs(critic_after[sala][-1]) < 0.2,
+              measured=f"V(pizz) {critic_after[pizz][-1]:.3f}, V(sala) {critic_after[sala][-1]:.3f}", quick=False)
+lecture.claim("V(s_0) is within 0.05 of the last iteration's mean total reward",
+              abs(critic_after[pizz][first_state] - history[-1]["total_reward"]) < 0.05,
+              measured=f"V(s_0) {critic_after[pizz][first_state]:.3f}, total reward {history[-1]['total_reward']:.3f}",
+              quick=False)
+lecture.claim("inside the prompt the trained critic's values wander away from 0", max(map(abs, prompt_values)) > 0.1,
+              measured=f"largest |V| inside the prompt {max(map(abs, prompt_values)):.3f}", quick=False)
 
 # %% [markdown]
 """
 The same episode table on the trained policy shows the other half of the reward:
-KL_t is no longer zero, and it is not spread evenly. Look at which token carries it.
+KL_t is no longer zero, and it is not spread evenly. Look at which token carries it:
+the first, "p". Pizza is the only food that starts with p, and after "ravin likes p" the
+SFT model already finishes "izza" + EOS with probability above 0.99, so the policy had
+nothing to change after t = 0.
 """
 
 # %%
@@ -238,6 +327,15 @@ advantages, returns = trainer.advantages(rollout, token_rewards)
 row = first_row_with(rollout.batch, TARGET)
 print_table(episode_table(trainer, rollout, token_rewards, row, advantages),
             title=f"One completion after {CONFIG.iterations} iterations (β = {CONFIG.kl_coef})")
+foods_on_p = [food for food in corpus.FOODS if food.startswith(TARGET[0])]
+with torch.no_grad():
+    first_letter = float(next_token_log_probs(sft(torch.tensor([tokenizer.encode(PROMPT)])))[0, -1, tokenizer.encode(
+        TARGET[0], add_bos=False)[0]].exp())  # π_ref(first letter of the target | prompt)
+rest_given_first = reference_probabilities[TARGET] / first_letter  # π_ref("izza" + EOS | prompt + "p")
+lecture.claim("pizza is the only food that starts with p, and after 'ravin likes p' the SFT model finishes 'izza' + EOS "
+              "with probability above 0.99", foods_on_p == [TARGET] and rest_given_first > 0.99,
+              measured=f"foods starting with {TARGET[0]!r}: {foods_on_p}; π_ref(rest | first letter) {rest_given_first:.4f}",
+              quick=False)
 
 # %% [markdown]
 """
@@ -263,6 +361,25 @@ print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t])
               "Â_t = compute_gae": float(by_hand[t]), "Â_t from the trainer": float(advantages[row, t])} for t in range(n)],
             title=f"GAE along one completion (γ = {CONFIG.gamma}, λ = {CONFIG.gae_lambda}; "
                   f"norm_adv = {CONFIG.norm_adv}, whiten_rewards = {CONFIG.whiten_rewards})")
+# float32: the trainer runs the same recursion over the whole (T, B) batch; 1e-6 is a few ulps at |Â| ≤ 1
+lecture.claim("compute_gae along the token axis gives the trainer's advantages",
+              bool(torch.allclose(by_hand[:, 0], advantages[row, :n], rtol=0, atol=1e-6)),
+              measured=f"largest difference {float((by_hand[:, 0] - advantages[row, :n]).abs().max()):.1e}")
+
+# %% [markdown]
+"""
+**On this task the critic and token-level GAE have nothing to do.** Section 5 measures
+where the policy's KL to π_ref is spent along the completion: at least 99% of it at t = 0,
+the first character. The food task is a one-decision bandit: the first token settles the
+food, the value of every later state is settled with it (the critic's V ≈ 1 after "pizz",
+≈ 0 after "sala", above), and what a critic adds is a baseline for the one state s_0,
+which the mean reward of the batch provides as well. Token-level credit assignment, a
+learned critic against a critic-free baseline (lecture 12's GRPO and RLOO), λ = 0.95
+against λ = 1: none of these has anything to differ on here. They part on a task whose
+reward depends on a decision taken in mid-sequence, which this lecture does not run
+(`experiments/two_choice_task.py` is one: its reward depends on a relation chosen at the
+first token and a food chosen six tokens later).
+"""
 
 # %% [markdown]
 """
@@ -270,22 +387,34 @@ print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t])
 
 **Measuring.** The penalty needs KL(π ‖ π_ref) from samples. Per token, with
 ρ = π_ref(y_t|s_t) / π(y_t|s_t), k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased
-(Schulman 2020; `ppo.losses.kl_per_sample`); k1 can be negative, k3 cannot. k3 has the
-smaller variance while π and π_ref are close (ρ near 1). Once the policy has moved far, a
-rare token that π_ref likes much more than π does gives a huge ρ, and k3 a heavy tail. With
-a tiny vocabulary we can also compute the exact KL of the two next-token distributions at
-every visited prefix, Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)) (`rollout.exact_kl`), and
-sum it along the completion: an estimate of the same sequence KL without the sampling noise
-of the token. Compare the three rows, and the spread of each. The figure puts every
-completion's k1 and k3 on one axis (a symmetric log scale, so that a value tens of nats out
-fits next to the bulk), and the printed lines say how much of each mean the largest 1% of
-completions carry.
+(Schulman 2020; `ppo.losses.kl_per_sample`); k1 can be negative, k3 cannot. Schulman
+finds k3 the one with the smaller variance while π and π_ref are close (ρ near 1). Once
+the policy has moved far, as ours has, a rare token that π_ref likes much more than π does
+gives a huge ρ, and k3 a heavy tail. With a tiny vocabulary we can also compute the exact
+KL of the two next-token distributions at every visited prefix,
+Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)) (`rollout.exact_kl`), and sum it along the
+completion: an estimate of the same sequence KL without the sampling noise of the token.
+The figure puts every completion's k1 and k3 on one axis (a symmetric log scale, so that a
+value tens of nats out fits next to the bulk), and the printed lines say how much of each
+mean the largest 1% of completions carry.
+
+What the run shows: the exact sum's spread over completions is smaller than k1's (what is
+left is the noise of which prefixes a completion visits); k3's spread is larger than k1's, and its largest 1% of completions carry at least five
+times the share of its mean that k1's do (the right panel's far-right dots). k1's sample
+mean lies within three standard errors of the exact one; k3's rests on how many of those
+rare completions a sample happens to catch. The left panel: at least 99% of the exact KL
+is spent at t = 0 (the bandit of section 4).
 """
 
 # %%
-batch, mask = rollout.batch, rollout.batch.mask
-exact = rollout.exact_kl  # (B, T) KL(π(·|s_t) ‖ π_ref(·|s_t)) at every visited prefix
-estimates = {name: per_token_kl(rollout.log_probs, rollout.reference_log_probs, mask, name) for name in ("k1", "k3")}
+# A larger sample than one training batch: the rare completions that carry k3's tail must show up in it.
+with torch.no_grad():
+    sample = collect_rollout(trainer.policy, trainer.reference, None, tokenizer, [PROMPT] * KL_SAMPLES,
+                             CONFIG.max_new_tokens, CONFIG.temperature, torch.Generator().manual_seed(30_000),
+                             with_values=False)
+batch, mask = sample.batch, sample.batch.mask
+exact = sample.exact_kl  # (B, T) KL(π(·|s_t) ‖ π_ref(·|s_t)) at every visited prefix
+estimates = {name: per_token_kl(sample.log_probs, sample.reference_log_probs, mask, name) for name in ("k1", "k3")}
 kl_rows = [{"estimator": "exact, per prefix", "mean sequence KL": float(exact.sum(1).mean()),
             "std over completions": float(exact.sum(1).std()), "negative per-token values": "0%"}]
 for name, values in estimates.items():
@@ -319,6 +448,27 @@ axes[1].set_xlabel("sequence KL estimate (nats, symmetric log scale)")
 axes[1].legend(fontsize=8, loc="lower right")
 axes[1].set_title("k1 and k3, one number per completion")
 lecture.save_figure(figure, "kl_estimators.png")
+exact_sums = exact.sum(1)  # (B,) one sequence KL per completion
+sums = {name: values.sum(1) for name, values in estimates.items()}  # (B,) each
+top_share = {name: float(v.sort(descending=True).values[: max(1, len(v) // 100)].sum() / v.sum()) for name, v in sums.items()}
+lecture.claim("k1 can be negative, k3 cannot", bool((estimates["k1"][mask] < 0).any()) and bool((estimates["k3"][mask] >= 0).all()),
+              measured=", ".join(f"{name} negative on {float((v[mask] < 0).float().mean()):.0%} of tokens"
+                                 for name, v in estimates.items()))
+lecture.claim("the exact sum's spread over completions is smaller than k1's",
+              float(exact_sums.std()) < float(sums["k1"].std()),
+              measured=f"std exact {float(exact_sums.std()):.4f}, k1 {float(sums['k1'].std()):.3f}")
+lecture.claim("k3's spread is larger than k1's, and its largest 1% of completions carry at least five times the share of "
+              "its mean that k1's do", float(sums["k3"].std()) > float(sums["k1"].std())
+              and top_share["k3"] > 5 * max(top_share["k1"], 0.0),
+              measured=f"std k3 {float(sums['k3'].std()):.3f}, k1 {float(sums['k1'].std()):.3f}; largest 1% carry "
+                       f"k3 {top_share['k3']:.1%}, k1 {top_share['k1']:.1%}", quick=False)
+k1_standard_error = float(sums["k1"].std()) / math.sqrt(len(sums["k1"]))
+lecture.claim("k1's sample mean lies within three standard errors of the exact one",
+              abs(float(sums["k1"].mean() - exact_sums.mean())) < 3 * k1_standard_error,
+              measured=f"exact {float(exact_sums.mean()):.3f}, k1 {float(sums['k1'].mean()):.3f} ± {k1_standard_error:.3f}, "
+                       f"k3 {float(sums['k3'].mean()):.3f}")
+lecture.claim("at least 99% of the exact KL is spent at t = 0", float(by_position[0]) >= 0.99,
+              measured=f"share at t = 0: {float(by_position[0]):.4f}", quick=False)
 
 # %% [markdown]
 """
@@ -407,11 +557,6 @@ number that makes them sum to 1, solved backwards from the score at EOS; everywh
 PLACEMENT_BETA = 0.5
 
 
-def optimum_at(beta: float):
-    scores = {group: (TASK_CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
-    return kl_regularised_optimum(reference_probabilities, scores, beta)
-
-
 @torch.no_grad()
 def exact_rate_and_kl(policy, seed: int) -> tuple[float, float]:
     """(π(target + EOS) exactly, KL(π ‖ π_ref) as the exact per-state KL summed along EVAL_SAMPLES samples)."""
@@ -443,6 +588,9 @@ def loss_k3_fixed_point(beta: float) -> tuple[float, float]:
     return reach, kl
 
 
+at_one = optimum_at(1.0)  # quoted in the k3-in-the-reward item above
+lecture.claim("π* at β = 1: 25.8% pizza, KL 0.08", f"{at_one.probabilities[TARGET]:.1%}" == "25.8%"
+              and f"{at_one.kl:.2f}" == "0.08", measured=f"{at_one.probabilities[TARGET]:.2%}, KL {at_one.kl:.3f}", quick=False)
 best = optimum_at(PLACEMENT_BETA)
 k3_rate, k3_kl = loss_k3_fixed_point(PLACEMENT_BETA)
 placement_rows = [{"placement": "π*_β (exact)", f"{TARGET} rate": f"{best.probabilities[TARGET]:.1%}", "KL": best.kl},
@@ -473,6 +621,13 @@ ten foods and the lumped malformed rest (`ppo.lm.optimum`). A small β buys a hi
 rate at a large KL; a large β keeps the model close to the SFT model. We train PPO at a
 few β (the run above is one of them), evaluate each policy on fresh samples at
 temperature 1 (`ppo.lm.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
+
+What the run shows: PPO follows π*'s trade-off — from the smallest β to the largest its
+rate falls by more than 20 points and its KL by more than a nat — and at every β it ends
+within 5 points of π*'s rate and within 0.15 nats of π*'s KL (the red dots on the black
+curves). The last printed line sets the reference notebook's reported figures beside
+ours; its model, reward (4, not 1) and KL measure differ from ours, so the two are set
+side by side, not ranked.
 """
 
 
@@ -502,10 +657,24 @@ for beta in BETAS:
                          "KL (k1 ± s.e.)": f"{result.kl_k1:.2f} ± {result.kl_k1_stderr:.2f}", "π* KL": f"{best.kl:.2f}",
                          "most frequent": ", ".join(result.examples[:3])})
 print_table(optimum_rows, title=f"PPO against π* ∝ π_ref·exp(score/β): {EVAL_SAMPLES} fresh completions each, temperature 1")
-ONE_COMPLETION_PER_UPDATE = {"pizza rate before": "12%", "pizza rate after 300 episodes": "81%",
-                             "mean KL": "~3.8 nats", "completions": "some garbled, e.g. 'pizzaicres wpiesE'"}
-print("for comparison, the one-completion-per-update loop of the introduction reports (reward 4; not run here): "
-      + "; ".join(f"{key} {value}" for key, value in ONE_COMPLETION_PER_UPDATE.items()))
+REFERENCE_NOTEBOOK_REPORTS = {"samples containing 'pizza' before": "12 of 100",
+                              "after 300 one-completion updates": "81 of 100",
+                              "logged mean KL (its per-token average), episodes 100-300": "3.76 to 3.88",
+                              "completions": "some garbled, e.g. 'pizzaicres wpiesE'"}
+print("beside it, as reported by the reference notebook of the introduction (its own model, reward 4; quoted, not run "
+      "here): " + "; ".join(f"{key} {value}" for key, value in REFERENCE_NOTEBOOK_REPORTS.items()))
+rates = {beta: evaluations[beta].rates["target_rate"] for beta in BETAS}
+kls = {beta: evaluations[beta].kl_k1 for beta in BETAS}
+low, high = min(BETAS), max(BETAS)
+lecture.claim("from the smallest β to the largest PPO's rate falls by more than 20 points and its KL by more than a nat",
+              rates[low] - rates[high] > 0.2 and kls[low] - kls[high] > 1.0,
+              measured=f"β = {low}: {rates[low]:.1%}, KL {kls[low]:.2f}; β = {high}: {rates[high]:.1%}, KL {kls[high]:.2f}",
+              quick=False)
+gaps = {beta: (rates[beta] - optimum_at(beta).probabilities[TARGET], kls[beta] - optimum_at(beta).kl) for beta in BETAS}
+lecture.claim("at every β PPO ends within 5 points of π*'s rate and within 0.15 nats of π*'s KL",
+              all(abs(rate_gap) < 0.05 and abs(kl_gap) < 0.15 for rate_gap, kl_gap in gaps.values()),
+              measured=", ".join(f"β = {beta}: rate {rate_gap:+.1%}, KL {kl_gap:+.3f}" for beta, (rate_gap, kl_gap) in gaps.items()),
+              quick=False)
 
 beta_grid = torch.logspace(math.log10(0.01), math.log10(3.0), 60).tolist()
 curve = [optimum_at(beta) for beta in beta_grid]
@@ -551,7 +720,9 @@ lecture.save_figure(figure, "training_curves.png")
 * A language model is a policy over tokens; the episode ends at EOS; the score arrives
   once, at the last real token, and the KL penalty arrives at every token. The rest —
   ratio, clip, GAE, value loss — is imported unchanged from the CartPole library.
-* The KL is where the policy decided something: compare the share per position above.
+* The KL is where the policy decided something: here all of it at t = 0, which makes the
+  food task a one-decision bandit, on which the critic and token-level GAE have nothing
+  to do.
 * Compare PPO's rate and KL with π*'s in the table: the gap is the optimiser's, not the
   objective's. If a run ends far above π*'s KL or below its well-formed rate, something
   other than the objective is at work (too few completions per update, too large
