@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import torch
 
 from envs import corpus
-from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, corrupt, preference_pairs
+from envs.token_task import HEALTHINESS, MALFORMED_HEALTHINESS, preference_pairs
 from experiments.cli import (
     INTERRUPTED_EXIT_CODE,
     GracefulStop,
@@ -53,7 +52,7 @@ from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
 from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.optimum import MALFORMED, NO_EOS, optimum_over_prompts, rule_scores
+from ppo.lm.optimum import MALFORMED, NO_EOS, malformed_group, optimum_over_prompts, rule_scores
 from ppo.lm.pretrain import PretrainingInterrupted, default_cache_dir, load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
 from ppo.lm.kl_penalty import KL_PENALTIES
@@ -212,7 +211,9 @@ def _run_process(args, world, claims: RunFolderClaims) -> int:
     print(f" OPT: π* ∝ π_ref·exp(r/β) at β = {optimum['beta']:.3g}: {target} rate "
           f"{optimum['target_rate']:.1%}, well-formed {optimum['well_formed_rate']:.1%}, KL {optimum['kl']:.2f} nats, "
           f"E[score] {optimum['expected_score']:.3f}"
-          f"{' (malformed strings scored by their mean)' if reward_model else ''}")
+          + (f" (malformed: soft value β·log E[exp(r/β)] over the strings enumerated, "
+             f"{optimum['reference_malformed_scored'] / max(optimum['reference_probabilities'][MALFORMED], 1e-300):.2%}"
+             f" of their SFT mass)" if reward_model else ""))
     print(f"      no EOS within {config.max_new_tokens} tokens (score {config.missing_eos_penalty:g}): SFT "
           f"{optimum['reference_no_eos_lower']:.1e} to {optimum['reference_no_eos']:.1e}, "
           f"π* {optimum['probabilities'][NO_EOS]:.1e}")
@@ -324,7 +325,7 @@ def _train_reward_model(task_config: FoodTaskConfig, config: RLHFConfig, sft, to
     heldout_accuracy = pairwise_accuracy(model, encode_comparisons(tokenizer, heldout_pairs))
     generator = torch.Generator().manual_seed(config.seed + 20_000)
     model.normalize_on(sample_completions(sft, tokenizer, repeat_prompts(prompts, 512), config.max_new_tokens,
-                                          generator=generator))
+                                          config.temperature, generator))  # the SFT completions PPO starts from
     food_scores = _food_scores(model, tokenizer, prompts[0])
     if verbose:
         print(f"reward model: {task_config.reward_model_steps} Bradley–Terry steps on {len(train_pairs)} pairs in "
@@ -347,32 +348,40 @@ def _optimum(task_config: FoodTaskConfig, config: RLHFConfig, trainer: RLHFTrain
              reward_model) -> dict:
     """π* ∝ π_ref·exp(r/β) per prompt at the final β, averaged over the prompts.
 
-    The groups: each food, MALFORMED (ended with EOS, not a food: the rule's 0, or the
-    reward model's mean over corrupted foods) and NO_EOS (no EOS within max_new_tokens:
+    The groups: each food, MALFORMED (ended with EOS, not a food: the rule's 0, or, for
+    the reward model, the group's soft value β·log E_π_ref[exp(r/β)] over its enumerated
+    strings, `ppo.lm.optimum.malformed_group`) and NO_EOS (no EOS within max_new_tokens:
     missing_eos_penalty, as in training).
     """
+    beta = trainer.kl_controller.beta
+    malformed_covered = []  # per prompt: π_ref mass of the malformed strings the enumeration scored
     if reward_model is None:
         rule = rule_scores(corpus.FOODS, task_config.target_food, task_config.score, config.missing_eos_penalty)
         scores_for = lambda prompt: rule  # noqa: E731
     else:
-        rng = random.Random(config.seed)
+        def scores_for(prompt: str) -> dict:
+            """The reward model's score of each food, and MALFORMED as its soft value at β."""
+            def score_texts(texts: list[str]) -> torch.Tensor:
+                return torch.cat([reward_model(*encode_texts(tokenizer, [prompt + text for text in texts[i : i + 1024]]))
+                                  for i in range(0, len(texts), 1024)])
 
-        def scores_for(prompt: str) -> dict[str, float]:
-            """The reward model's score of each food; malformed strings get its mean over random corruptions."""
             scores = _food_scores(reward_model, tokenizer, prompt)
-            tokens, last = encode_texts(tokenizer, [prompt + corrupt(rng.choice(corpus.FOODS), rng) for _ in range(200)])
-            scores[MALFORMED] = float(reward_model(tokens, last).mean())
+            scores[MALFORMED] = malformed_group(trainer.reference, tokenizer, prompt, corpus.FOODS, score_texts, beta,
+                                                config.temperature, max_new_tokens=config.max_new_tokens)
+            malformed_covered.append(scores[MALFORMED].covered)
             return scores
 
-    optimum = optimum_over_prompts(trainer.reference, tokenizer, prompts, corpus.FOODS, scores_for,
-                                   trainer.kl_controller.beta, config.temperature,
-                                   max_new_tokens=config.max_new_tokens, missing_eos_penalty=config.missing_eos_penalty)
+    optimum = optimum_over_prompts(trainer.reference, tokenizer, prompts, corpus.FOODS, scores_for, beta,
+                                   config.temperature, max_new_tokens=config.max_new_tokens,
+                                   missing_eos_penalty=config.missing_eos_penalty)
     return {"beta": optimum.beta, "target_rate": optimum.probabilities[task_config.target_food],
             "well_formed_rate": 1.0 - optimum.probabilities[MALFORMED] - optimum.probabilities[NO_EOS],
             "kl": optimum.kl, "expected_score": optimum.expected_score, "probabilities": optimum.probabilities,
             "reference_probabilities": optimum.reference_probabilities,
             "reference_no_eos": optimum.reference_probabilities[NO_EOS],
-            "reference_no_eos_lower": max(0.0, optimum.reference_probabilities[NO_EOS] - optimum.no_eos_unresolved)}
+            "reference_no_eos_lower": max(0.0, optimum.reference_probabilities[NO_EOS] - optimum.no_eos_unresolved),
+            **({"reference_malformed_scored": sum(malformed_covered) / len(malformed_covered)}
+               if malformed_covered else {})}
 
 
 @torch.no_grad()
@@ -381,7 +390,7 @@ def _mean_learned_score(reward_model: RewardModel, trainer: RLHFTrainer, name: s
     model = trainer.reference if name == "sft" else trainer.policy
     generator = torch.Generator().manual_seed(config.seed + 30_000)
     batch = sample_completions(model, tokenizer, repeat_prompts(prompts, num_samples), config.max_new_tokens,
-                               generator=generator)
+                               config.temperature, generator)
     scores = reward_model.score_batch(batch)  # (N,)
     return float(torch.where(batch.ended_with_eos, scores, torch.full_like(scores, config.missing_eos_penalty)).mean())
 

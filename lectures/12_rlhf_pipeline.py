@@ -418,9 +418,13 @@ to make them a sample of π_ref (q_i), tilt that by exp(r_i/β) (p_i(β)), and t
 K(β) = Σ p_i log(p_i/q_i). K falls as β grows, so K(β̂) = KL_target has one root. β̂
 depends on π_ref, the reward and the target only, so every batch estimates the same
 number; the controller averages them (geometrically, each weighted by the batch's
-effective sample size, which falls as the policy moves away from π_ref). β moves there
-(by at most a factor 2 per batch) before the policy does, and PPO then converges to the
-optimum that has the target KL.
+effective sample size, which falls as the policy moves away from π_ref, and each clipped
+to within a factor 2 of the average so far, so no one batch drags it further). β moves
+there (by at most a factor 2 per batch) before the policy does, and PPO then converges to
+the optimum that has the target KL. This rule is the library's own, not a published one,
+and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
+the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and the
+KL settles somewhat above the target.
 
 The table takes one step of the proportional rule by hand next to the library's, and
 evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times

@@ -87,3 +87,21 @@ def test_grpo_keeps_the_kl_out_of_the_group_normalised_advantage():
     assert kl_losses[1.0] == pytest.approx(10 * kl_losses[0.1], rel=1e-5) and kl_losses[0.1] > 0
     with pytest.raises(ConfigError, match="grpo divides by each group's std"):
         RLHFConfig(algorithm="grpo", group_size=8, kl_penalty="reward-k1").validate()
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_settings_without_effect_on_a_group_baseline_are_refused_unless_at_their_defaults(algorithm):
+    """norm_adv, whiten_rewards, the critic's settings and GAE's do nothing without a critic: a value other than the
+    default is refused by name; the defaults (and ppo with the same values) pass."""
+    from ppo.lm.rlhf_config import UNUSED_WITHOUT_CRITIC
+
+    RLHFConfig(algorithm=algorithm).validate()
+    changed = {"norm_adv": True, "whiten_rewards": True, "critic": "shared", "critic_learning_rate": 1e-2,
+               "vf_coef": 0.5, "value_clip_coef": None, "gamma": 0.99, "gae_lambda": 1.0}
+    assert set(changed) == set(UNUSED_WITHOUT_CRITIC)
+    for name, value in changed.items():
+        RLHFConfig(**{name: value}).validate()  # PPO uses each of them
+        with pytest.raises(ConfigError, match=rf"^{name} = {value!r} has no effect with algorithm = '{algorithm}'"):
+            RLHFConfig(algorithm=algorithm, **{name: value}).validate()
+    # the same value as the default, given explicitly, is accepted
+    RLHFConfig(algorithm=algorithm, norm_adv=False, gamma=1.0, critic="separate").validate()

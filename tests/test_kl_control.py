@@ -167,3 +167,62 @@ def test_optimum_controller_pools_the_batches_by_their_effective_sample_size():
     restored = OptimumKLController(beta=1.0, target=0.5)
     restored.load_state_dict(controller.state_dict())
     assert restored.state_dict() == controller.state_dict()
+
+
+def test_top_scores_apart_by_rounding_are_a_tie_and_the_batch_adds_nothing():
+    """r = (1, 1 + 1e-6, 0, …, 0) on 8 completions of π_ref: the two best are one answer. Tied, K_max = log 4 < 1.5
+    = the target, so the batch cannot tell; told apart, K_max = log 8 and the root sits at the bracket's floor."""
+    scores = torch.tensor([1.0, 1.0 + 1e-6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    log_ratios = torch.zeros(8, dtype=torch.float64)
+    assert largest_tilted_kl(scores, log_ratios) == pytest.approx(math.log(4), rel=1e-12)
+    assert solve_beta(scores, log_ratios, target=1.5) is None
+    controller = OptimumKLController(beta=0.2, target=1.5, horizon=100)
+    reference = -(REFERENCE * len(REFERENCE)).log()  # q = π_ref: identifies β̂ (K_max = 3 nats)
+    controller.update(KLFeedback(0.0, 4, SCORES, reference))
+    pooled, beta = controller.pooled_solution, controller.beta
+    controller.update(KLFeedback(0.0, 8, scores, log_ratios))
+    assert controller.last_solution is None
+    assert controller.pooled_solution == pooled and controller.beta == pytest.approx(min(2 * beta, pooled))
+
+
+def test_one_extreme_batch_moves_the_pooled_solution_by_at_most_a_factor_m_to_its_share():
+    """After a batch of π_ref (ESS 4, β̂₁), the same batch with every score divided by 1000 has β̂₂ = β̂₁/1000 (K
+    depends on r/β only); it enters as β̂₁/m, so β̄ = exp((4·log β̂₁ + 4·log(β̂₁/m)) / 8) = β̂₁/√m, and the batch
+    after that, β̂₁ again, enters as it is: β̄ = exp((8·log β̂₁ + 4·log(β̂₁/m)) / 12) = β̂₁ / m^(1/3)."""
+    target, m = 2.0, 2.0
+    log_ratios = -(REFERENCE * len(REFERENCE)).log()  # q = π_ref exactly: ESS = 4
+    controller = OptimumKLController(beta=1.0, target=target, max_factor=m)
+    controller.update(KLFeedback(0.0, 4, SCORES, log_ratios))
+    solution = solve_beta(SCORES, log_ratios, target)
+    assert controller.pooled_solution == pytest.approx(solution, rel=1e-12)
+    assert solve_beta(SCORES / 1000, log_ratios, target) == pytest.approx(solution / 1000, rel=1e-9)
+    controller.update(KLFeedback(0.0, 4, SCORES / 1000, log_ratios))
+    assert controller.pooled_solution == pytest.approx(solution / m ** 0.5, rel=1e-12)
+    controller.update(KLFeedback(0.0, 4, SCORES, log_ratios))
+    assert controller.pooled_solution == pytest.approx(solution / m ** (1 / 3), rel=1e-12)
+
+
+def test_the_solution_reads_low_from_a_policy_far_from_the_reference():
+    """The finite-sample bias the module docstring states: batches of 64 from π*_{0.1} (far from π_ref: ESS ≈ 10)
+    give β̂ below the exact β of KL target 1, on average and in most batches; batches of π_ref do not (as far as
+    their noise lets one tell)."""
+    names = [str(i) for i in range(len(REFERENCE))]
+    far = torch.tensor(list(kl_regularised_optimum(dict(zip(names, REFERENCE.tolist())),
+                                                   dict(zip(names, SCORES.tolist())), 0.1).probabilities.values()),
+                       dtype=torch.float64)
+    exact = solve_beta(SCORES, -(REFERENCE * len(REFERENCE)).log(), 1.0)  # K(β) of π_ref itself
+    generator = torch.Generator().manual_seed(0)
+
+    def log_solutions(policy: torch.Tensor) -> torch.Tensor:
+        out = []
+        for _ in range(400):
+            answers = torch.multinomial(policy, 64, replacement=True, generator=generator)
+            solution = solve_beta(SCORES[answers], (policy.log() - REFERENCE.log())[answers], 1.0)
+            out.append(math.log(solution) if solution is not None else math.nan)
+        return torch.tensor(out)
+
+    from_far, from_reference = log_solutions(far), log_solutions(REFERENCE)
+    told = from_far[~from_far.isnan()]
+    assert len(told) > 200 and float(told.mean()) < math.log(exact) - 0.3
+    assert float((told < math.log(exact)).double().mean()) > 0.7
+    assert abs(float(from_reference.nanmean()) - math.log(exact)) < 0.1

@@ -22,6 +22,17 @@ def exit_code(argv: list[str]) -> int:
         (["--kl-penalty", "k3"], "kl_penalty = 'k3' is not one of auto, reward-k1, loss-full, loss-k3"),
         (["--kl-estimator", "k3"], "--kl-estimator k3 was replaced by --kl-penalty (reward-k1, loss-full, loss-k3)"),
         (["--iterations", "ten"], "invalid int value"),
+        (["--algorithm", "rloo", "--norm-adv"], "norm_adv = True has no effect with algorithm = 'rloo': the group "
+                                                "baseline scales Â itself"),
+        (["--algorithm", "grpo", "--whiten-rewards"], "whiten_rewards = True has no effect with algorithm = 'grpo'"),
+        (["--algorithm", "rloo", "--critic", "shared"], "critic = 'shared' has no effect with algorithm = 'rloo': "
+                                                        "they train no critic"),
+        (["--algorithm", "grpo", "--critic-learning-rate", "0.01"], "critic_learning_rate = 0.01 has no effect"),
+        (["--algorithm", "rloo", "--vf-coef", "0.5"], "vf_coef = 0.5 has no effect with algorithm = 'rloo'"),
+        (["--algorithm", "rloo", "--value-clip-coef", "none"], "value_clip_coef = None has no effect"),
+        (["--algorithm", "grpo", "--gamma", "0.99"], "gamma = 0.99 has no effect with algorithm = 'grpo': they "
+                                                     "compute no GAE"),
+        (["--algorithm", "rloo", "--gae-lambda", "1.0"], "gae_lambda = 1.0 has no effect"),
     ],
 )
 def test_user_mistakes_get_one_line_and_exit_code_2(argv, message, capsys, tmp_path):
@@ -69,3 +80,37 @@ def test_a_resume_that_leaves_nothing_to_train_is_refused_and_changes_nothing(tm
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and message in error, error
         assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
+
+
+def test_the_reward_model_is_normalised_and_measured_on_samples_at_the_run_temperature(monkeypatch):
+    """The learned score is shifted and scaled on the SFT model's completions, and the final learned-score figure
+    averages fresh completions: both drawn at --temperature, the distribution PPO samples from, not at τ = 1."""
+    import inspect
+
+    from _tiny_lm import tiny_sft
+
+    from experiments import rlhf
+    from experiments.food_task import FoodTaskConfig
+    from ppo.lm.rlhf_config import RLHFConfig
+
+    temperatures = []
+    signature = inspect.signature(rlhf.sample_completions)
+
+    def recording(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        temperatures.append(bound.arguments["temperature"])
+        return sample(*args, **kwargs)
+
+    sample = rlhf.sample_completions
+    monkeypatch.setattr(rlhf, "sample_completions", recording)
+    sft, tokenizer = tiny_sft()
+    task_config = FoodTaskConfig(reward="model", reward_model_pairs=16, reward_model_steps=2)
+    config = RLHFConfig(temperature=0.7, max_new_tokens=8)
+    reward_model, _ = rlhf._train_reward_model(task_config, config, sft, tokenizer, task_config.prompts(), False)
+
+    class Trainer:  # what _mean_learned_score reads of a trainer
+        reference = policy = sft
+
+    rlhf._mean_learned_score(reward_model, Trainer(), "ppo", tokenizer, task_config.prompts(), config, 8)
+    assert temperatures == [0.7, 0.7]

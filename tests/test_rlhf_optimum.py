@@ -162,3 +162,73 @@ def test_no_eos_and_malformed_groups_match_sampled_frequencies_at_a_short_limit(
     for group, frequency in sampled.items():
         standard_error = math.sqrt(groups[group] * (1 - groups[group]) / n)
         assert abs(frequency - groups[group]) < 4 * standard_error + mass.unresolved + 1e-3, (group, frequency, groups)
+
+
+def test_a_group_that_scores_its_members_differently_by_hand():
+    """Members with π_ref(·|G) = (1/4, 3/4) and r = (1, 0), β = 1: v = log(e/4 + 3/4), π*(·|G) = (e, 3)/(e + 3),
+    E_π*(·|G)[r] = e/(e + 3), KL_G = E[r]/β − v/β. At β = 0: v = 1, π*(·|G) on the first member, KL_G = log 4."""
+    from ppo.lm.optimum import scored_group
+
+    group = scored_group(torch.tensor([1.0, 0.0]), torch.tensor([0.01, 0.03]), beta=1.0)
+    e = math.e
+    assert group.soft_value == pytest.approx(math.log(e / 4 + 3 / 4), rel=1e-12)
+    assert group.tilted_mean == pytest.approx(e / (e + 3), rel=1e-12)
+    assert group.inner_kl == pytest.approx(e / (e + 3) - math.log(e / 4 + 3 / 4), rel=1e-12)
+    assert group.covered == pytest.approx(0.04, rel=1e-6)
+    at_zero = scored_group(torch.tensor([1.0, 0.0]), torch.tensor([0.01, 0.03]), beta=0.0)
+    assert (at_zero.soft_value, at_zero.tilted_mean) == (1.0, 1.0)
+    assert at_zero.inner_kl == pytest.approx(math.log(4), rel=1e-12)
+
+
+def test_the_malformed_group_by_enumeration_matches_brute_force_over_every_string():
+    """T = 3 on the tiny model: every completion, scored by a reward that differs from string to string, gives
+    π*(y) ∝ π_ref(y)·exp(r(y)/β) by brute force. The optimum over the groups, with MALFORMED as its enumerated soft
+    value, must give the same π*(MALFORMED), KL and E[r]; scoring MALFORMED by its members' plain mean does not."""
+    from ppo.lm.optimum import ScoredGroup, malformed_group
+
+    model, tokenizer = tiny_sft()
+    prompt, limit, beta, penalty = corpus.prompt("ravin", "likes"), 3, 0.3, -1.0
+    answers = ("p", "pi")
+
+    def reward(text: str) -> float:  # any function of the string
+        return (sum(map(ord, text)) % 7) / 3.0 - 1.0
+
+    emitted = torch.tensor([i for i in range(tokenizer.vocab_size)
+                            if i not in (tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id)])
+    ending = [[tokenizer.eos_id]] + [[i, tokenizer.eos_id] for i in emitted.tolist()]
+    ending += [[*ids.tolist(), tokenizer.eos_id] for ids in torch.cartesian_prod(emitted, emitted)]
+    running_on = [ids.tolist() for ids in torch.cartesian_prod(emitted, emitted, emitted)]
+    with torch.no_grad():
+        log_ref = torch.cat([completion_log_probs(model, tokenizer.encode(prompt), completions).double()
+                             for completions in (ending, running_on)])  # (N,)
+    texts = [tokenizer.decode_completion(ids) for ids in ending]
+    malformed = torch.tensor([text not in answers for text in texts] + [False] * len(running_on))  # (N,)
+    scores = torch.tensor([reward(text) for text in texts] + [penalty] * len(running_on), dtype=torch.float64)
+    log_optimum = torch.log_softmax(log_ref + scores / beta, dim=0)  # π* over every string
+    optimum = log_optimum.exp()
+    brute_kl = float((optimum * (log_optimum - log_ref)).sum())
+    brute_score = float((optimum * scores).sum())
+    member_ref = log_ref[malformed].exp()
+    brute_soft_value = beta * math.log(float((member_ref * (scores[malformed] / beta).exp()).sum() / member_ref.sum()))
+
+    group = malformed_group(model, tokenizer, prompt, answers, lambda found: [reward(text) for text in found], beta,
+                            max_new_tokens=limit, min_probability=1e-30)  # nothing dropped
+    # float32 teacher forcing on both sides: bound the difference well above its rounding
+    assert group.soft_value == pytest.approx(brute_soft_value, abs=1e-5)
+    assert group.covered == pytest.approx(float(member_ref.sum()), rel=1e-4)
+    group_scores = {**{answer: reward(answer) for answer in answers}, MALFORMED: group}
+    result = optimum_over_prompts(model, tokenizer, [prompt], answers, lambda _: group_scores, beta,
+                                  max_new_tokens=limit, missing_eos_penalty=penalty, min_probability=1e-30)
+    assert result.probabilities[MALFORMED] == pytest.approx(float(optimum[malformed].sum()), abs=1e-5)
+    assert result.kl == pytest.approx(brute_kl, abs=1e-4)
+    assert result.expected_score == pytest.approx(brute_score, abs=1e-5)
+    # the plain mean over the group (what a uniform average of its strings estimates at best) is another optimum
+    plain_mean = float((member_ref * scores[malformed]).sum() / member_ref.sum())
+    assert abs(plain_mean - brute_soft_value) > 0.05
+    mean_scored = optimum_over_prompts(model, tokenizer, [prompt], answers,
+                                       lambda _: {**group_scores, MALFORMED: plain_mean}, beta,
+                                       max_new_tokens=limit, missing_eos_penalty=penalty, min_probability=1e-30)
+    assert abs(mean_scored.probabilities[MALFORMED] - float(optimum[malformed].sum())) > 1e-3
+    with pytest.raises(ValueError, match="scored at β = 0.3, not at β = 0.5"):
+        kl_regularised_optimum({MALFORMED: 1.0}, {MALFORMED: group}, 0.5)
+    assert isinstance(group, ScoredGroup)

@@ -41,15 +41,30 @@ called once per iteration with that iteration's batch (`KLFeedback`):
   every batch estimates the same number; the controller pools them, weighting each by
   its effective sample size ESS_t = (Σ_i e^{−ℓ_i})² / Σ_i e^{−2ℓ_i} (n for a batch of the
   SFT model, few once the policy has moved far and the re-weighting rests on a handful
-  of completions, whose K(β) then reads low):
+  of completions). One batch's influence is bounded: its solution enters clipped to
+  within a factor m of the pooled value β̄_{t−1} before it,
 
-      β̄ = exp(Σ_t ESS_t · log β̂_t / Σ_t ESS_t),      β ← β · clip(β̄ / β, 1/m, m)
+      log β̃_t = clip(log β̂_t, log β̄_{t−1} − log m, log β̄_{t−1} + log m)
+      β̄_t = exp(Σ_{s≤t} ESS_s · log β̃_s / Σ_{s≤t} ESS_s),      β ← β · clip(β̄_t / β, 1/m, m)
 
-  with m = max_factor (2 by default). β goes where the optimum has the target KL before
-  the policy gets there, and PPO then converges to that optimum. A batch that cannot
-  tell (K_max ≤ KL_target: every completion scored alike, or the target above what the
-  batch can show) adds nothing; until some batch has told, the proportional rule takes
-  the step.
+  so no single batch moves β̄ by more than a factor m^{ESS_t / Σ_{s≤t} ESS_s} ≤ m (the
+  first batch that identifies β̂ sets β̄ on its own), with m = max_factor (2 by default).
+  β goes where the optimum has the target KL before the policy gets there, and PPO then
+  converges to that optimum. A batch that cannot tell adds nothing: K_max ≤ KL_target
+  (every completion scored alike, or the target above what the batch can show), where
+  scores within SCORE_TIE_TOLERANCE · max(1, |max r|) of the best count as the best (a
+  gap of float rounding, 1e-6 between two scorings of one string, would otherwise claim
+  an optimum that separates them, solved by β at the bracket's floor). Until some batch
+  has told, the proportional rule takes the step.
+
+  This rule is the library's own, not a published one. Its finite-sample bias: K(β) is
+  a self-normalised importance-sampling estimate, and it reads low once the policy is
+  far from π_ref: the batch then holds few of the completions π_ref puts its mass on
+  and the policy avoids, so the re-weighted sample over-represents those the policy
+  favours (Σ_{best} q_i reads high, K_max low, and K(β) with it; the typical batch of
+  such a policy misses the rest altogether). A low K puts the root β̂_t low, so β̄ — and
+  with it β — errs small and the policy settles above the target KL. The ESS weights let the early, near-π_ref
+  batches dominate the pool, which shrinks the bias but does not remove it.
 """
 
 from __future__ import annotations
@@ -130,11 +145,23 @@ def tilted_kl(inverse_beta: float, scores: torch.Tensor, log_ratios: torch.Tenso
     return float((log_p.exp() * (log_p - log_q)).sum())
 
 
+# Scores within this much (times max(1, |max r|)) of the best count as tied with it. Two
+# float32 scorings of one string differ by rounding (a few ulps, ~1e-6); inside the bracket
+# of solve_beta (β ≥ 1e-4) a gap of 1e-5 tilts by at most e^0.1, so no β there separates them.
+SCORE_TIE_TOLERANCE = 1e-5
+
+
+def best_scored(scores: torch.Tensor) -> torch.Tensor:
+    """(n,) bool: r_i ≥ max r − SCORE_TIE_TOLERANCE · max(1, |max r|), the completions tied for the best."""
+    scores = scores.double()
+    best = scores.max()
+    return scores >= best - SCORE_TIE_TOLERANCE * max(1.0, abs(float(best)))
+
+
 def largest_tilted_kl(scores: torch.Tensor, log_ratios: torch.Tensor) -> float:
-    """K_max = lim_{β→0} K(β) = −log Σ_{i: r_i = max r} q_i."""
+    """K_max = lim_{β→0} K(β) = −log Σ_{i: r_i = max r} q_i, near-ties counted as ties (`best_scored`)."""
     log_q = torch.log_softmax(-log_ratios.double(), dim=0)
-    best = scores.double() == scores.double().max()
-    return float(-torch.logsumexp(log_q[best], dim=0))
+    return float(-torch.logsumexp(log_q[best_scored(scores)], dim=0))
 
 
 def solve_beta(scores: torch.Tensor, log_ratios: torch.Tensor, target: float, lowest: float = 1e-4,
@@ -166,7 +193,8 @@ def effective_sample_size(log_ratios: torch.Tensor) -> float:
 
 
 class OptimumKLController(ProportionalKLController):
-    """β ← β · clip(β̄ / β, 1/m, m), β̄ the ESS-weighted geometric mean of the batches' β̂ (K(β̂) = KL_target)."""
+    """β ← β · clip(β̄ / β, 1/m, m), β̄ the ESS-weighted geometric mean of the batches' β̂ (K(β̂) = KL_target),
+    each clipped to within a factor m of the β̄ before it (the module docstring)."""
 
     def __init__(self, beta: float, target: float, horizon: int = 10_000, max_factor: float = 2.0):
         super().__init__(beta, target, horizon)
@@ -182,14 +210,26 @@ class OptimumKLController(ProportionalKLController):
             raise ValueError("OptimumKLController needs the batch's scores and log-ratios")
         self.last_solution = solve_beta(feedback.scores, feedback.log_ratios, self.target)
         if self.last_solution is not None:
+            log_solution = math.log(self.last_solution)
+            pooled = self.pooled_solution
+            if pooled is not None:  # one batch moves β̄ by a factor m^(ESS_t / Σ ESS) at most
+                bound = math.log(self.max_factor)
+                log_solution = min(max(log_solution, math.log(pooled) - bound), math.log(pooled) + bound)
             weight = effective_sample_size(feedback.log_ratios)
-            self.weighted_log_solutions += weight * math.log(self.last_solution)
+            self.weighted_log_solutions += weight * log_solution
             self.total_weight += weight
-        if self.total_weight == 0.0:  # no batch has identified β̂ yet
+        solution = self.pooled_solution
+        if solution is None:  # no batch has identified β̂ yet
             return super().update(feedback)
-        solution = math.exp(self.weighted_log_solutions / self.total_weight)
         self.beta *= min(max(solution / self.beta, 1.0 / self.max_factor), self.max_factor)
         return self.beta
+
+    @property
+    def pooled_solution(self) -> float | None:
+        """β̄ = exp(Σ_t ESS_t · log β̃_t / Σ_t ESS_t); None until a batch has identified β̂."""
+        if self.total_weight == 0.0:
+            return None
+        return math.exp(self.weighted_log_solutions / self.total_weight)
 
     def state_dict(self) -> dict:
         return {**super().state_dict(), "weighted_log_solutions": self.weighted_log_solutions,

@@ -17,8 +17,9 @@ limit T = max_new_tokens of training, the groups are
     answer a      a then EOS, within T tokens:    π_ref(a + EOS | x), one forward pass
                   (0 if a + EOS is longer than T: training cuts it off first)
     NO_EOS        no EOS within T tokens: r = missing_eos_penalty, as in training
-    MALFORMED     anything else that ends with EOS within T: the rule's 0, or whatever
-                  one score the caller gives it
+    MALFORMED     anything else that ends with EOS within T: the rule's 0, or, for a
+                  reward that scores these strings differently, the group's soft value
+                  (`malformed_group`, below)
                   π_ref(MALFORMED) = 1 − Σ_a π_ref(a) − π_ref(NO_EOS)
 
 π_ref(NO_EOS) is a sum over every EOS-free T-token prefix (up to (V − 1)^T of them): no
@@ -35,6 +36,18 @@ whole rest.
 
 As β → 0, π* keeps only the best-scoring group, re-weighted by π_ref inside it, with
 KL = −log π_ref(best group).
+
+A group G whose members y score differently (a learned reward on malformed strings)
+enters π* through its soft value, and the tilt goes on inside it:
+
+    v_G = β · log E_{π_ref(·|G)}[exp(r/β)]        π*(G) ∝ π_ref(G) · exp(v_G / β)
+    π*(y | G) ∝ π_ref(y | G) · exp(r(y)/β)        KL_G = KL(π*(·|G) ‖ π_ref(·|G))
+    KL(π* ‖ π_ref) = Σ_G π*(G) · (log(π*(G)/π_ref(G)) + KL_G),   E_π*[r] = Σ_G π*(G) · E_π*(·|G)[r]
+
+(v_G ≤ E_π*(·|G)[r]; v_G tends to max_G r as β → 0 and to the plain mean E_π_ref(·|G)[r]
+only as β → ∞.) `malformed_group` computes v, E_π*(·|G)[r] and KL_G for MALFORMED by
+enumerating its members with π_ref ≥ ε (`ppo.lm.enumeration`); the rarer ones, a share
+1 − covered/π_ref(MALFORMED) of the group, are taken to score like those found.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ppo.lm.enumeration import ending_mass
+from ppo.lm.enumeration import ending_mass, enumerate_completions
 from ppo.lm.model import GPT, completion_log_probs
 from ppo.lm.tokenizer import CharTokenizer
 
@@ -90,6 +103,48 @@ def _group_probabilities(model, tokenizer, prompt, answers, temperature, max_new
     return probabilities, unresolved
 
 
+@dataclass(frozen=True)
+class ScoredGroup:
+    """A group whose members score differently, as π*_β sees it (the module docstring)."""
+
+    beta: float
+    soft_value: float  # v = β · log E_{π_ref(·|G)}[exp(r/β)] (max r at β = 0): the group's score in π*(G)
+    tilted_mean: float  # E_{π*(·|G)}[r]
+    inner_kl: float  # KL(π*(·|G) ‖ π_ref(·|G)) = (tilted_mean − soft_value) / β
+    covered: float  # π_ref mass of the members it was computed from
+
+
+def scored_group(scores: torch.Tensor, reference_probabilities: torch.Tensor, beta: float) -> ScoredGroup:
+    """v, E_π*(·|G)[r] and KL(π*(·|G) ‖ π_ref(·|G)) of members with scores r (N,) and π_ref (N,), in float64."""
+    scores, probabilities = scores.double(), reference_probabilities.double()
+    log_ref = torch.log_softmax(probabilities.log(), dim=0)  # log π_ref(y | G)
+    if beta > 0:
+        log_tilted = log_ref + scores / beta
+        soft_value = beta * float(torch.logsumexp(log_tilted, dim=0))
+        log_tilted = torch.log_softmax(log_tilted, dim=0)  # log π*(y | G)
+    else:  # β → 0: π*(·|G) keeps the best members, re-weighted by π_ref
+        soft_value = float(scores.max())
+        log_tilted = torch.log_softmax(log_ref.masked_fill(scores < scores.max(), -math.inf), dim=0)
+    tilted = log_tilted.exp()
+    inner_kl = float((tilted * (log_tilted - log_ref)).nan_to_num().sum())  # 0 · log 0 = 0
+    return ScoredGroup(beta, soft_value, float((tilted * scores).sum()), inner_kl, float(probabilities.sum()))
+
+
+def malformed_group(model: GPT, tokenizer: CharTokenizer, prompt: str, answers: tuple[str, ...] | list[str],
+                    score_texts: Callable[[list[str]], torch.Tensor], beta: float, temperature: float = 1.0, *,
+                    max_new_tokens: int, min_probability: float = DEFAULT_MIN_PROBABILITY) -> ScoredGroup:
+    """MALFORMED as a `ScoredGroup`: every completion of `prompt` that ends with EOS within max_new_tokens, is none
+    of the answers and has π_ref ≥ min_probability, scored by `score_texts(completion texts) -> (N,)`."""
+    found = enumerate_completions(model, tokenizer, prompt, min_probability, max_new_tokens, temperature)
+    members = [i for i, (text, ended) in enumerate(zip(found.texts, found.ended_with_eos))
+               if ended and text not in answers]
+    if not members:
+        raise ValueError(f"no malformed completion of {prompt!r} has π_ref ≥ {min_probability:g}; "
+                         f"give a smaller min_probability")
+    scores = torch.as_tensor(score_texts([found.texts[i] for i in members]), dtype=torch.float64)
+    return scored_group(scores, found.probabilities[members], beta)
+
+
 @dataclass
 class KLRegularisedOptimum:
     beta: float
@@ -106,33 +161,41 @@ class KLRegularisedOptimum:
         return self.expected_score - self.beta * self.kl
 
 
-def kl_regularised_optimum(reference_probabilities: dict[str, float], scores: dict[str, float],
+def kl_regularised_optimum(reference_probabilities: dict[str, float], scores: dict[str, float | ScoredGroup],
                            beta: float) -> KLRegularisedOptimum:
-    """π* ∝ π_ref · exp(r / β) over the groups of `reference_probabilities` (scores: r per group)."""
+    """π* ∝ π_ref · exp(r / β) over the groups of `reference_probabilities` (scores: r per group, or a
+    `ScoredGroup` of this β for a group whose members score differently: the module docstring)."""
     groups = [g for g, p in reference_probabilities.items() if p > 0]
+    scored = {g: scores[g] if isinstance(scores[g], ScoredGroup) else ScoredGroup(beta, scores[g], scores[g], 0.0, 0.0)
+              for g in groups}
+    for g, group in scored.items():
+        if group.beta != beta:
+            raise ValueError(f"group {g!r} was scored at β = {group.beta}, not at β = {beta}")
     log_ref = {g: math.log(reference_probabilities[g]) for g in groups}
     if beta > 0:
-        logits = {g: log_ref[g] + scores[g] / beta for g in groups}
+        logits = {g: log_ref[g] + scored[g].soft_value / beta for g in groups}
     else:  # β → 0: only the best-scoring groups survive
-        best = max(scores[g] for g in groups)
-        logits = {g: log_ref[g] if scores[g] == best else -math.inf for g in groups}
+        best = max(group.soft_value for group in scored.values())
+        logits = {g: log_ref[g] if scored[g].soft_value == best else -math.inf for g in groups}
     log_z = torch.logsumexp(torch.tensor(list(logits.values()), dtype=torch.float64), dim=0).item()
     optimum = {g: math.exp(logits[g] - log_z) for g in groups}
-    kl = sum(p * (math.log(p) - log_ref[g]) for g, p in optimum.items() if p > 0)
-    expected = sum(p * scores[g] for g, p in optimum.items())
+    kl = sum(p * (math.log(p) - log_ref[g] + scored[g].inner_kl) for g, p in optimum.items() if p > 0)
+    expected = sum(p * scored[g].tilted_mean for g, p in optimum.items())
     probabilities = {g: optimum.get(g, 0.0) for g in reference_probabilities}
     return KLRegularisedOptimum(beta, probabilities, dict(reference_probabilities), kl, expected)
 
 
 def optimum_over_prompts(reference: GPT, tokenizer: CharTokenizer, prompts: list[str], answers: tuple[str, ...],
-                         scores_for: Callable[[str], dict[str, float]], beta: float, temperature: float = 1.0, *,
+                         scores_for: Callable[[str], dict[str, float | ScoredGroup]], beta: float,
+                         temperature: float = 1.0, *,
                          max_new_tokens: int, missing_eos_penalty: float,
                          min_probability: float = DEFAULT_MIN_PROBABILITY) -> KLRegularisedOptimum:
     """π* for each prompt (prompts drawn uniformly), averaged: mean probabilities, mean KL, mean E[r].
 
     The groups are those of `completion_probabilities` with the training length limit:
     the answers, MALFORMED and NO_EOS. `scores_for(prompt)` gives r for the answers and
-    MALFORMED (for a rule reward the same dict for every prompt); NO_EOS gets
+    MALFORMED (for a rule reward the same dict for every prompt; for a learned reward,
+    MALFORMED as `malformed_group` of the prompt at this β); NO_EOS gets
     `missing_eos_penalty`, which training gives a completion without EOS whatever the
     reward says (a different NO_EOS score from `scores_for` is an error).
     """

@@ -12,7 +12,7 @@ Derived sizes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ppo.config import (
     ConfigError,
@@ -30,13 +30,26 @@ KL_CONTROLLERS = ("optimum", "proportional")
 CRITIC_KINDS = ("separate", "shared")
 ALGORITHMS = ("ppo", "grpo", "rloo")
 
+# Settings that grpo and rloo have no use for, and why; set away from their defaults they are refused.
+UNUSED_WITHOUT_CRITIC = {
+    "norm_adv": "the group baseline scales Â itself (ppo.lm.group_trainer)",
+    "whiten_rewards": "the group baseline compares whole-sequence rewards R_i, not per-token rewards",
+    "critic": "they train no critic",
+    "critic_learning_rate": "they train no critic",
+    "vf_coef": "they train no critic (no value loss)",
+    "value_clip_coef": "they train no critic (no value loss)",
+    "gamma": "they compute no GAE: every token of a completion gets its Â_i",
+    "gae_lambda": "they compute no GAE: every token of a completion gets its Â_i",
+}
+
 
 @dataclass
 class RLHFConfig(UpdateConfig):
     algorithm: str = field(
         default="ppo",
         metadata={"help": "ppo (a critic, token-level GAE), grpo (group-normalised baseline) or rloo "
-                  "(leave-one-out baseline); grpo and rloo train no critic (ppo.lm.group_trainer)"},
+                  "(leave-one-out baseline); grpo and rloo train no critic (ppo.lm.group_trainer) and refuse the settings "
+                  "they have no use for (norm_adv, whiten_rewards, the critic's and GAE's) away from their defaults"},
     )
     group_size: int = field(
         default=16,
@@ -76,7 +89,9 @@ class RLHFConfig(UpdateConfig):
         default="optimum",
         metadata={
             "help": "how β follows kl_target (ppo/lm/kl_control.py): optimum = β solved each iteration so that "
-            "the batch's estimate of the KL-regularised optimum has the target KL; proportional = "
+            "the batch's estimate of the KL-regularised optimum has the target KL, pooled over the batches (this "
+            "library's own rule, not a published one; its finite-sample bias: the estimate reads low once the policy "
+            "is far from π_ref, so β errs small and the KL settles above the target); proportional = "
             "β·(1 + clip(KL/target − 1, ±0.2)·batch_size/H) (Ziegler et al. 2019)"
         },
     )
@@ -192,6 +207,11 @@ class RLHFConfig(UpdateConfig):
             require_count("group_size", self.group_size, minimum=2)
             if self.batch_size % self.group_size:
                 raise ConfigError(f"batch_size = {self.batch_size} is not divisible by group_size = {self.group_size}")
+            defaults = {f.name: f.default for f in fields(RLHFConfig)}
+            for name, why in UNUSED_WITHOUT_CRITIC.items():
+                if getattr(self, name) != defaults[name]:
+                    raise ConfigError(f"{name} = {getattr(self, name)!r} has no effect with algorithm = "
+                                      f"{self.algorithm!r}: {why}; leave it at its default {defaults[name]!r}")
         require_one_of("kl_penalty", self.kl_penalty, ("auto", *KL_PENALTIES))
         if self.whiten_rewards and self.effective_kl_penalty != "reward-k1":
             raise ConfigError(f"whiten_rewards rescales the reward but not the KL term of kl_penalty = "
