@@ -484,11 +484,11 @@ and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
   reward-to-go, each token is charged the k1 of itself and of everything after it: exactly
   the RLHF objective, whose maximiser is π* ∝ π_ref·exp(score/β).
 * **k3 in the reward** (refused): at one state E_π[k3·∇log π] = ∇KL(π‖π_ref) − ∇KL(π_ref‖π),
-  about 0 near π_ref, and pointing anywhere far from it. β is ignored: when `ppo-rlhf` still
-  offered it, `--kl-coef 1.0` took the pizza rate to 99.7% at KL 2.16 (π*: 25.8%, 0.08).
+  about 0 near π_ref, and pointing anywhere far from it: β then pulls the policy almost
+  nowhere, or sideways (the table below measures how far off).
 * **The exact per-state KL in the reward** (refused): KL(π(·|s_t) ‖ π_ref(·|s_t)) depends on
   s_t alone, so it drops out of the advantage of the token chosen there; only the moves
-  that *led* to s_t are charged for it. Same symptom: 99.8% at KL 2.16 for β = 1.
+  that *led* to s_t are charged for it. Same symptom in the table below.
 * **The exact per-state KL in the loss** (`loss-full`): differentiated, it charges the
   decision at s_t; by the chain rule KL(π ‖ π_ref) = E_π[Σ_t KL_t(s_t)], so the full gradient
   is that *plus* E_π[Σ_t KL_t·∇log P(s_t)] — which is exactly what the same KL_t in the
@@ -536,6 +536,14 @@ lecture.claim("reward-k1 and loss-full follow ∇KL(π ‖ π_ref): cosine 1 and
                   for m in ("1 vs 2", "3 vs 4") for p in ("reward-k1", "loss-full")),
               measured=", ".join(f"{p} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.6f}" for m in ("1 vs 2", "3 vs 4")
                                  for p in ("reward-k1", "loss-full")))
+refused = ("k3 in the reward (refused)", "exact KL in the reward alone (refused)")
+lecture.claim("k3, or the exact KL alone, in a detached reward does not follow ∇KL(π ‖ π_ref): its expected gradient "
+              "points at most half-way along it (cosine below 0.5) and is under a fifth of its length",
+              all(by_name[(m, p)]["cos ∇KL(π‖π_ref)"] < 0.5 and by_name[(m, p)]["norm / |∇KL(π‖π_ref)|"] < 0.2
+                  for m in ("1 vs 2", "3 vs 4") for p in refused),
+              measured=", ".join(f"{p.split(' (')[0]} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.3f}, "
+                                 f"norm {by_name[(m, p)]['norm / |∇KL(π‖π_ref)|']:.3f}"
+                                 for m in ("1 vs 2", "3 vs 4") for p in refused))
 lecture.claim("k3 in the loss follows the reverse KL at the visited states",
               all(abs(by_name[(m, "loss-k3")]["cos ∇ state reverse KL"] - 1) < 1e-6 for m in ("1 vs 2", "3 vs 4")),
               measured=", ".join(f"{by_name[(m, 'loss-k3')]['cos ∇ state reverse KL']:.6f}" for m in ("1 vs 2", "3 vs 4")))
