@@ -1,0 +1,557 @@
+# %% [markdown]
+"""
+# Lecture 13 — Debugging a PPO run
+
+**What it teaches.** A broken PPO rarely crashes: it runs, logs, and draws a learning
+curve that is merely bad. The return says *that* something is wrong; the diagnostics
+the trainer logs every iteration say *what*. Each kind of bug leaves its own
+signature in them. This lecture plants five bugs of known kind in the library's PPO,
+trains each next to the correct run on the same seeds, shows their diagnostics side by
+side, and turns what they show into a table of signatures. Then it hands you the
+diagnostics of three runs with their bug hidden, to name it yourself; the answers are
+at the end.
+
+The diagnostics, all in every row of `metrics.csv` (`ppo/update.py`, `run_update`,
+lists how each is computed; lecture 6 explains the first four):
+
+* **return** — the mean of the last 20 finished episodes (`episode_return_recent`);
+* **approx KL** — the k3 estimate of KL(π_old ‖ π_θ), averaged over the update's minibatches;
+* **clip fraction** — the share of samples with |r_t(θ) − 1| > ε;
+* **entropy** — H[π_θ(· | s)] averaged over the batch;
+* **explained variance** — 1 − Var[R − V] / Var[R] of the critic on the rollout;
+* **value loss** — the critic's mean squared error against the returns R;
+* **gradient norm** — the global norm of the loss's gradient before clipping, averaged over the steps;
+* **first-minibatch ratio error** — the largest |r_t(θ) − 1| on the update's first
+  minibatch, before any step. There θ *is* θ_old, so this is 0 up to rounding in a
+  correct run; anything else means log π_old is not the log-probability of the policy
+  that collected the data.
+
+**The bugs.** Each one is a line of PPO code written wrong, planted as a small
+subclass of `SeedBatchPPO` (or one changed setting) below:
+
+1. **wrong sign** — the advantage with its sign flipped (Â = V − R), i.e. gradient
+   ascent on the policy loss;
+2. **stale log-prob** — log π_old recomputed from the current network at every
+   minibatch (a cached value refreshed at the wrong place), so the ratio is always 1;
+3. **too-large step** — the learning rate 30 times the preset's;
+4. **shared trunk, raw returns** — lecture 7's defect 3: the value loss on returns in
+   the hundreds pulls on the weights the policy uses;
+5. **ratio against the reference** — lecture 7's defect 4 carried to CartPole: the
+   ratio taken against a frozen copy of the initial policy instead of the rollout policy.
+
+**Prerequisites.** Lectures 4–7 (lecture 6 for the diagnostics, lecture 7 for defects 4 and 5).
+
+**Library.** `ppo/update.py` (the diagnostics), `ppo/seed_batch.py` (`SeedBatchPPO`,
+which the bugs subclass), `ppo/losses.py`, `ppo/logger.py` (the same numbers in
+metrics.csv and TensorBoard), `experiments/presets.py` (the CartPole preset). The
+library's own tests pin the correct behaviour down: a ratio of 1 on the first
+minibatch (`tests/test_trainer.py`, `tests/test_update.py`).
+"""
+
+# %%
+import copy
+
+import torch
+
+from _common import Lecture, plt, print_table
+from envs.factory import make_seed_batch_env
+from experiments.presets import build_config
+from ppo.seed_batch import SeedBatchPPO
+from ppo.update import MinibatchLoss
+
+lecture = Lecture("13_debugging_a_run", __doc__)
+CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
+CONFIG = CANONICAL.replace(total_timesteps=lecture.choose(full=CANONICAL.total_timesteps,
+                                                           quick=2 * CANONICAL.batch_size))
+# The preset was tuned on seeds 1–20 and these signatures were read off seeds 1–5: the runs use others.
+SEEDS = lecture.choose(full=[31, 32, 33, 34, 35], quick=[31, 32])
+MYSTERY_SEEDS = [41, 42, 43]
+print(f"canonical CartPole (the preset): {CONFIG.num_envs} envs × {CONFIG.num_steps} steps, "
+      f"{CONFIG.num_minibatches} minibatches × {CONFIG.update_epochs} epochs, lr {CONFIG.learning_rate} annealed, "
+      f"{CONFIG.total_timesteps:,} steps ({CONFIG.num_iterations} iterations); seeds {SEEDS[0]}–{SEEDS[-1]}")
+
+# %% [markdown]
+"""
+## The bugs, as code
+
+Every bug is a few lines: a subclass of `SeedBatchPPO` that overrides the one method
+where the mistake lives, or a changed setting. `SeedBatchPPO._member_loss` is one
+member's loss on its minibatch (vmapped over the seeds) and `minibatch_loss` the
+method that computes log π_θ and hands the update its loss and its log-ratio; the
+diagnostics are computed from that log-ratio, exactly as the mistaken code would log
+them.
+"""
+
+
+# %%
+class WrongSign(SeedBatchPPO):
+    """Â with its sign flipped: the policy is pushed away from the actions that did well."""
+
+    def _member_loss(self, new_log_probs, entropy, new_values, minibatch):
+        return super()._member_loss(new_log_probs, entropy, new_values,
+                                    {**minibatch, "advantages": -minibatch["advantages"]})
+
+
+class StaleLogProb(SeedBatchPPO):
+    """log π_old taken from the current network at every minibatch: r_t(θ) = 1 always."""
+
+    def minibatch_loss(self, minibatch):
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
+        stale = {**minibatch, "log_probs": new_log_probs.detach()}  # should be the rollout's log-probs
+        losses, terms = self._member_losses(new_log_probs, entropy, new_values, stale)
+        return MinibatchLoss(loss=losses, log_ratio=new_log_probs.detach() - stale["log_probs"], terms=terms)
+
+
+class RatioToReference(SeedBatchPPO):
+    """The ratio against a frozen copy of the initial policy instead of π_old (lecture 7, defect 4)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reference = copy.deepcopy(self.model)  # frozen: never trained
+
+    def minibatch_loss(self, minibatch):
+        with torch.no_grad():
+            reference_log_probs, _, _ = self.reference.evaluate_actions(minibatch["obs"], minibatch["actions"])
+        return super().minibatch_loss({**minibatch, "log_probs": reference_log_probs})
+
+
+CORRECT = "correct"
+BUGS = {  # name: (trainer class, change to the preset)
+    "wrong sign": (WrongSign, {}),
+    "stale log-prob": (StaleLogProb, {}),
+    "too-large step (lr × 30)": (SeedBatchPPO, dict(learning_rate=30 * CONFIG.learning_rate)),
+    "shared trunk, raw returns": (SeedBatchPPO, dict(shared_network=True)),
+    "ratio against the reference": (RatioToReference, {}),
+}
+DIAGNOSTICS = {  # metrics.csv column: axis label
+    "episode_return_recent": "return (last 20 episodes)",
+    "approx_kl": "approx KL (k3), nats",
+    "clip_fraction": "clip fraction",
+    "entropy": "entropy, nats",
+    "explained_variance": "explained variance",
+    "value_loss": "value loss",
+    "grad_norm": "gradient norm",
+    "first_minibatch_ratio_error": "first-minibatch max |r − 1|",
+}
+
+
+def train(trainer_class, change: dict, seeds: list[int]) -> dict[str, torch.Tensor]:
+    """Train the preset with `change` over `seeds` as one batch: each diagnostic as an
+    (iterations, seeds) tensor."""
+    config = CONFIG.replace(**change)
+    envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch")
+    batch = trainer_class(config, seeds, envs, progress=False)
+    batch.train()
+    if batch.diverged:
+        print(f"  diverged members (stopped, their last values kept): {batch.diverged}")
+    return {name: torch.tensor([[row[name] for row in iteration] for iteration in batch.history], dtype=torch.float64)
+            for name in [*DIAGNOSTICS, "episode_return_mean"]}
+
+
+runs = {CORRECT: train(SeedBatchPPO, {}, SEEDS)}
+print(f"trained {CORRECT}")
+for name, (trainer_class, change) in BUGS.items():
+    runs[name] = train(trainer_class, change, SEEDS)
+    print(f"trained {name}")
+
+# %% [markdown]
+"""
+## The diagnostics side by side
+
+One row per bug, one column per diagnostic. In every panel the correct run is grey
+(the same seeds), the bug has its own colour, the line is the median over the seeds and
+the band their range (smallest to largest).
+"""
+
+# %%
+COLOURS = dict(zip(BUGS, ["tab:red", "tab:blue", "tab:orange", "tab:purple", "tab:green"]))
+REFERENCE_COLOUR = "0.55"
+
+
+def draw(axis, history: torch.Tensor, colour: str, label: str) -> None:
+    """Median over the seeds (line) and their range (band) of one diagnostic, against iterations."""
+    iterations = torch.arange(1, history.shape[0] + 1)
+    axis.fill_between(iterations, history.min(dim=1).values, history.max(dim=1).values, color=colour, alpha=0.2,
+                      linewidth=0)
+    axis.plot(iterations, history.median(dim=1).values, color=colour, lw=1.5, label=label)
+
+
+def diagnostics_grid(rows: dict[str, dict[str, torch.Tensor]], colours: dict[str, str], title: str):
+    figure, axes = plt.subplots(len(rows), len(DIAGNOSTICS), figsize=(2.6 * len(DIAGNOSTICS), 2.1 * len(rows) + 0.8),
+                                squeeze=False)
+    for row_axes, (name, run) in zip(axes, rows.items()):
+        for axis, (metric, label) in zip(row_axes, DIAGNOSTICS.items()):
+            draw(axis, runs[CORRECT][metric], REFERENCE_COLOUR, CORRECT)
+            draw(axis, run[metric], colours[name], name)
+            axis.set_xlabel("iteration")
+            axis.tick_params(labelsize=7)
+            axis.locator_params(nbins=4)
+            axis.grid(alpha=0.3)
+            if name == next(iter(rows)):
+                axis.set_title(label, fontsize=9)
+        row_axes[0].set_ylabel(f"{name}\n{DIAGNOSTICS['episode_return_recent']}", fontsize=8)
+        row_axes[0].legend(fontsize=7, loc="best")
+    figure.suptitle(title, fontsize=11)
+    return figure
+
+
+figure = diagnostics_grid({name: runs[name] for name in BUGS}, COLOURS,
+                          f"Each bug (colour) against the correct run (grey), CartPole preset, seeds {SEEDS[0]}–{SEEDS[-1]}: "
+                          "median over the seeds, band = their range")
+lecture.save_figure(figure, "signatures.png")
+
+
+# %% [markdown]
+"""
+## Each run in numbers
+
+Per seed, a few numbers sum each diagnostic up; the table gives their median over the
+seeds. The **untrained return** is the mean return of the episodes finished in the
+correct run's first rollout, played by the policy before any update.
+"""
+
+
+# %%
+def summary(run: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Per seed: the numbers the signatures are read from."""
+    last_quarter = slice(-max(1, run["approx_kl"].shape[0] // 4), None)
+    return {
+        "final return": run["episode_return_recent"][last_quarter].mean(dim=0),
+        "first KL": run["approx_kl"][0],
+        "largest KL": run["approx_kl"].max(dim=0).values,
+        "largest clip fraction": run["clip_fraction"].max(dim=0).values,
+        "final clip fraction": run["clip_fraction"][last_quarter].mean(dim=0),
+        "final entropy": run["entropy"][last_quarter].mean(dim=0),
+        "final explained variance": run["explained_variance"][last_quarter].mean(dim=0),
+        "final value loss": run["value_loss"][last_quarter].mean(dim=0),
+        "largest gradient norm": run["grad_norm"].max(dim=0).values,
+        "largest ratio error": run["first_minibatch_ratio_error"].max(dim=0).values,
+    }
+
+
+summaries = {name: summary(run) for name, run in runs.items()}
+untrained = runs[CORRECT]["episode_return_mean"][0]  # (seeds,) episodes of the untrained policy
+initial_entropy = runs[CORRECT]["entropy"][0]
+print_table([{"run": name, **{key: float(values.median()) for key, values in numbers.items()}}
+             for name, numbers in summaries.items()],
+            title=f"Median over {len(SEEDS)} seeds (final = the last quarter of the run; largest = over every iteration)")
+print(f"untrained return (the correct run's first rollout), per seed: "
+      + ", ".join(f"{value:.1f}" for value in untrained.tolist()))
+
+# %% [markdown]
+"""
+## The signatures
+
+Read the figure row by row, then the table of numbers; what each bug leaves behind:
+
+* **Wrong sign** (red): the return *falls* below the untrained policy's, in every seed,
+  and the entropy collapses far below the correct run's: the policy becomes sure of
+  the actions that end the episode fastest. The approx KL and clip fraction of its
+  first update are within 10% of the correct run's on the same seed: flipping the
+  advantage flips the first step's direction, not its size. They rise above the
+  correct run's for a few updates while the policy commits to failing, then fall to
+  near 0 with the entropy; the return is the plainer signal.
+* **Stale log-prob** (blue): approx KL and clip fraction are **exactly 0 in every
+  iteration** of every seed, the first update included: the ratio is always 1, so the
+  clip never acts and the KL the loop measures is between a policy and itself. With
+  r = 1 the loss is the plain policy gradient, taken 24 times per rollout with nothing
+  to stop it, and the seeds split (the wide band of the return panel): on some the
+  return still reaches the 500 limit, on others the policy collapses to a
+  deterministic one (entropy ~0) and the return ends below the untrained policy's.
+  The largest value loss and gradient norm over its seeds are more than five times the
+  correct run's.
+* **Too-large step** (orange): the first update's approx KL is hundreds of times the
+  correct run's and most of the batch is clipped; within that one update the entropy
+  collapses to nearly 0: the policy is now deterministic, and the return goes nowhere.
+  The entropy stays near 0 to the end, and the return ends below a quarter of the
+  correct run's on every seed, on most of them below the untrained policy's (the band
+  of the return panel shows the few that do a little better). After the
+  first update the KL and the clip fraction read exactly 0 in most iterations — a
+  deterministic policy has log π = 0 for the only action it takes — so a KL of 0 alone
+  does not mean a stale log-prob: look at the first update.
+* **Shared trunk, raw returns** (purple): no exact zeros, no ratio error, no outsized
+  first step; the critic's diagnostics are what differ. The value loss at the end is
+  many times the correct run's and the gradient norm peaks higher (the critic's
+  gradient dominates the shared weights), while the entropy stays above the correct
+  run's: the policy learns more slowly, and its return ends lower.
+* **Ratio against the reference** (green): the first-minibatch ratio error is
+  **above 0** (in a correct run it is 0), the clip fraction stays high to the end of
+  the run, the entropy barely moves from the untrained policy's (the clip holds the
+  policy near the reference), and the return stalls far below the correct run's.
+"""
+
+# %%
+S = summaries
+C = S[CORRECT]
+
+
+def every(values: torch.Tensor) -> bool:
+    return bool(values.all())
+
+
+def median(values: torch.Tensor) -> float:
+    return float(values.median())
+
+
+def seeds_text(values: torch.Tensor, digits: int = 3) -> str:
+    return ", ".join(f"{value:.{digits}g}" for value in values.tolist())
+
+
+wrong, stale, large, trunk, reference = (S[name] for name in BUGS)
+lecture.claim("Wrong sign: the return falls below the untrained policy's, in every seed",
+              every(wrong["final return"] < untrained),
+              measured=f"final return {seeds_text(wrong['final return'])} vs untrained {seeds_text(untrained)}", quick=False)
+lecture.claim("the entropy collapses far below the correct run's (wrong sign)",
+              every(wrong["final entropy"] < 0.25 * C["final entropy"]),
+              measured=f"final entropy {seeds_text(wrong['final entropy'])} vs correct {seeds_text(C['final entropy'])}",
+              quick=False)
+
+
+def relative_gap(values: torch.Tensor, reference_values: torch.Tensor) -> float:
+    return float(((values - reference_values).abs() / reference_values).max())
+
+
+first_kl_gap = relative_gap(wrong["first KL"], C["first KL"])
+first_clip_gap = relative_gap(runs["wrong sign"]["clip_fraction"][0], runs[CORRECT]["clip_fraction"][0])
+lecture.claim("The approx KL and clip fraction of its first update are within 10% of the correct run's on the same seed",
+              first_kl_gap < 0.1 and first_clip_gap < 0.1,
+              measured=f"first KL {seeds_text(wrong['first KL'])} vs {seeds_text(C['first KL'])}; first clip fraction "
+                       f"{seeds_text(runs['wrong sign']['clip_fraction'][0])} vs {seeds_text(runs[CORRECT]['clip_fraction'][0])}"
+                       f" (largest gaps {first_kl_gap:.1%}, {first_clip_gap:.1%})")
+stale_run = runs["stale log-prob"]
+lecture.claim("Stale log-prob: approx KL and clip fraction are exactly 0 in every iteration of every seed",
+              every(stale_run["approx_kl"] == 0) and every(stale_run["clip_fraction"] == 0),
+              measured=f"largest approx KL {float(stale_run['approx_kl'].max())}, "
+                       f"largest clip fraction {float(stale_run['clip_fraction'].max())}")
+collapsed = stale["final return"] < untrained
+lecture.claim("the loss is the plain policy gradient, taken 24 times per rollout",
+              CONFIG.update_epochs * CONFIG.num_minibatches == 24,
+              measured=f"{CONFIG.update_epochs} epochs × {CONFIG.num_minibatches} minibatches")
+lecture.claim("the seeds split: on some the return still reaches the 500 limit, on others it ends below the untrained "
+              "policy's (stale log-prob)", bool((stale["final return"] >= 495).any()) and bool(collapsed.any()),
+              measured=f"final return {seeds_text(stale['final return'])} vs untrained {seeds_text(untrained)}", quick=False)
+lecture.claim("on those the policy collapses to a deterministic one (entropy ~0) (stale log-prob)",
+              every(stale["final entropy"][collapsed] < 1e-3),
+              measured=f"final entropy {seeds_text(stale['final entropy'])}", quick=False)
+largest = {name: {metric: float(runs[name][metric].max()) for metric in ("value_loss", "grad_norm")}
+           for name in (CORRECT, "stale log-prob")}
+lecture.claim("The largest value loss and gradient norm over its seeds are more than five times the correct run's "
+              "(stale log-prob)",
+              all(largest["stale log-prob"][metric] > 5 * largest[CORRECT][metric] for metric in ("value_loss", "grad_norm")),
+              measured=f"value loss {largest['stale log-prob']['value_loss']:.3g} vs {largest[CORRECT]['value_loss']:.3g}, "
+                       f"gradient norm {largest['stale log-prob']['grad_norm']:.3g} vs {largest[CORRECT]['grad_norm']:.3g}",
+              quick=False)
+lecture.claim("They rise above the correct run's for a few updates, then fall to near 0 with the entropy (wrong sign)",
+              median(wrong["largest KL"]) > median(C["largest KL"]) and median(wrong["final clip fraction"]) < 0.01,
+              measured=f"largest KL, median {median(wrong['largest KL']):.3g} vs {median(C['largest KL']):.3g}; last-quarter "
+                       f"clip fraction {seeds_text(wrong['final clip fraction'])}", quick=False)
+kl_factor = large["first KL"] / C["first KL"]
+lecture.claim("Too-large step: the first update's approx KL is hundreds of times the correct run's",
+              every(kl_factor > 100), measured=f"factor per seed {seeds_text(kl_factor)}")
+lecture.claim("most of the batch is clipped (too-large step, first update)",
+              every(runs["too-large step (lr × 30)"]["clip_fraction"][0] > 0.5),
+              measured=f"first clip fraction {seeds_text(runs['too-large step (lr × 30)']['clip_fraction'][0])}")
+lecture.claim("within that one update the entropy collapses to nearly 0",
+              every(runs["too-large step (lr × 30)"]["entropy"][1] < 0.01),
+              measured=f"entropy of the second update {seeds_text(runs['too-large step (lr × 30)']['entropy'][1])}")
+large_run = runs["too-large step (lr × 30)"]
+lecture.claim("The entropy stays near 0 to the end (too-large step)", every(large["final entropy"] < 1e-3),
+              measured=f"last-quarter entropy {seeds_text(large['final entropy'])}", quick=False)
+below_untrained = int((large["final return"] < untrained).sum())
+lecture.claim("the return ends below a quarter of the correct run's on every seed, on most of them below the untrained "
+              "policy's (too-large step)",
+              every(large["final return"] < 0.25 * C["final return"].min()) and below_untrained > len(SEEDS) / 2,
+              measured=f"final return {seeds_text(large['final return'])} vs correct {seeds_text(C['final return'])}, "
+                       f"untrained {seeds_text(untrained)}: {below_untrained} of {len(SEEDS)} below it", quick=False)
+after_first = (large_run["approx_kl"][1:] == 0) & (large_run["clip_fraction"][1:] == 0)
+lecture.claim("After the first update the KL and the clip fraction read exactly 0 in most iterations (too-large step)",
+              float(after_first.double().mean()) > 0.5,
+              measured=f"{float(after_first.double().mean()):.0%} of the later iterations × seeds", quick=False)
+lecture.claim("the first update's KL is not 0 (too-large step), unlike the stale log-prob's", every(large["first KL"] > 0),
+              measured=f"first KL {seeds_text(large['first KL'])}")
+lecture.claim("Shared trunk: no exact zeros, no ratio error, no outsized first step",
+              every(trunk["largest KL"] > 0) and every(trunk["largest ratio error"] < 1e-5)
+              and every(trunk["first KL"] < 10 * C["first KL"]),
+              measured=f"largest KL {seeds_text(trunk['largest KL'])}, largest ratio error "
+                       f"{seeds_text(trunk['largest ratio error'])}, first KL {seeds_text(trunk['first KL'])} vs correct "
+                       f"{seeds_text(C['first KL'])}")
+lecture.claim("Shared trunk: the value loss at the end is many times the correct run's",
+              every(trunk["final value loss"] > 10 * C["final value loss"]),
+              measured=f"{seeds_text(trunk['final value loss'])} vs {seeds_text(C['final value loss'])}", quick=False)
+lecture.claim("the gradient norm peaks higher (shared trunk)",
+              median(trunk["largest gradient norm"]) > median(C["largest gradient norm"]),
+              measured=f"largest gradient norm, median {median(trunk['largest gradient norm']):.3g} vs "
+                       f"{median(C['largest gradient norm']):.3g}", quick=False)
+lecture.claim("the entropy stays above the correct run's (shared trunk)", every(trunk["final entropy"] > C["final entropy"]),
+              measured=f"{seeds_text(trunk['final entropy'])} vs {seeds_text(C['final entropy'])}", quick=False)
+lecture.claim("its return ends lower (shared trunk)", median(trunk["final return"]) < median(C["final return"]),
+              measured=f"median final return {median(trunk['final return']):.1f} vs {median(C['final return']):.1f}",
+              quick=False)
+lecture.claim("in a correct run the first-minibatch ratio error is 0", every(C["largest ratio error"] < 1e-5),
+              measured=f"largest over the run {float(C['largest ratio error'].max()):.2g}")
+lecture.claim("Ratio against the reference: the first-minibatch ratio error is above 0",
+              every(reference["largest ratio error"] > 0.01),
+              measured=f"largest per seed {seeds_text(reference['largest ratio error'])}")
+lecture.claim("the clip fraction stays high to the end of the run (ratio against the reference)",
+              every(reference["final clip fraction"] > 10 * C["final clip fraction"]) and every(reference["final clip fraction"] > 0.2),
+              measured=f"last quarter {seeds_text(reference['final clip fraction'])} vs correct "
+                       f"{seeds_text(C['final clip fraction'])}", quick=False)
+lecture.claim("the entropy barely moves from the untrained policy's (ratio against the reference)",
+              every((reference["final entropy"] - initial_entropy).abs() < 0.05),
+              measured=f"final {seeds_text(reference['final entropy'])} vs first update {seeds_text(initial_entropy)}",
+              quick=False)
+lecture.claim("the return stalls far below the correct run's (ratio against the reference)",
+              every(reference["final return"] < 0.5 * C["final return"].min()),
+              measured=f"final return {seeds_text(reference['final return'])} vs correct {seeds_text(C['final return'])}",
+              quick=False)
+
+# %% [markdown]
+"""
+### The signature table
+
+The same findings as rules, in the order to check them: the first rule that matches
+names the bug. The order matters: an exact 0 or a nonzero ratio error is certain, a
+"larger than" is a judgement against the reference run.
+"""
+
+# %%
+SIGNATURES = [  # (what the diagnostics show, the bug, the rule on a run's summary `s` against the correct run's `c`)
+    ("first-minibatch ratio error > 0", "ratio against the reference",
+     lambda s, c: s["largest ratio error"] > 1e-3),
+    ("approx KL and clip fraction exactly 0 in every iteration, the first included", "stale log-prob",
+     lambda s, c: s["largest KL"] == 0 and s["largest clip fraction"] == 0),
+    ("first approx KL > 10 × the correct run's, then entropy ~0 and KL 0", "too-large step (lr × 30)",
+     lambda s, c: s["first KL"] > 10 * c["first KL"]),
+    ("return below the untrained policy's, first update ordinary", "wrong sign",
+     lambda s, c: s["final return"] < c["untrained return"]),
+    ("value loss at the end > 10 × the correct run's, entropy higher", "shared trunk, raw returns",
+     lambda s, c: s["final value loss"] > 10 * c["final value loss"] and s["final entropy"] > c["final entropy"]),
+]
+NO_BUG = "no bug visible"
+
+
+def diagnose(numbers: dict[str, float], reference: dict[str, float]) -> str:
+    """The first signature that matches a run's summary (medians over its seeds, or one seed's numbers)."""
+    for _, bug, matches in SIGNATURES:
+        if matches(numbers, reference):
+            return bug
+    return NO_BUG
+
+
+def medians(numbers: dict[str, torch.Tensor]) -> dict[str, float]:
+    return {key: float(values.median()) for key, values in numbers.items()}
+
+
+reference_numbers = {**medians(C), "untrained return": float(untrained.median())}
+print_table([{"diagnostics show": shows, "bug": bug, "diagnosed from this run's medians": diagnose(medians(S[bug]),
+                                                                                                   reference_numbers)}
+             for shows, bug, _ in SIGNATURES], title="Signatures: what the diagnostics show → the bug")
+named = {name: diagnose(medians(S[name]), reference_numbers) for name in [CORRECT, *BUGS]}
+lecture.claim("the first rule that matches names the bug (every planted bug, and none for the correct run)",
+              all(named[name] == name for name in BUGS) and named[CORRECT] == NO_BUG,
+              measured=", ".join(f"{name} → {diagnosis}" for name, diagnosis in named.items()), quick=False)
+
+# %% [markdown]
+"""
+## Exercise: three mystery runs
+
+Three more runs of the preset, one seed each (seeds 41–43, seen by nobody while the
+rules above were written), each with one of the five bugs, or none. Below are their
+diagnostics, in black against the correct run's grey, and their numbers next to the
+correct run's. Before you read on: which bug, if any, does each run have? Use the
+figure first, the table second, the signature table last. The answers follow the
+table. (Exercise 13.2, in `lectures/exercises/lecture_13.py`, asks you to write the
+signature table as a function and checks it on numbers of its own.)
+"""
+
+# %%
+# Which bug each letter has is hidden behind a shuffle: run on before you print MYSTERY.
+HIDDEN = ["wrong sign", "too-large step (lr × 30)", "shared trunk, raw returns"]
+MYSTERY = dict(zip("ABC", (HIDDEN[i] for i in torch.randperm(3, generator=torch.Generator().manual_seed(5)).tolist())))
+mystery_runs = {}
+for (letter, bug), seed in zip(MYSTERY.items(), MYSTERY_SEEDS):
+    trainer_class, change = BUGS[bug]
+    mystery_runs[f"mystery {letter}"] = train(trainer_class, change, [seed])
+mystery_summaries = {name: summary(run) for name, run in mystery_runs.items()}
+figure = diagnostics_grid(mystery_runs, {name: "black" for name in mystery_runs},
+                          f"Three mystery runs (black, seeds {MYSTERY_SEEDS[0]}–{MYSTERY_SEEDS[-1]}) against the correct run "
+                          f"(grey, median and range of seeds {SEEDS[0]}–{SEEDS[-1]})")
+lecture.save_figure(figure, "mystery_runs.png")
+print_table([{"run": name, **{key: float(values.median()) for key, values in numbers.items()}}
+             for name, numbers in {**mystery_summaries, CORRECT: C}.items()],
+            title="The mystery runs' numbers; last row: the correct run's medians over its seeds")
+
+# %% [markdown]
+"""
+## Answers to the exercise
+
+Each mystery run's bug, and what the signature table's rules say from its numbers.
+"""
+
+# %%
+for letter, bug in MYSTERY.items():
+    print(f"mystery {letter}: {bug}; the signature table names it: "
+          f"{diagnose(medians(mystery_summaries[f'mystery {letter}']), reference_numbers)}")
+lecture.claim("the signature table names each mystery run's bug (seeds not used to write it)",
+              all(diagnose(medians(mystery_summaries[f"mystery {letter}"]), reference_numbers) == bug
+                  for letter, bug in MYSTERY.items()),
+              measured=", ".join(f"{letter}: {diagnose(medians(mystery_summaries[f'mystery {letter}']), reference_numbers)}"
+                                 for letter in MYSTERY), quick=False)
+
+# %% [markdown]
+"""
+Mystery A, the shared trunk, is the one to remember: its return ends within 10% of the correct run's
+median, and it has a bug all the same. Only its critic gives it away (a value loss
+whose last-quarter mean is far above the correct run's, from the spikes of its value
+loss panel, and an explained variance below it that swings under 0) with the entropy
+of a policy that has not committed. B and C both end at the shortest episodes CartPole
+allows, with an entropy near 0; the first update tells them apart: B's approx KL is
+already hundreds of times the correct run's (the too-large step), C's is ordinary (the
+wrong sign).
+"""
+
+# %%
+mystery = {letter: {key: float(values.median()) for key, values in mystery_summaries[f"mystery {letter}"].items()}
+           for letter in MYSTERY}
+lecture.claim("Mystery A, the shared trunk: its return ends within 10% of the correct run's median",
+              MYSTERY["A"] == "shared trunk, raw returns"
+              and mystery["A"]["final return"] >= 0.9 * reference_numbers["final return"],
+              measured=f"{mystery['A']['final return']:.1f} vs {reference_numbers['final return']:.1f}", quick=False)
+lecture.claim("Mystery A: a value loss whose last-quarter mean is far above the correct run's, and an explained "
+              "variance below it that swings under 0",
+              mystery["A"]["final value loss"] > 10 * reference_numbers["final value loss"]
+              and mystery["A"]["final explained variance"] < reference_numbers["final explained variance"]
+              and float(mystery_runs["mystery A"]["explained_variance"].min()) < 0,
+              measured=f"value loss {mystery['A']['final value loss']:.3g} vs {reference_numbers['final value loss']:.3g}, "
+                       f"explained variance {mystery['A']['final explained variance']:.3g} vs "
+                       f"{reference_numbers['final explained variance']:.3g}, lowest "
+                       f"{float(mystery_runs['mystery A']['explained_variance'].min()):.3g}", quick=False)
+lecture.claim("B and C both end at the shortest episodes, with an entropy near 0",
+              all(mystery[letter]["final return"] < reference_numbers["untrained return"]
+                  and mystery[letter]["final entropy"] < 0.02 for letter in "BC"),
+              measured=", ".join(f"{letter}: return {mystery[letter]['final return']:.2f}, entropy "
+                                 f"{mystery[letter]['final entropy']:.2g}" for letter in "BC"), quick=False)
+lecture.claim("B's approx KL is already hundreds of times the correct run's (the too-large step), C's is "
+              "ordinary (the wrong sign)",
+              MYSTERY["B"] == "too-large step (lr × 30)" and MYSTERY["C"] == "wrong sign"
+              and mystery["B"]["first KL"] > 100 * reference_numbers["first KL"]
+              and mystery["C"]["first KL"] < 2 * reference_numbers["first KL"],
+              measured=f"first KL: B {mystery['B']['first KL']:.3g}, C {mystery['C']['first KL']:.3g}, "
+                       f"correct {reference_numbers['first KL']:.3g}")
+
+# %% [markdown]
+"""
+## What to take away
+
+A broken PPO is read from its diagnostics, each against a correct run of the same
+configuration: the return says that something is wrong (or, as mystery A shows, not
+even that), and the other seven say what. Exact values are the strongest evidence: a
+clip fraction and a KL that are 0 from the first update on, or a first-minibatch ratio
+error that is not 0, each point at one line of code. A first update's KL hundreds of
+times the reference's points at the step size. A return below the untrained policy's
+after an ordinary first update points at a sign. A critic whose loss stays large
+points at the value loss's scale or its path into the policy.
+"""
+
+# %%
+lecture.finish()
