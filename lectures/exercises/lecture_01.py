@@ -6,16 +6,19 @@ import torch
 def rewards_to_go(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     """Exercise 1.1. G_t = Σ_{k ≥ t} γ^(k−t) r_k for one episode. rewards: (T,) → (T,).
 
-    Hint: walk backwards, G_t = r_t + γ G_{t+1}.
+    Do it in one pass over the episode: which relation between G_t and G_{t+1} lets you?
     """
     raise NotImplementedError("exercise 1.1")
 
 
 def discounted_back_to_start(returns: torch.Tensor, gamma: float) -> torch.Tensor:
-    """Exercise 1.4. The weights whose REINFORCE estimate is unbiased for ∇ E[G_0]:
-    γ^t G_t, the part of G_0 that the action at step t can change. returns: (T,) G_t → (T,).
+    """Exercise 1.4. The weights w_t whose REINFORCE estimate Σ_t ∇log π(a_t|s_t) · w_t is
+    unbiased for ∇ E[G_0], G_0 = Σ_k γ^k r_k. returns: (T,) G_t → (T,) w_t.
 
-    (The common estimator weights by G_t alone; for γ < 1 its expectation is not ∇ E[G_0].)
+    Derive them: write ∇ E[G_0] = E[G_0 Σ_t ∇log π(a_t|s_t)], drop the rewards before t
+    (why may you?), and express what is left in terms of G_t. The common estimator
+    weights by G_t alone; is its expectation ∇ E[G_0] when γ < 1? (Lecture 1, "The noise
+    again, at a trained policy".)
     """
     raise NotImplementedError("exercise 1.4")
 

@@ -12,8 +12,10 @@ def explained_variance(predictions: torch.Tensor, targets: torch.Tensor) -> floa
 
 def optimal_constant_baseline(gradient_norms_squared: torch.Tensor, returns: torch.Tensor) -> float:
     """Exercise 2.2. The constant b that minimises the variance of the estimate (R − b) · g,
-    given |g|² and R of each sampled episode (both (E,)):  b* = E[|g|² R] / E[|g|²].
+    given |g|² and R of each sampled episode (both (E,)); g = ∇log π of the episode.
 
-    (Differentiate E[|(R − b) g|²] with respect to b and set it to zero.)
+    Derive b*: the mean of (R − b) g does not depend on b (why?), so minimising the
+    variance is minimising E[|(R − b) g|²]. Is b* the mean return? (Lecture 2, "Variance
+    of the gradient estimate, with and without the baseline".)
     """
     raise NotImplementedError("exercise 2.2")

@@ -19,3 +19,12 @@ def has_gradient(ratio: float, advantage: float, epsilon: float) -> bool:
     (advantage ≠ 0) contribute a gradient to L^CLIP? (Which term does the min pick?)
     """
     raise NotImplementedError("exercise 4.3")
+
+
+def predict_surrogate_gradient(ratio: float, advantage: float) -> float:
+    """Exercise 4.4, predict before you run the lecture. The number lecture 4's table "The
+    gradient zones" prints: ∂L^CLIP/∂log π_θ(a|s) of one sample (L^CLIP the objective,
+    to be maximised; ε = 0.2) at this ratio and advantage. The check asks for ratios
+    0.6, 0.9, 1.0, 1.1 and 1.5 with Â = ±1 and computes each by autograd.
+    """
+    raise NotImplementedError("exercise 4.4")

@@ -19,7 +19,9 @@ def shuffled_minibatches(batch_size: int, num_minibatches: int, generator: torch
 def reward_with_bootstrap(reward: torch.Tensor, truncated: torch.Tensor, final_value: torch.Tensor,
                           gamma: float) -> torch.Tensor:
     """Exercise 7.3. Another way to bootstrap a time-limit cut, for code that treats every
-    end of an episode as a termination: add γ V(final observation) to the reward of each
-    truncated step. All arguments (N,) (truncated as bools).
+    end of an episode as a termination: change the reward of each truncated step so that
+    its TD error, computed as if the step had terminated, equals the bootstrapped one
+    (δ_t = r_t + γ V(final observation) − V(s_t)). Return the changed rewards. All
+    arguments (N,) (truncated as bools); final_value: V(final observation).
     """
     raise NotImplementedError("exercise 7.3")

@@ -20,7 +20,10 @@ def token_rewards(score: torch.Tensor, policy_log_probs: torch.Tensor, reference
 
 
 def kl_regularised_optimum(reference_probabilities: torch.Tensor, scores: torch.Tensor, beta: float) -> torch.Tensor:
-    """Exercise 11.3. The policy that maximises E[r] − β KL(π ‖ π_ref) over K answers:
-    π*(y) ∝ π_ref(y) exp(r(y) / β). (K,), (K,) → (K,). Mind the overflow for small β.
+    """Exercise 11.3. The policy π* that maximises E_π[r] − β KL(π ‖ π_ref) over K answers,
+    in closed form. reference_probabilities π_ref, scores r: (K,), (K,) → (K,).
+
+    Derive it first (derivations.py, exercise D.3, leads you through it; lecture 11,
+    section 6). Then mind the overflow for small β.
     """
     raise NotImplementedError("exercise 11.3")

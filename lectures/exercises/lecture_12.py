@@ -23,3 +23,14 @@ def leave_one_out_advantages(rewards: torch.Tensor) -> torch.Tensor:
     the other K − 1 completions of the same prompt. (G, K) → (G, K).
     """
     raise NotImplementedError("exercise 12.3")
+
+
+def predict_best_of_n_kl(n: int) -> float:
+    """Exercise 12.4, predict before you run the lecture. Best-of-n draws n completions from
+    π_ref and keeps the one the reward model scores highest. Lecture 12 computes
+    KL(π_bon ‖ π_ref) exactly for every n. What is it, in nats, when no two completions
+    can tie (every completion its own score)? Think of the quantile u = F(r(y)) of the kept
+    completion: its density under π_bon is n·u^(n−1), under π_ref 1. Return the value for
+    this n (a formula in n is fine); the check compares with the exact KL for n = 2, 16, 256.
+    """
+    raise NotImplementedError("exercise 12.4")

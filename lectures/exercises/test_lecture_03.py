@@ -1,10 +1,64 @@
 """Checks for the exercises of lecture 3."""
 
+import functools
+
+import pytest
 import torch
 
 from ppo.advantages import compute_gae
 
 GAMMA, LAMBDA = 0.9, 0.8
+LAMBDAS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0)
+
+
+@functools.cache
+def chain_errors(critic_error: float, num_envs: int = 500, steps: int = 256, measured: int = 128, seed: int = 0):
+    """Lecture 3's experiment, small: {λ: (bias², variance)} of R^λ as an estimate of Q(s, a) on the
+    11-state random walk (γ = 0.95, π(right) = ½, ±1 for leaving right/left), critic V + noise."""
+    states, gamma = 11, 0.95
+    transition = torch.zeros(states + 2, states + 2, dtype=torch.float64)
+    reward = torch.zeros(states + 2, dtype=torch.float64)
+    for s in range(1, states + 1):
+        transition[s, s - 1] = transition[s, s + 1] = 0.5
+    reward[1], reward[states] = -0.5, 0.5
+    values = torch.linalg.solve(torch.eye(states + 2, dtype=torch.float64) - gamma * transition, reward)
+    step_reward = torch.zeros(states + 2, dtype=torch.float64)
+    step_reward[0], step_reward[-1] = -1.0, 1.0  # reward of arriving in each state
+    q = torch.stack([step_reward[:-2] + gamma * values[:-2], step_reward[2:] + gamma * values[2:]], dim=1)  # (s−1, a)
+    noise = torch.randn(states + 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    critic = values + noise * critic_error * float(values[1:-1].std())
+    critic[0] = critic[-1] = 0.0
+    generator = torch.Generator().manual_seed(seed)
+    state, visited, actions = torch.full((num_envs,), 6), [], []
+    for _ in range(steps):
+        action = (torch.rand(num_envs, generator=generator) < 0.5).long()
+        visited.append(state)
+        actions.append(action)
+        state = state + 2 * action - 1
+        state = torch.where((state == 0) | (state == states + 1), torch.full_like(state, 6), state)
+    visited, actions = torch.stack(visited), torch.stack(actions)  # (T, N)
+    arrived = visited + 2 * actions - 1
+    ended = (arrived == 0) | (arrived == states + 1)
+    pair = (visited * 2 + actions)[:measured].flatten()
+    results = {}
+    for gae_lambda in LAMBDAS:
+        _, returns = compute_gae(step_reward[arrived], critic[visited], critic[arrived], ended, ended, gamma, gae_lambda)
+        error = (returns - q[visited - 1, actions])[:measured].flatten()
+        count = torch.zeros(2 * (states + 2), dtype=torch.float64).index_add_(0, pair, torch.ones_like(error))
+        mean = torch.zeros_like(count).index_add_(0, pair, error) / count.clamp(min=1)
+        square = torch.zeros_like(count).index_add_(0, pair, error**2) / count.clamp(min=1)
+        weight = count / count.sum()
+        results[gae_lambda] = (float((weight * mean**2).sum()), float((weight * (square - mean**2)).sum()))
+    return results
+
+
+@pytest.mark.parametrize("batch_size", [1, 16, 4096])
+def test_predicted_best_lambda_is_what_the_lecture_finds(exercise, batch_size):
+    predicted = exercise.predict_best_lambda(batch_size)
+    errors = {gae_lambda: bias + variance / batch_size for gae_lambda, (bias, variance) in chain_errors(0.5).items()}
+    assert predicted in errors, f"λ = {predicted} is not one of {sorted(errors)}"
+    best = min(errors, key=errors.get)
+    assert errors[predicted] <= 1.1 * errors[best], f"λ = {predicted}: error {errors[predicted]:.3g}, best λ = {best}: {errors[best]:.3g}"
 
 
 def an_episode_fragment():

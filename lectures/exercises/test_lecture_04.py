@@ -37,3 +37,11 @@ def test_has_gradient_agrees_with_autograd(exercise, ratio, advantage):
     log_prob = torch.tensor([math.log(ratio)], requires_grad=True)
     losses.clipped_surrogate_loss(log_prob, torch.zeros(1), torch.tensor([advantage]), 0.2).backward()
     assert exercise.has_gradient(ratio, advantage, 0.2) == bool(log_prob.grad.abs().item() > 0)
+
+
+@pytest.mark.parametrize("ratio", [0.6, 0.9, 1.0, 1.1, 1.5])
+@pytest.mark.parametrize("advantage", [1.0, -1.0])
+def test_predicted_surrogate_gradient_is_the_lectures_table(exercise, ratio, advantage):
+    log_prob = torch.tensor([math.log(ratio)], requires_grad=True)
+    (-losses.clipped_surrogate_loss(log_prob, torch.zeros(1), torch.tensor([advantage]), 0.2)).backward()
+    assert abs(exercise.predict_surrogate_gradient(ratio, advantage) - log_prob.grad.item()) < 1e-6

@@ -17,3 +17,9 @@ def has_gradient(ratio, advantage, epsilon):
     if advantage > 0:
         return ratio < 1 + epsilon
     return ratio > 1 - epsilon
+
+
+def predict_surrogate_gradient(ratio, advantage):
+    # ∂(r·Â)/∂log π = r·Â where the min picks the unclipped term; 0 where it picks the clipped constant
+    clipped = (advantage > 0 and ratio > 1.2) or (advantage < 0 and ratio < 0.8)
+    return 0.0 if clipped else ratio * advantage

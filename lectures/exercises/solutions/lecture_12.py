@@ -1,5 +1,7 @@
 """Solutions to lectures/exercises/lecture_12.py."""
 
+import math
+
 import torch.nn.functional as F
 
 
@@ -15,3 +17,8 @@ def leave_one_out_advantages(rewards):
     size = rewards.shape[1]
     others_mean = (rewards.sum(dim=1, keepdim=True) - rewards) / (size - 1)
     return rewards - others_mean
+
+
+def predict_best_of_n_kl(n):
+    # ∫ n u^(n−1) log(n u^(n−1)) du = log n + (n − 1) ∫ n u^(n−1) log u du = log n − (n − 1)/n
+    return math.log(n) - (n - 1) / n
