@@ -269,15 +269,22 @@ lower end of PPO-Penalty's interval shows.
 learning rate and K produce. The feedback rules aim at d_targ, but a rule that reacts
 once per update, by factors of two, to a KL measured on one rollout cannot pin each
 update to the band: in every run of every algorithm fewer than half of the updates
-land in it, and within one run the KLs spread over an order of magnitude (the 90th
-percentile more than five times the 10th, for the adaptive rules as for the clip; the
-middle panel's bands). What the penalty does achieve is a centre: every PPO-Penalty run's
+land in it, and within one run the KLs vary several-fold (the 90th percentile more than
+five times the 10th in every run, for the adaptive rules as for the clip; the middle
+panel's bands). What the penalty does achieve is a centre: every PPO-Penalty run's
 median KL lies within a factor of two of d_targ.
 
 **The coefficients.** β never settles (right panel): in every PPO-Penalty run it spans
-at least a factor of 16 (four doublings). Adaptive clipping's ε runs into its upper bound
-0.5 in every run, and its median KL still stays below d_targ in every run: once the
-clip no longer binds, the learning rate and K set the step, and loosening ε further
+at least a factor of 16 (four doublings). Its median over seeds rises first, then, once
+the runs reach 500 and every algorithm's KL falls (middle panel, the clip's the most),
+the rule halves β again and again: the median ends at least 16 times below its peak.
+That is where the penalty's worst run failed: it had reached 500, its β had been halved
+to 1/8 or less by updates that stayed below the band, and then one update went more than ten
+times past d_targ; the rule doubles β only after such an update, and the return fell
+(the orange curve's drop at the end of the left panel). Adaptive clipping's ε runs into
+its upper bound 0.5 in every run, and its median KL still stays below d_targ in every
+run: at ε = 0.5 the clip no longer binds (on average it cuts off fewer than one sample in
+twenty, in every run), so the learning rate and K set the step, and loosening ε further
 cannot raise the KL. A KL penalty returns in the language-model lectures
 (11–12), where it ties the policy to a frozen reference model instead of the previous
 policy.
@@ -296,7 +303,7 @@ in_band = [share for name in ALGORITHMS for share in per_run[name]["share in ban
 lecture.claim("in every run of every algorithm fewer than half of the updates land in the band", max(in_band) < 0.5,
               measured=f"share in band between {min(in_band):.2f} and {max(in_band):.2f}", quick=False)
 spreads = [spread for name in ALGORITHMS for spread in per_run[name]["KL spread p90/p10"]]
-lecture.claim("within one run the KLs spread over an order of magnitude: the 90th percentile more than five times the 10th, "
+lecture.claim("within one run the KLs vary several-fold: the 90th percentile more than five times the 10th, "
               "in every run", min(spreads) > 5, measured=f"p90/p10 between {min(spreads):.1f} and {max(spreads):.1f}",
               quick=False)
 penalty_medians = per_run["PPO-Penalty (adaptive β)"]["median KL"]
@@ -307,9 +314,41 @@ beta_spans = [max(row["beta"] for row in history) / min(row["beta"] for row in h
               for history in histories["PPO-Penalty (adaptive β)"].values()]
 lecture.claim("in every PPO-Penalty run β spans at least a factor of 16", min(beta_spans) >= 16,
               measured=f"max β / min β between {min(beta_spans):g} and {max(beta_spans):g}", quick=False)
+steps, _, beta_median, _ = quantile_curve("PPO-Penalty (adaptive β)", "beta")
+peak = int(np.argmax(beta_median))
+kl_first_half, kl_last_quarter = ({name: float(np.median([row["kl_after_update"] for history in histories[name].values()
+                                                          for row in history[part]])) for name in ALGORITHMS}
+                                  for part in (slice(None, len(steps) // 2), slice(-(len(steps) // 4), None)))
+lecture.claim("β's median over seeds rises first, then, with every algorithm's KL falling, ends at least 16 times below "
+              "its peak", 0 < peak < len(steps) // 2 and beta_median[peak] / beta_median[-1] >= 16
+              and all(kl_last_quarter[name] < kl_first_half[name] for name in ALGORITHMS),
+              measured=f"median β {beta_median[0]:g} at the start, peak {beta_median[peak]:g} at step {steps[peak]:,}, "
+                       f"{beta_median[-1]:g} at the end; median KL first half → last quarter: "
+                       + ", ".join(f"{name} {kl_first_half[name]:.4f} → {kl_last_quarter[name]:.4f}" for name in ALGORITHMS),
+              quick=False)
+penalty_runs = histories["PPO-Penalty (adaptive β)"]
+worst_seed = min(penalty_runs, key=lambda seed: per_run["PPO-Penalty (adaptive β)"]["final return"][SEEDS.index(seed)])
+worst = penalty_runs[worst_seed]
+reached = next((index for index, row in enumerate(worst) if row["episode_return_recent"] >= 500), None)
+jump = max(range(len(worst)), key=lambda index: worst[index]["kl_after_update"])
+lecture.claim("the penalty's worst run had reached 500; after that, its largest update went more than ten times past "
+              "d_targ with β halved to 1/8 or less",
+              reached is not None and jump > reached and worst[jump]["kl_after_update"] > 10 * KL_TARGET
+              and worst[jump]["beta"] <= INITIAL_BETA / 8,
+              measured=f"seed {worst_seed}: return ≥ 500 first at step {worst[reached]['step'] if reached is not None else None}; "
+                       f"largest KL {worst[jump]['kl_after_update']:.3f} at step {worst[jump]['step']:,} with β "
+                       f"{worst[jump]['beta']:g}; final return {per_run['PPO-Penalty (adaptive β)']['final return'][SEEDS.index(worst_seed)]:.0f}",
+              quick=False)
 clip_maxima = [max(row["clip_coef"] for row in history) for history in histories["adaptive clipping"].values()]
 lecture.claim("adaptive clipping's ε runs into its upper bound 0.5 in every run", min(clip_maxima) == 0.5,
               measured=f"largest ε per run between {min(clip_maxima):g} and {max(clip_maxima):g}", quick=False)
+at_bound = [[row["clip_fraction"] for row in history if row["clip_coef"] == 0.5]
+            for history in histories["adaptive clipping"].values()]
+clipped_at_bound = [sum(values) / len(values) if values else math.nan for values in at_bound]  # nan: never at 0.5
+lecture.claim("at ε = 0.5 the clip cuts off fewer than one sample in twenty on average, in every run",
+              max(clipped_at_bound) < 0.05,
+              measured="mean clip fraction at ε = 0.5 per run between "
+                       f"{min(clipped_at_bound):.3f} and {max(clipped_at_bound):.3f}", quick=False)
 clip_medians = per_run["adaptive clipping"]["median KL"]
 lecture.claim("adaptive clipping's median KL stays below d_targ in every run", max(clip_medians) < KL_TARGET,
               measured=f"medians between {min(clip_medians):.4f} and {max(clip_medians):.4f}", quick=False)
