@@ -1,0 +1,490 @@
+"""The README's measured figures: re-measure a block, record it, and render it into the README.
+
+    python -m experiments.readme_figures --list                 # the blocks, and which can be re-measured
+    python -m experiments.readme_figures cartpole-command       # re-measure, record, rewrite the README block
+    python -m experiments.readme_figures env-table --envs CartPole-v1 MountainCarContinuous-v0
+    python -m experiments.readme_figures --render               # rewrite every block from its record, no training
+    python -m experiments.readme_figures --check                # the README's blocks equal their records (exit 1 if not)
+
+Every measured figure of the README sits between two invisible markers,
+`<!-- figures:NAME -->` … `<!-- /figures:NAME -->`, and is rendered from a record,
+`docs/figures/NAME.json`: the raw measurements, each with its date, the machine (CPU
+model, cores, torch version, load average at its start and end) and the exact commands.
+A block is re-measured by the benchmark scripts (`experiments/benchmark_*.py`), never
+edited by hand: `--check` fails on a block that differs from what its record renders to.
+
+A record holds one or more measurements. One measured by this script says so
+("measured by experiments.readme_figures"); one carried over from an earlier version of
+the README keeps its figures and says "measured in an earlier version, not re-run"
+until the block is re-measured. Blocks without a measuring function (figures that no
+benchmark script produces yet) are recorded that way only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+README = REPO_ROOT / "README.md"
+FIGURES_DIR = REPO_ROOT / "docs" / "figures"
+MEASURED_HERE = "measured by experiments.readme_figures"
+EARLIER = "measured in an earlier version, not re-run"
+
+
+# ----- the machine and the record -----------------------------------------------------------
+
+
+def machine_description() -> dict:
+    """CPU model, cores, torch version and the 1-minute load average now."""
+    import torch
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version(),
+            "load_average_start": round(os.getloadavg()[0], 2)}
+
+
+def new_measurement(label: str, commands: list[str], results: dict, machine: dict) -> dict:
+    """One measurement as recorded: what, when, where, how, and the raw results."""
+    machine = {**machine, "load_average_end": round(os.getloadavg()[0], 2)}
+    return {"label": label, "provenance": MEASURED_HERE, "date": datetime.date.today().isoformat(),
+            "machine": machine, "commands": commands, "results": results}
+
+
+def describe_where(measurement: dict) -> str:
+    """Where and when: 'on 2025-01-31 on a 2-core AMD EPYC (torch 2.13.0; load average 6.0 at the start, ...)'."""
+    if measurement["provenance"] == EARLIER:
+        return f"on {measurement['machine']['description']} in an earlier version, not re-run"
+    if measurement["provenance"] != MEASURED_HERE:
+        return f"on {measurement['date']} on {measurement['machine']['description']} ({measurement['provenance']})"
+    machine = measurement["machine"]
+    return (f"on {measurement['date']} on a {machine['cores']}-core {machine['cpu']} (torch {machine['torch']}; "
+            f"load average {machine['load_average_start']:.1f} at the start, {machine['load_average_end']:.1f} at "
+            f"the end{': other work shared the cores, so times are inflated' if machine['load_average_start'] > 1.5 else ''})")
+
+
+def record_path(name: str, figures_dir: Path = FIGURES_DIR) -> Path:
+    return figures_dir / f"{name}.json"
+
+
+def load_record(name: str, figures_dir: Path = FIGURES_DIR) -> dict:
+    return json.loads(record_path(name, figures_dir).read_text())
+
+
+def save_record(record: dict, figures_dir: Path = FIGURES_DIR) -> None:
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    record_path(record["block"], figures_dir).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+
+
+def by_label(record: dict) -> dict[str, dict]:
+    return {measurement["label"]: measurement for measurement in record["measurements"]}
+
+
+def _python() -> str:
+    return "python -m"  # as a reader types it; the interpreter's own path would name this machine
+
+
+# ----- block: the whole ppo-train command on CartPole, seeds 201-210 -------------------------
+
+COMMAND_SEEDS = tuple(range(201, 211))
+
+
+def measure_cartpole_command(args) -> dict:
+    from experiments.benchmark_envs import benchmark_commands
+
+    machine = machine_description()
+    rows = benchmark_commands(COMMAND_SEEDS, None, 1)
+    commands = [f"ppo-train --seed {seed} --run-dir TMP/seed{seed} --no-progress" for seed in COMMAND_SEEDS]
+    return {"block": "cartpole-command", "measurements": [new_measurement("ppo-train", commands, {"rows": rows}, machine)]}
+
+
+def _listing(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def render_cartpole_command(record: dict) -> str:
+    measurement = by_label(record)["ppo-train"]
+    rows = measurement["results"]["rows"]
+    seconds = [row["command_seconds"] for row in rows]
+    evaluations = [row["eval_mean"] for row in rows]
+    full = sum(value == 500.0 for value in evaluations)
+    others = [f"{value:.1f}" for value in evaluations if value != 500.0]
+    seeds = [row["seed"] for row in rows]
+    reached = [row["seconds_to_solved"] for row in rows if row["seconds_to_solved"] == row["seconds_to_solved"]]  # NaN: never
+    return (f"over {len(rows)} seeds never used for tuning ({seeds[0]}–{seeds[-1]}), measured "
+            f"{describe_where(measurement)}, the whole command from start to exit (imports, training, the plot, the "
+            f"100-episode evaluation) took a median {statistics.median(seconds):.1f} s ({min(seconds):.1f}–"
+            f"{max(seconds):.1f}), the mean of the last 20 training episodes reached 475 after a median "
+            f"{statistics.median(reached):.1f} s of training"
+            f"{'' if len(reached) == len(rows) else f' ({len(reached)} of {len(rows)} runs reached it)'}, and "
+            f"{sum(value >= 475 for value in evaluations)} of {len(rows)} evaluated ≥ 475 ({full} at 500"
+            f"{', the others ' + _listing(others) if others else ''}")  # the README closes the parenthesis
+
+
+# ----- block: Stable-Baselines3's zoo job in turns with ppo-train ----------------------------
+
+
+def measure_sb3_comparison(args) -> dict:
+    from experiments.benchmark_envs import benchmark_commands
+
+    machine = machine_description()
+    rows = benchmark_commands(COMMAND_SEEDS, args.sb3_python, 1)
+    commands = [f"{_python()} experiments.benchmark_envs --skip-stepping --train-seeds --command-seeds "
+                f"{' '.join(map(str, COMMAND_SEEDS))} --sb3-python PYTHON --sb3-every 1"]
+    return {"block": "sb3-comparison", "measurements": [new_measurement("sb3-zoo", commands, {"rows": rows}, machine)]}
+
+
+def render_sb3_comparison(record: dict) -> str:
+    measurement = by_label(record)["sb3-zoo"]
+    results = measurement["results"]
+    if "rows" in results:
+        sb3 = [row["command_seconds"] for row in results["rows"] if row["who"] == "sb3-zoo"]
+        ours = statistics.median(row["command_seconds"] for row in results["rows"] if row["who"] == "ppo-train")
+        results = {"median_s": statistics.median(sb3), "min_s": min(sb3), "max_s": max(sb3), "ppo_train_median_s": ours}
+    return (f"Stable-Baselines3 with the zoo's tuned CartPole settings, run in turns with `ppo-train` "
+            f"{describe_where(measurement)}, took a median {results['median_s']:.0f} s ({results['min_s']:.0f}–"
+            f"{results['max_s']:.0f} s), {results['median_s'] / results['ppo_train_median_s']:.0f}× the "
+            f"{results['ppo_train_median_s']:.1f} s of `ppo-train` in those turns.")
+
+
+# ----- block: the per-environment table (benchmark_continuous) ------------------------------
+
+ENV_SEEDS = (201, 202, 203, 204, 205)
+
+
+def measure_env_table(args) -> dict:
+    from experiments.benchmark_continuous import CLASSIC_CONTROL, benchmark_env
+    from experiments.presets import build_config
+
+    record = load_record("env-table", args.figures_dir)
+    measurements = by_label(record)
+    for env_id in args.envs or CLASSIC_CONTROL:
+        machine = machine_description()
+        options = argparse.Namespace(seeds=list(args.seeds or ENV_SEEDS), preset="auto", threshold=None,
+                                     runs_dir=None, eval_episodes=100)
+        summary = benchmark_env(build_config, {"env_id": env_id}, options)
+        command = (f"{_python()} experiments.benchmark_continuous --env-id {env_id} "
+                   f"--seeds {' '.join(map(str, options.seeds))}")
+        measurements[env_id] = new_measurement(env_id, [command], {
+            "steps": summary["config"]["total_timesteps"], "threshold": summary["threshold"], "zoo": summary["zoo"],
+            "per_seed": summary["results"]}, machine)
+    return {**record, "measurements": [measurements[label] for label in sorted(measurements, key=_env_order)]}
+
+
+def _env_order(env_id: str) -> int:
+    from experiments.benchmark_continuous import CLASSIC_CONTROL
+
+    return CLASSIC_CONTROL.index(env_id) if env_id in CLASSIC_CONTROL else len(CLASSIC_CONTROL)
+
+
+def render_env_table(record: dict) -> str:
+    lines = ["| env | steps | solved | greedy eval per seed (100 episodes) | median train s | median steps/s | "
+             "SB3 zoo (PPO) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for measurement in record["measurements"]:
+        results = measurement["results"]
+        per_seed = results["per_seed"]
+        seeds = [row["seed"] for row in per_seed]
+        evaluations = [row["eval_mean"] for row in per_seed]
+        solved = sum(value >= results["threshold"] for value in evaluations)
+        seed_note = "" if tuple(seeds) == ENV_SEEDS else (f" (seed {seeds[0]})" if len(seeds) == 1
+                                                          else f" (seeds {seeds[0]}–{seeds[-1]})")
+        train_s = f"{results.get('median_train_s') or statistics.median(row['train_wall_s'] for row in per_seed):.1f}"
+        if "batch_wall_s" in results:
+            train_s += f" (batched: {len(seeds)} seeds in {results['batch_wall_s']:.1f} s)"
+        steps_per_s = results.get("median_steps_per_s") or statistics.median(row["steps_per_s"] for row in per_seed)
+        lines.append(f"| {measurement['label']} | {results['steps']:,} | {solved}/{len(seeds)} "
+                     f"(≥ {results['threshold']:g}) | {', '.join(f'{value:.1f}' for value in evaluations)}{seed_note} "
+                     f"| {train_s} | {steps_per_s:,.0f} | {results['zoo']} |")
+    lines.append("")
+    groups: dict[str, list[str]] = {}
+    for measurement in record["measurements"]:
+        groups.setdefault(describe_where(measurement), []).append(measurement["label"])
+    lines.append("Measured: " + "; ".join(f"{_listing(labels)} {where}" for where, labels in groups.items()) + ".")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+# ----- block: S seeds batched against one after another (benchmark_seeds) --------------------
+
+BATCH_SIZES = (1, 4, 16, 64)
+
+
+def measure_seed_batch_table(args) -> dict:
+    from experiments.benchmark_seeds import time_batch, time_sequential
+    from experiments.presets import build_config
+
+    machine = machine_description()
+    config = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False}, "auto")
+    rows = []
+    for size in args.sizes or BATCH_SIZES:
+        seeds = list(range(1, size + 1))
+        batched, _ = time_batch(config, seeds, 1)
+        timed = seeds[:16]
+        sequential, _ = time_sequential(config, timed)
+        rows.append({"seeds": size, "batched_s": batched, "sequential_s": sequential * size / len(timed),
+                     "sequential_timed": len(timed)})
+        print(f"  {size} seeds: batched {batched:.1f} s, one after another {rows[-1]['sequential_s']:.1f} s", flush=True)
+    command = f"{_python()} experiments.benchmark_seeds --sizes {' '.join(str(row['seeds']) for row in rows)}"
+    return {"block": "seed-batch-table", "measurements": [new_measurement("benchmark_seeds", [command], {"rows": rows},
+                                                                          machine)]}
+
+
+def render_seed_batch_table(record: dict) -> str:
+    measurement = by_label(record)["benchmark_seeds"]
+    lines = ["| seeds | batched | one after another | ratio |", "| ---: | ---: | ---: | ---: |"]
+    for row in measurement["results"]["rows"]:
+        scaled = "" if row["sequential_timed"] == row["seeds"] else f" ({row['sequential_timed']} timed, scaled)"
+        lines.append(f"| {row['seeds']} | {row['batched_s']:.1f} s | {row['sequential_s']:.1f} s{scaled} | "
+                     f"{row.get('ratio', row['sequential_s'] / row['batched_s']):.2f} |")  # earlier rows: ratio as printed
+    return "\n" + "\n".join(lines) + f"\n\nMeasured {describe_where(measurement)}.\n"
+
+
+# ----- block: ppo-train --seeds as whole commands ------------------------------------------
+
+
+def measure_seeds_command(args) -> dict:
+    from experiments.benchmark_envs import run_command
+
+    machine = machine_description()
+    results: dict = {}
+    commands = []
+    with tempfile.TemporaryDirectory() as folder:
+        for label, seeds in (("batch", "1-16"), ("batch_untuned", "101-116")):
+            argv = ["--seeds", seeds, "--run-dir", f"{folder}/{label}", "--no-progress"]
+            seconds, _ = run_command([sys.executable, "-m", "experiments.train", *argv])
+            evaluations = [json.loads(path.read_text())["mean_return"]
+                           for path in sorted(Path(folder, label).glob("*/eval.json"))]
+            results[label] = {"seeds": seeds, "command_seconds": seconds, "evaluations": evaluations}
+            print(f"  ppo-train --seeds {seeds}: {seconds:.1f} s", flush=True)
+            commands.append("ppo-train " + " ".join(argv).replace(folder, "TMP"))
+        singles = []
+        for seed in (1, 2, 3):
+            argv = ["--seed", str(seed), "--run-dir", f"{folder}/single{seed}", "--no-progress"]
+            singles.append(run_command([sys.executable, "-m", "experiments.train", *argv])[0])
+            commands.append("ppo-train " + " ".join(argv).replace(folder, "TMP"))
+        results["single_command_seconds"] = singles
+    return {"block": "seeds-command", "measurements": [new_measurement("ppo-train", commands, results, machine)]}
+
+
+def render_seeds_command(record: dict) -> str:
+    measurement = by_label(record)["ppo-train"]
+    results = measurement["results"]
+    batch, untuned = results["batch"], results["batch_untuned"]
+    singles = results["single_command_seconds"]
+
+    def solved(evaluations: list[float]) -> str:
+        return f"{sum(value >= 475 for value in evaluations)} of {len(evaluations)}"
+
+    runs = len(batch["evaluations"])
+    return (f"\nAs whole commands, measured {describe_where(measurement)}, `ppo-train --seeds {batch['seeds']}` took "
+            f"{batch['command_seconds']:.1f} s for {runs} runs ({solved(batch['evaluations'])} evaluated ≥ 475; seeds "
+            f"{untuned['seeds'].replace('-', '–')}, not tuned on: {solved(untuned['evaluations'])}), against "
+            f"{sum(singles):.1f} s for {len(singles)} `ppo-train --seed k`: {batch['command_seconds'] / runs:.1f} s per "
+            f"run against {sum(singles) / len(singles):.1f} s.")
+
+
+# ----- block: one process against two (benchmark_distributed) -------------------------------
+
+DISTRIBUTED_SEEDS = (1, 2, 3, 4, 5)
+DISTRIBUTED_ROWS = {"env-bound": "env-bound: gymnasium, 512 envs × 64 steps",
+                    "update-bound": "update-bound: torch preset, 64 envs × 32 steps"}
+
+
+def measure_distributed(args) -> dict:
+    from experiments.benchmark_distributed import run_once
+
+    record = load_record("distributed", args.figures_dir)
+    machine = machine_description()
+    runs = []
+    with tempfile.TemporaryDirectory() as folder:
+        for setting in DISTRIBUTED_ROWS:
+            for index, seed in enumerate(DISTRIBUTED_SEEDS):  # alternating, as benchmark_distributed does
+                for processes in ((1, 2) if index % 2 == 0 else (2, 1)):
+                    runs.append({"setting": setting, "seed": seed, "processes": processes,
+                                 **run_once(setting, seed, processes, Path(folder))})
+                    print(f"  {setting} seed {seed} × {processes}: {runs[-1]['steps_per_second']:,.0f} steps/s",
+                          flush=True)
+    command = (f"{_python()} experiments.benchmark_distributed --seeds {' '.join(map(str, DISTRIBUTED_SEEDS))} "
+               f"--processes 2")
+    measurements = {**by_label(record), "benchmark_distributed": new_measurement(
+        "benchmark_distributed", [command], {"runs": runs}, machine)}
+    return {**record, "measurements": list(measurements.values())}
+
+
+def distributed_summary(runs: list[dict]) -> dict:
+    """Per setting and process count: median steps/s, median seconds to 475, evaluations ≥ 475; the speed-up."""
+    summary: dict = {}
+    for setting in DISTRIBUTED_ROWS:
+        mine = [run for run in runs if run["setting"] == setting]
+        one = sorted((run for run in mine if run["processes"] == 1), key=lambda run: run["seed"])
+        two = sorted((run for run in mine if run["processes"] == 2), key=lambda run: run["seed"])
+        summary[setting] = {"speedup": statistics.median(b["steps_per_second"] / a["steps_per_second"]
+                                                         for a, b in zip(one, two))}
+        for processes, rows in (("1", one), ("2", two)):
+            reached = [row["seconds_to_475"] for row in rows if row["seconds_to_475"] == row["seconds_to_475"]]
+            summary[setting][processes] = {"steps_per_s": statistics.median(row["steps_per_second"] for row in rows),
+                                           "seconds_to_475": statistics.median(reached) if reached else None,
+                                           "solved": sum(row["eval"] >= 475 for row in rows), "seeds": len(rows)}
+    return summary
+
+
+def render_distributed(record: dict) -> str:
+    measurements = by_label(record)
+    table, notes = measurements["benchmark_distributed"], measurements["notes"]
+    results = table["results"]
+    summary = distributed_summary(results["runs"]) if "runs" in results else results["summary"]
+
+    def cell(side: dict, with_time: bool) -> str:
+        text = f"{round(side['steps_per_s'], -2):,.0f} steps/s"
+        return text + (f", 475 after {side['seconds_to_475']:.1f} s" if with_time else "")
+
+    lines = ["| CartPole-v1, seeds 1–5 | 1 process | 2 processes | speed-up |", "| --- | --- | --- | --- |"]
+    for setting, title in DISTRIBUTED_ROWS.items():
+        row = summary[setting]
+        with_time = setting == "update-bound"
+        speedup = f"{row['speedup']:.2f}×" + ("" if with_time else f" ({row['speedup'] / 2:.0%} efficiency)")
+        lines.append(f"| {title} | {cell(row['1'], with_time)} | {cell(row['2'], with_time)} | {speedup.replace('%', ' %')} |")
+    torch_preset = summary["update-bound"]
+    return (f"(figures below, measured {describe_where(table)}).\n\n" + "\n".join(lines) + "\n\n"
+            f"The torch preset evaluates ≥ 475 on {torch_preset['1']['solved']} of {torch_preset['1']['seeds']} seeds with "
+            f"1 process and on {torch_preset['2']['solved']} of {torch_preset['2']['seeds']} with 2. "
+            + notes["results"]["text"].replace("{where}", describe_where(notes)))
+
+
+# ----- blocks recorded as text, from an earlier version ---------------------------------------
+
+
+def render_recorded_text(record: dict) -> str:
+    """A block whose figures no script measures yet: its recorded text, as it was measured."""
+    (measurement,) = record["measurements"]
+    return measurement["results"]["text"].replace("{where}", describe_where(measurement))
+
+
+# ----- the blocks ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    name: str
+    render: Callable[[dict], str]
+    measure: Callable[[argparse.Namespace], dict] | None  # None: no script measures it yet
+    what: str
+
+
+BLOCKS = {block.name: block for block in (
+    Block("cartpole-command", render_cartpole_command, measure_cartpole_command,
+          "the whole `ppo-train` command on CartPole-v1, seeds 201-210 (benchmark_envs section 3)"),
+    Block("sb3-comparison", render_sb3_comparison, measure_sb3_comparison,
+          "SB3's zoo CartPole job in turns with ppo-train (needs --sb3-python)"),
+    Block("env-table", render_env_table, measure_env_table,
+          "every classic-control task with its preset (benchmark_continuous; --envs picks rows)"),
+    Block("seed-batch-table", render_seed_batch_table, measure_seed_batch_table,
+          "S seeds batched against one after another (benchmark_seeds)"),
+    Block("seeds-command", render_seeds_command, measure_seeds_command,
+          "`ppo-train --seeds 1-16` and 101-116 against three single commands"),
+    Block("seed-batch-rounding", render_recorded_text, None, "batched against single runs, parameter distances"),
+    Block("distributed", render_distributed, measure_distributed,
+          "1 process against 2 on CartPole (benchmark_distributed; torchrun)"),
+    Block("overoptimization", render_recorded_text, None, "experiments.overoptimization's seed-1 figures"),
+)}
+
+
+# ----- the README's markers ----------------------------------------------------------------
+
+
+def marked_pattern(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- figures:{re.escape(name)} -->)(.*?)(<!-- /figures:{re.escape(name)} -->)", re.DOTALL)
+
+
+def marked_blocks(text: str) -> dict[str, str]:
+    """{name: the text between its two markers} for every marked block of `text`."""
+    return {match.group(1): match.group(2)
+            for match in re.finditer(r"<!-- figures:([\w-]+) -->(.*?)<!-- /figures:\1 -->", text, re.DOTALL)}
+
+
+def check(readme: Path = README, figures_dir: Path = FIGURES_DIR) -> list[str]:
+    """One line per block whose README text is not what its record renders to (empty: all agree)."""
+    found = marked_blocks(readme.read_text())
+    problems = [f"{name}: no markers in {readme.name}" for name in BLOCKS if name not in found]
+    problems += [f"{name}: markers in {readme.name} but no such block" for name in found if name not in BLOCKS]
+    for name, text in found.items():
+        if name in BLOCKS and text != BLOCKS[name].render(load_record(name, figures_dir)):
+            problems.append(f"{name}: the README's text differs from what {record_path(name, figures_dir).name} renders "
+                            f"to; run `python -m experiments.readme_figures --render` (or re-measure the block)")
+    return problems
+
+
+def rewrite(names: list[str], readme: Path = README, figures_dir: Path = FIGURES_DIR) -> None:
+    """Replace each named block's text in the README by its record's rendering; nothing else changes."""
+    text = readme.read_text()
+    for name in names:
+        rendered = BLOCKS[name].render(load_record(name, figures_dir))
+        text, count = marked_pattern(name).subn(lambda match: match.group(1) + rendered + match.group(3), text)
+        if count != 1:
+            raise SystemExit(f"readme_figures: {readme.name} has {count} blocks marked {name}; expected 1")
+    readme.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from experiments.cli import OneLineArgumentParser
+
+    parser = OneLineArgumentParser(prog="readme_figures", description=__doc__.splitlines()[0])
+    parser.add_argument("blocks", nargs="*", help="blocks to re-measure (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the blocks")
+    parser.add_argument("--check", action="store_true", help="the README's blocks equal their records; exit 1 if not")
+    parser.add_argument("--render", action="store_true", help="rewrite every block from its record (no training)")
+    parser.add_argument("--readme", type=Path, default=README, help="README to check or rewrite (default: the project's)")
+    parser.add_argument("--figures-dir", type=Path, default=FIGURES_DIR, help="the records (default: docs/figures)")
+    parser.add_argument("--envs", nargs="+", default=None, help="env-table: the rows to re-measure (default: all)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="env-table: seeds (default: 201-205)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="seed-batch-table: S (default: 1 4 16 64)")
+    parser.add_argument("--sb3-python", default=None, help="sb3-comparison: a Python with stable-baselines3")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.blocks if name not in BLOCKS]
+    if unknown:
+        parser.error(f"unknown block {unknown[0]!r}; the blocks are {', '.join(BLOCKS)}")
+    from experiments.benchmark_continuous import CLASSIC_CONTROL
+
+    wrong = [env_id for env_id in args.envs or [] if env_id not in CLASSIC_CONTROL]
+    if wrong:
+        parser.error(f"--envs {wrong[0]}: the table's rows are {', '.join(CLASSIC_CONTROL)}")
+    if "sb3-comparison" in args.blocks and not args.sb3_python:
+        parser.error("sb3-comparison needs --sb3-python PATH, a Python that has stable-baselines3")
+    if args.list:
+        for block in BLOCKS.values():
+            print(f"{block.name:>20}  {block.what}{'' if block.measure else '  [recorded; no script measures it yet]'}")
+        return 0
+    if args.check:
+        problems = check(args.readme, args.figures_dir)
+        print("\n".join(problems) if problems else f"{len(BLOCKS)} blocks agree with their records")
+        return 1 if problems else 0
+    fixed = [name for name in args.blocks if BLOCKS[name].measure is None]
+    if fixed:
+        parser.error(f"block {fixed[0]!r} has no measuring function yet; its record holds its earlier figures")
+    import torch
+
+    torch.set_num_threads(1)
+    for name in args.blocks:
+        save_record(BLOCKS[name].measure(args), args.figures_dir)
+    rewrite(list(BLOCKS) if args.render else args.blocks, args.readme, args.figures_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""The README's measured figures are what their records (docs/figures/*.json) render to.
+
+A hand edit of a marked block, or a record changed without re-rendering, fails here; the
+renderers are checked against small hand-worked records.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import readme_figures
+from experiments.readme_figures import BLOCKS, EARLIER, MEASURED_HERE, check, marked_blocks, rewrite
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_block_of_the_readme_equals_what_its_record_renders_to():
+    result = subprocess.run([sys.executable, "-m", "experiments.readme_figures", "--check"], cwd=REPO_ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_record_says_where_and_how_it_was_measured():
+    for name in BLOCKS:
+        record = json.loads((REPO_ROOT / "docs" / "figures" / f"{name}.json").read_text())
+        assert record["block"] == name
+        for measurement in record["measurements"]:
+            assert measurement["commands"], (name, measurement["label"])
+            if measurement["provenance"] == MEASURED_HERE:
+                assert measurement["date"] and {"cpu", "cores", "torch", "load_average_start"} <= set(measurement["machine"])
+            else:
+                assert measurement["machine"]["description"], (name, measurement["label"])
+
+
+@pytest.fixture
+def readme_copy(tmp_path):
+    copy = tmp_path / "README.md"
+    shutil.copy(REPO_ROOT / "README.md", copy)
+    return copy
+
+
+def _plant(readme: Path, name: str, old: str, new: str) -> None:
+    text = readme.read_text()
+    block = marked_blocks(text)[name]
+    assert old in block
+    readme.write_text(text.replace(block, block.replace(old, new, 1)))
+
+
+def test_a_number_changed_by_hand_in_a_marked_block_is_caught_and_rendering_restores_it(readme_copy):
+    original = readme_copy.read_text()
+    _plant(readme_copy, "env-table", "200,000", "300,000")
+    assert [line.split(":")[0] for line in check(readme_copy)] == ["env-table"]
+    rewrite(["env-table"], readme_copy)
+    assert readme_copy.read_text() == original
+    assert check(readme_copy) == []
+
+
+def test_check_fails_from_the_command_line_on_a_planted_number(readme_copy):
+    _plant(readme_copy, "seed-batch-rounding", "497.3", "499.3")
+    result = subprocess.run([sys.executable, "-m", "experiments.readme_figures", "--check", "--readme", str(readme_copy)],
+                            cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stdout.startswith("seed-batch-rounding:")
+
+
+def test_a_missing_marker_is_reported(readme_copy):
+    readme_copy.write_text(readme_copy.read_text().replace("<!-- /figures:distributed -->", "", 1))
+    assert check(readme_copy) == ["distributed: no markers in README.md"]
+
+
+def test_a_changed_record_no_longer_matches_the_readme(readme_copy, tmp_path):
+    figures = tmp_path / "figures"
+    shutil.copytree(REPO_ROOT / "docs" / "figures", figures)
+    record = json.loads((figures / "sb3-comparison.json").read_text())
+    record["measurements"][0]["results"]["median_s"] += 10
+    (figures / "sb3-comparison.json").write_text(json.dumps(record))
+    assert [line.split(":")[0] for line in check(readme_copy, figures)] == ["sb3-comparison"]
+
+
+def _measured(label: str, results: dict) -> dict:
+    machine = {"cpu": "Test CPU", "cores": 2, "torch": "9.9", "load_average_start": 0.5, "load_average_end": 3.0}
+    return {"label": label, "provenance": MEASURED_HERE, "date": "2000-01-02", "machine": machine,
+            "commands": ["cmd"], "results": results}
+
+
+def test_command_figures_are_medians_and_counts_of_the_rows():
+    rows = [{"seed": 201, "command_seconds": 3.0, "seconds_to_solved": 1.0, "eval_mean": 500.0},
+            {"seed": 202, "command_seconds": 5.0, "seconds_to_solved": 2.0, "eval_mean": 470.0},
+            {"seed": 203, "command_seconds": 4.0, "seconds_to_solved": 4.0, "eval_mean": 498.6}]
+    text = readme_figures.render_cartpole_command({"measurements": [_measured("ppo-train", {"rows": rows})]})
+    assert "over 3 seeds never used for tuning (201–203)" in text
+    assert "on 2000-01-02 on a 2-core Test CPU (torch 9.9; load average 0.5 at the start, 3.0 at the end)" in text
+    assert "a median 4.0 s (3.0–5.0)" in text and "after a median 2.0 s of training" in text
+    assert text.endswith("2 of 3 evaluated ≥ 475 (1 at 500, the others 470.0 and 498.6")
+
+
+def test_env_table_rows_count_successes_and_say_where_each_was_measured():
+    earlier = {"label": "Acrobot-v1", "provenance": EARLIER, "date": None, "machine": {"description": "a 2-core CPU"},
+               "commands": ["cmd"], "results": {"steps": 500000, "threshold": -100.0, "zoo": "z",
+                                                "per_seed": [{"seed": 201, "eval_mean": -80.0}], "median_train_s": 45.9,
+                                                "median_steps_per_s": 10894}}
+    measured = _measured("CartPole-v1", {"steps": 100000, "threshold": 475.0, "zoo": "y", "per_seed": [
+        {"seed": s, "eval_mean": e, "train_wall_s": t, "steps_per_s": r}
+        for s, e, t, r in ((201, 500.0, 2.0, 100.0), (202, 474.9, 6.0, 300.0), (203, 480.0, 4.0, 200.0))]})
+    text = readme_figures.render_env_table({"measurements": [measured, earlier]})
+    assert "| CartPole-v1 | 100,000 | 2/3 (≥ 475) | 500.0, 474.9, 480.0 (seeds 201–203) | 4.0 | 200 | y |" in text
+    assert "| Acrobot-v1 | 500,000 | 1/1 (≥ -100) | -80.0 (seed 201) | 45.9 | 10,894 | z |" in text
+    assert "Acrobot-v1 on a 2-core CPU in an earlier version, not re-run." in text
+
+
+def test_seed_batch_table_ratio_is_sequential_over_batched():
+    rows = [{"seeds": 64, "batched_s": 80.0, "sequential_s": 120.0, "sequential_timed": 16}]
+    text = readme_figures.render_seed_batch_table({"measurements": [_measured("benchmark_seeds", {"rows": rows})]})
+    assert "| 64 | 80.0 s | 120.0 s (16 timed, scaled) | 1.50 |" in text
+
+
+def test_blocks_without_a_measuring_function_are_refused_in_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        readme_figures.main(["seed-batch-rounding"])
+    assert exit_info.value.code == 2
+    assert "no measuring function" in capsys.readouterr().err
+
+
+def test_distributed_speedup_is_the_median_of_per_seed_ratios():
+    runs = []
+    for setting in ("env-bound", "update-bound"):
+        for seed, one, two in ((1, 1000.0, 1500.0), (2, 3000.0, 3300.0)):  # ratios 1.5 and 1.1: median 1.3
+            runs.append({"setting": setting, "seed": seed, "processes": 1, "steps_per_second": one,
+                         "seconds_to_475": float(seed), "eval": 500.0})
+            runs.append({"setting": setting, "seed": seed, "processes": 2, "steps_per_second": two,
+                         "seconds_to_475": float("nan") if seed == 2 else 3.0, "eval": 400.0 if seed == 2 else 480.0})
+    notes = {"label": "notes", "provenance": EARLIER, "date": None, "machine": {"description": "m"}, "commands": ["c"],
+             "results": {"text": "Notes {where}."}}
+    text = readme_figures.render_distributed({"measurements": [_measured("benchmark_distributed", {"runs": runs}), notes]})
+    assert "| env-bound: gymnasium, 512 envs × 64 steps | 2,000 steps/s | 2,400 steps/s | 1.30× (65 % efficiency) |" in text
+    assert ("| update-bound: torch preset, 64 envs × 32 steps | 2,000 steps/s, 475 after 1.5 s | 2,400 steps/s, 475 after "
+            "3.0 s | 1.30× |") in text
+    assert "on 2 of 2 seeds with 1 process and on 1 of 2 with 2. Notes on m in an earlier version, not re-run." in text
