@@ -349,19 +349,20 @@ def render_distributed(record: dict) -> str:
     table, notes = measurements["benchmark_distributed"], measurements["notes"]
     results = table["results"]
     summary = distributed_summary(results["runs"]) if "runs" in results else results["summary"]
+    seeds = sorted({run["seed"] for run in results["runs"]}) if "runs" in results else results["seeds"]
 
     def cell(side: dict, with_time: bool) -> str:
         text = f"{round(side['steps_per_s'], -2):,.0f} steps/s"
         return text + (f", 475 after {side['seconds_to_475']:.1f} s" if with_time else "")
 
-    lines = ["| CartPole-v1, seeds 1–5 | 1 process | 2 processes | speed-up |", "| --- | --- | --- | --- |"]
+    lines = [f"| CartPole-v1, seeds {seeds[0]}–{seeds[-1]} | 1 process | 2 processes | speed-up |", "| --- | --- | --- | --- |"]
     for setting, title in DISTRIBUTED_ROWS.items():
         row = summary[setting]
         with_time = setting == "update-bound"
         speedup = f"{row['speedup']:.2f}×" + ("" if with_time else f" ({row['speedup'] / 2:.0%} efficiency)")
         lines.append(f"| {title} | {cell(row['1'], with_time)} | {cell(row['2'], with_time)} | {speedup.replace('%', ' %')} |")
     torch_preset = summary["update-bound"]
-    return (f"(figures below, measured {describe_where(table)}).\n\n" + "\n".join(lines) + "\n\n"
+    return (f"(figures below). Measured {describe_where(table)}:\n\n" + "\n".join(lines) + "\n\n"
             f"The torch preset evaluates ≥ 475 on {torch_preset['1']['solved']} of {torch_preset['1']['seeds']} seeds with "
             f"1 process and on {torch_preset['2']['solved']} of {torch_preset['2']['seeds']} with 2. "
             + notes["results"]["text"].replace("{where}", describe_where(notes)))

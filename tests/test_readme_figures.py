@@ -136,6 +136,7 @@ def test_distributed_speedup_is_the_median_of_per_seed_ratios():
     notes = {"label": "notes", "provenance": EARLIER, "date": None, "machine": {"description": "m"}, "commands": ["c"],
              "results": {"text": "Notes {where}."}}
     text = readme_figures.render_distributed({"measurements": [_measured("benchmark_distributed", {"runs": runs}), notes]})
+    assert "| CartPole-v1, seeds 1–2 | 1 process | 2 processes | speed-up |" in text
     assert "| env-bound: gymnasium, 512 envs × 64 steps | 2,000 steps/s | 2,400 steps/s | 1.30× (65 % efficiency) |" in text
     assert ("| update-bound: torch preset, 64 envs × 32 steps | 2,000 steps/s, 475 after 1.5 s | 2,400 steps/s, 475 after "
             "3.0 s | 1.30× |") in text
