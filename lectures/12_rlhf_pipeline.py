@@ -229,11 +229,11 @@ under `--quick`), and write the same CSV and a figure like its own:
 With d = √KL(π ‖ π_ref), the gold score gained over the SFT model is fitted by least
 squares (`ppo.lm.overoptimization_fit`) with the paper's forms
 
-    best-of-n:  R(d) = d · (α − β·d)           peak at d* = α / (2β)
-    RL:         R(d) = d · (α − β·log d)       peak at d* = exp(α/β − 1)
+    best-of-n:  R(d) = d · (a − b·d)           peak at d* = a / (2b)
+    RL:         R(d) = d · (a − b·log d)       peak at d* = exp(a/b − 1)
 
-(α, β are the paper's fit coefficients here, not the KL coefficient), and KL* = d*² is
-where more optimisation starts to lower the gold score.
+(a, b are the fit's coefficients; the paper calls them α, β, but here β is the KL
+coefficient), and KL* = d*² is where more optimisation starts to lower the gold score.
 """
 
 # %%
@@ -273,7 +273,8 @@ with csv_path.open("w", newline="") as file:
 lecture.wrote(csv_path)
 
 shown_n = sorted({bon_rows[round(i * (len(bon_rows) - 1) / 5)]["n"] for i in range(6)})
-print_table([{"n": row["n"], "KL(π_bon ‖ π_ref)": row["kl"], "log n − (n−1)/n": best_of_n_kl_bound(row["n"]),
+print_table([{"n": row["n"], "KL(π_bon ‖ π_ref)": row["kl"] if row["kl"] > 1e-12 else 0.0,  # n = 1: 0, not −2e-15
+              "log n − (n−1)/n": best_of_n_kl_bound(row["n"]),
               "d = √KL": row["sqrt_kl"], "proxy": row["proxy"], "gold": row["gold"]}
              for row in bon_rows if row["n"] in shown_n],
             title=f"Best-of-n for {PROMPT!r}, exact")
@@ -282,8 +283,8 @@ print_table([{"β": beta, "KL to SFT": row["kl"], "d = √KL": row["sqrt_kl"], "
             title=f"PPO against the proxy after {settings.ppo.iterations} iterations, {settings.eval_samples} fresh "
                   f"samples per β")
 largest_d = {"best-of-n": max(row["sqrt_kl"] for row in bon_rows), "PPO": max(row["sqrt_kl"] for row in training_rows)}
-print_table([{"method": name, "form": "d(α − βd)" if name == "best-of-n" else "d(α − β log d)", "α": fit.alpha,
-              "β": fit.beta, "rms error": fit.rms_error, "points": fit.num_points,
+print_table([{"method": name, "form": "d(a − bd)" if name == "best-of-n" else "d(a − b log d)", "a": fit.alpha,
+              "b": fit.beta, "rms error": fit.rms_error, "points": fit.num_points,
               "largest measured KL": fit.largest_distance ** 2,
               "peak KL* = d*²": f"{fit.peak_kl:.3g}" if fit.peak_in_range else f"({fit.peak_kl:.3g}: beyond)",
               "fit's best gold (at KL)": f"{gold_sft + fit.best_in_range[1]:+.3f} ({fit.best_in_range[0] ** 2:.3g})"}
@@ -299,6 +300,16 @@ for name, fit in fits.items():
                       measured=f"fitted gold {float(curve.min()):+.3f} … {float(curve.max()):+.3f} for KL ≤ "
                                f"{fit.largest_distance ** 2:.2f}")
 best_beta = max(finals, key=lambda beta: finals[beta]["gold"])
+if fits["PPO"] is not None and fits["best-of-n"] is not None:
+    ppo_fit, bon_fit = fits["PPO"], fits["best-of-n"]
+    fit_best_gold = gold_sft + ppo_fit.best_in_range[1]
+    lecture.claim("The PPO fit misses its data: its rms error is more than ten times best-of-n's, and its best gold lies "
+                  "more than 0.2 below the best gold PPO reached at the end of a run",
+                  ppo_fit.rms_error > 10 * bon_fit.rms_error and finals[best_beta]["gold"] - fit_best_gold > 0.2,
+                  measured=f"rms error {ppo_fit.rms_error:.3f} (best-of-n {bon_fit.rms_error:.3f}); fit's best gold "
+                           f"{fit_best_gold:+.3f} at KL {ppo_fit.best_in_range[0] ** 2:.2f}, PPO's best final gold "
+                           f"{finals[best_beta]['gold']:+.3f} at β = {best_beta:g}, KL {finals[best_beta]['kl']:.2f}",
+                  quick=False)
 bon_peak = max(bon_rows, key=lambda row: row["gold"])
 print(f"best-of-n: gold highest at n = {bon_peak['n']:,} ({bon_peak['gold']:+.3f}, KL {bon_peak['kl']:.2f}); at n = "
       f"{bon_rows[-1]['n']:,} gold {bon_rows[-1]['gold']:+.3f} at proxy {bon_rows[-1]['proxy']:+.3f} (proxy at the "
@@ -315,12 +326,30 @@ kl_gaps = [best_of_n_kl_bound(row["n"]) - row["kl"] for row in bon_rows]
 lecture.claim("Best-of-n's KL falls ever further below log n − (n−1)/n as n grows",
               all(later >= earlier - 1e-9 for earlier, later in zip(kl_gaps, kl_gaps[1:])) and kl_gaps[-1] > 0.1,
               measured=f"gap {kl_gaps[1]:.3f} at n = {bon_rows[1]['n']} … {kl_gaps[-1]:.2f} at n = {bon_rows[-1]['n']:,}")
-lecture.claim("Best-of-n's gold score rises with the proxy and then, for large n, falls while the proxy still creeps up",
-              bon_peak["gold"] > gold_sft and bon_peak["n"] < bon_rows[-1]["n"]
-              and bon_rows[-1]["gold"] < bon_peak["gold"] - 0.01 and bon_rows[-1]["proxy"] >= bon_peak["proxy"],
-              measured=f"gold {gold_sft:+.3f} → {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,} → "
-                       f"{bon_rows[-1]['gold']:+.3f} at n = {bon_rows[-1]['n']:,}; proxy {bon_peak['proxy']:+.3f} → "
-                       f"{bon_rows[-1]['proxy']:+.3f}", quick=False)
+gold_width = overoptimization.GOLD_RANGE[1] - overoptimization.GOLD_RANGE[0]
+
+
+def gold_uncertainty(n: int) -> float:
+    """How far best-of-n's exact gold may be off: total variation 1 − (1 − residual)ⁿ times the gold range."""
+    return (1 - (1 - residual) ** n) * gold_width
+
+
+bon_last = bon_rows[-1]
+rise, fall = bon_peak["gold"] - gold_sft, bon_peak["gold"] - bon_last["gold"]
+fall_bound = gold_uncertainty(bon_peak["n"]) + gold_uncertainty(bon_last["n"])
+print(f"best-of-n gold: rise {rise:+.3f} up to n = {bon_peak['n']:,} (may be off by {gold_uncertainty(bon_peak['n']):.3f});"
+      f" fall {fall:.3f} from there to n = {bon_last['n']:,}, against {fall_bound:.3f} that the two may be off together")
+lecture.claim("Best-of-n's gold score rises with the proxy, by more than the enumeration may be off (total variation "
+              "× gold range), up to a few hundred draws, where it is all but the best food's",
+              rise > gold_uncertainty(bon_peak["n"]) and 100 <= bon_peak["n"] <= 1000
+              and bon_peak["gold"] > overoptimization.GOLD_RANGE[1] - 0.01,
+              measured=f"gold {gold_sft:+.3f} → {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,}, off by at most "
+                       f"{gold_uncertainty(bon_peak['n']):.3f}", quick=False)
+lecture.claim("Beyond that the computed gold drifts down, but by less than the enumeration may be off there: this run "
+              "does not establish a fall",
+              0 < fall < fall_bound,
+              measured=f"gold {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,} → {bon_last['gold']:+.3f} at n = "
+                       f"{bon_last['n']:,}: a fall of {fall:.3f} against a bound of {fall_bound:.3f}", quick=False)
 penalised = sorted(beta for beta in finals if beta > 0)
 hacked = [beta for beta in finals if finals[beta]["proxy"] > best_proxy_food and finals[beta]["gold"] < gold_sft]
 settled = [beta for beta in penalised if finals[beta]["gold"] > gold_sft]
@@ -335,7 +364,7 @@ lecture.claim("Small β (or none) lets PPO run far past the foods to a string th
               measured=f"over-optimised at β = {', '.join(f'{beta:g}' for beta in sorted(hacked)) or 'none'}; gold "
                        f"above the SFT model's at β = {', '.join(f'{beta:g}' for beta in settled) or 'none'}", quick=False)
 
-figure, axes = plt.subplots(1, 3, figsize=(17, 4.6))
+figure, axes = plt.subplots(1, 3, figsize=(17, 6))
 d_bon = [row["sqrt_kl"] for row in bon_rows]
 axes[0].plot(d_bon, [row["gold"] for row in bon_rows], "o-", ms=3, color="tab:orange", label="gold (exact)")
 axes[0].plot(d_bon, [row["proxy"] for row in bon_rows], "s-", ms=3, color="tab:blue", label="proxy (exact)")
@@ -357,26 +386,30 @@ for axis, (name, fit) in zip(axes[:2], fits.items()):
     if fit is not None:
         grid = torch.linspace(0, max(largest_d[name], 1e-3), 200, dtype=torch.float64)
         axis.plot(grid.tolist(), (gold_sft + fit.predict(grid)).tolist(), "--", color="black", lw=1.2,
-                  label=f"fit: α {fit.alpha:.3f}, β {fit.beta:.3f}")
+                  label=f"fit: a {fit.alpha:.3f}, b {fit.beta:.3f}")
 axes[1].set_title("PPO against the proxy: gold over training (★ final)")
 axes[2].set_title("PPO against the proxy: proxy over training (★ final)")
 for axis, ylabel in zip(axes, ("score", "gold score (hidden rule)", "proxy score (reward model)")):
     axis.set_xlabel("d = √KL(π ‖ π_ref)  (√nats)")
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc="lower left")
+    # below the panel: every corner of it holds the start or the end of some curve
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
 lecture.save_figure(figure, "overoptimization.png")
 
 # %% [markdown]
 """
 Read the tables and overoptimization.png. Best-of-n first: its KL falls ever further
 below log n − (n−1)/n as n grows — that formula assumes no two draws tie, and here a few
-likely completions hold almost all the mass. Its gold score rises with the proxy and
-then, for large n, falls while the proxy still creeps up (the best-of-n line above): the
-best of very many draws is more and more often a rare string the proxy over-scores.
-That is over-optimisation without a single gradient step. (How far gold falls at the
-very largest n is less certain: there a draw rarer than ε is likely, by the total
-variation printed first.)
+likely completions hold almost all the mass. Its gold score rises with the proxy, by far
+more than the enumeration may be off, up to a few hundred draws, where the best of n is
+almost always the proxy's favourite food, the healthiest one (the best-of-n lines
+above). Beyond that the computed gold drifts down, but by less than the enumeration may
+be off there (total variation × the gold range of 1.5, printed in the "best-of-n gold"
+line): a draw rarer than ε becomes likely at such n, and ε cut exactly those rare
+strings out of the computation. Whether best-of-n over-optimises this proxy at all —
+picking, out of very many draws, a rare string it over-scores — this run does not
+establish; a smaller ε would.
 
 PPO is swept over β, densely where it matters here: between 0.001 and 0.01 the penalty
 goes from too cheap to enough. With no penalty or a small one, nothing holds the
@@ -395,6 +428,12 @@ answer earns, or less than the worst), and a peak beyond the largest measured KL
 marked "beyond": that is an extrapolation, not a measurement, and the last column gives
 the fit's best gold inside the measured range instead.
 
+The PPO fit misses its data. Its rms error is more than ten times best-of-n's (the "rms
+error" column), and its best gold lies more than 0.2 below the best gold PPO actually
+reached at the end of a run (the PPO table): the data are a cliff — gold near the best
+food's up to d ≈ 2, then the malformed score once PPO finds the proxy's blind spot — and
+d(a − b log d) is a smooth hump. Its peak KL* says little about where the cliff is.
+
 ## 4. An adaptive β
 
 A fixed β is an exchange rate you must guess. `ppo-rlhf --kl-target` asks for a KL
@@ -407,9 +446,10 @@ sequence KL and its n completions,
 It was made for runs of thousands of batches, in which the policy moves slowly next to
 β. Here the policy reaches its optimum in a handful of iterations — as fast as the rule
 can move β — and the KL answers β only after the policy has moved: at the start the KL
-is 0, so the rule *lowers* β, the policy overshoots the target, and a policy that has
-collapsed onto a few answers hardly comes back (every completion of a batch earns about
-the same reward, so the advantages vanish).
+is 0, so the rule *lowers* β, and the policy overshoots the target, as far as the fixed β
+takes it. It comes back only as fast as the rule raises β: by the end of this run the KL
+has fallen to about half its peak and the policy has spread out again over several foods,
+but the KL is still well above the target (the numbers are printed below the table).
 
 The library's default (`OptimumKLController`) uses what this objective lets us know:
 its maximiser, π*_β(y) ∝ π_ref(y)·exp(r(y)/β). The batch estimates KL(π*_β ‖ π_ref) for
@@ -423,8 +463,9 @@ to within a factor 2 of the average so far, so no one batch drags it further). �
 there (by at most a factor 2 per batch) before the policy does, and PPO then converges to
 the optimum that has the target KL. This rule is the library's own, not a published one,
 and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
-the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and the
-KL settles somewhat above the target.
+the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
+the KL can settle above the target. In this run it does not: the last batches and fresh
+samples of the final policy both sit within 5% of the target.
 
 The table takes one step of the proportional rule by hand next to the library's, and
 evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times
@@ -535,11 +576,15 @@ for rule, trainer in adaptive.items():
           f"{fixed_kl:.2f})")
 reference = fixed.reference
 fixed_measured = measure(fixed.policy, reference)
+adaptive_measured = {rule: measure(trainer.policy, reference) for rule, trainer in adaptive.items()}
 print_table([{"policy": "SFT", **measure(reference, reference)},
              {"policy": f"PPO, fixed β = {BASE.kl_coef}", **fixed_measured},
-             *({"policy": f"PPO, {rule} rule → KL {KL_TARGET}", **measure(trainer.policy, reference)}
-               for rule, trainer in adaptive.items())],
+             *({"policy": f"PPO, {rule} rule → KL {KL_TARGET}", **adaptive_measured[rule]} for rule in adaptive)],
             title=f"After training, {EVAL_SAMPLES} fresh samples each")
+for rule, summary in adaptive_summary.items():
+    print(f"{rule} rule: sequence KL highest {max(summary['kl']):.2f} → last batches {summary['last']:.2f} → fresh "
+          f"samples {adaptive_measured[rule]['KL to SFT']:.3f} (target {KL_TARGET}); most frequent: "
+          f"{adaptive_measured[rule]['most frequent']}")
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 axes[0].plot(range(1, len(fixed.history) + 1), [m["sequence_kl"] for m in fixed.history], color="0.5",
@@ -577,9 +622,25 @@ lecture.claim("The optimum rule sets β near β̂ within two batches and holds i
               < math.log(1.5),
               measured=f"β̂ {beta_hat:.3g}; β after two batches {optimum['betas'][2]:.3g}, final {optimum['betas'][-1]:.3g}",
               quick=False)
-lecture.claim("Under the optimum rule the KL comes down to the target (the last batches' mean within 25% of it)",
-              abs(optimum["last"] / KL_TARGET - 1) < 0.25,
-              measured=f"last batches {optimum['last']:.2f}, target {KL_TARGET}", quick=False)
+optimum_fresh_kl = adaptive_measured["optimum"]["KL to SFT"]
+lecture.claim("Under the optimum rule the KL does not settle above the target here: the last batches and fresh samples "
+              "of the final policy both sit within 5% of it",
+              abs(optimum["last"] / KL_TARGET - 1) < 0.05 and abs(optimum_fresh_kl / KL_TARGET - 1) < 0.05,
+              measured=f"last batches {optimum['last']:.3f}, fresh samples {optimum_fresh_kl:.3f}, target {KL_TARGET}",
+              quick=False)
+proportional_fresh = adaptive_measured["proportional"]
+proportional_top = Counter()
+for text in proportional_fresh["most frequent"].split(", "):
+    proportional_top[text.rsplit("×", 1)[0]] = int(text.rsplit("×", 1)[1])
+lecture.claim("Under the proportional rule the policy comes back only as fast as β rises: by the end the KL has fallen "
+              "to about half its peak (between a third and two thirds of it, fresh samples) and the policy has spread "
+              "out again over several foods (its three most frequent answers each above 10% of the samples), but the "
+              "KL is still well above the target (more than 1.3 times it)",
+              max(proportional["kl"]) / 3 < proportional_fresh["KL to SFT"] < 2 * max(proportional["kl"]) / 3
+              and proportional_fresh["KL to SFT"] > 1.3 * KL_TARGET
+              and len(proportional_top) == 3 and min(proportional_top.values()) > 0.1 * EVAL_SAMPLES,
+              measured=f"KL highest {max(proportional['kl']):.2f} → fresh samples {proportional_fresh['KL to SFT']:.2f}"
+                       f" (target {KL_TARGET}); {proportional_fresh['most frequent']}", quick=False)
 
 # %% [markdown]
 """
@@ -587,8 +648,8 @@ Read adaptive_kl.png: the proportional rule first lowers β while the KL is stil
 climbing from 0 (its lowest β comes within the first iterations), the policy runs to
 where the fixed β takes it, and β then climbs at its limited rate while the policy
 answers late: at the end of the run the KL is still on its way down. The optimum rule
-sets β near β̂ within two batches and holds it there; after an early excursion that all three runs share, the KL comes down to the
-target as PPO converges to π*_β̂. Compare both with the fixed-β row: the same reward
+sets β near β̂ within two batches and holds it there; after an early excursion that all
+three runs share, the KL comes down to the target as PPO converges to π*_β̂. Compare both with the fixed-β row: the same reward
 model, another point on the reward–KL trade-off.
 
 ## 5. Without a critic: group baselines (GRPO) and leave-one-out (RLOO)
@@ -665,9 +726,10 @@ lecture.save_figure(figure, "critic_free.png")
   in section 2). PPO is an optimiser: it will find what the proxy over-scores unless
   something holds it back.
 * Over-optimisation has a shape (section 3): measured against d = √KL, the gold score
-  first rises with the proxy and then, once the policy (or the best of very many
-  samples) leaves the region the comparisons covered, falls while the proxy keeps
-  rising. The KL penalty sets how far along that curve PPO goes.
+  first rises with the proxy and then, once PPO's policy leaves the region the
+  comparisons covered, falls while the proxy keeps rising (best-of-n's rise is clear;
+  its fall, at n in the thousands, is within what the computation may be off). The KL
+  penalty sets how far along that curve PPO goes.
 * The adaptive controller replaces "choose β" with "choose a KL budget" (section 4).
 * With one reward per completion, a baseline from other samples of the same prompt can
   stand in for the critic (section 5): one network fewer to train and hold in memory, at
