@@ -207,6 +207,10 @@ lecture.claim("for one estimate, λ = 0.8 or less is best for every critic here"
 lecture.claim("the dashed line, bias² + variance / 16, has its lowest point further right than the solid MSE",
               best_lambda(main_rows, 16) > best_lambda(main_rows, 1),
               measured=f"lowest at λ = {best_lambda(main_rows, 16):g} against {best_lambda(main_rows, 1):g}")
+td_zero_variance = [rows[0]["variance"] for rows in results.values()]
+lecture.claim("At λ = 0 the variance is exactly 0, for every critic (the chain is deterministic given the action)",
+              all(value == 0 for value in td_zero_variance),
+              measured="TD(0) variance " + ", ".join(f"{value:.3g}" for value in td_zero_variance))
 best_batch = {scale: [best_lambda(rows, b) for b in BATCH_SIZES] for scale, rows in results.items()}
 lecture.claim("for every wrong critic, the best λ grows as the batch grows",
               all(all(later >= earlier for earlier, later in zip(best_batch[scale], best_batch[scale][1:]))
@@ -214,6 +218,8 @@ lecture.claim("for every wrong critic, the best λ grows as the batch grows",
               measured="; ".join(f"error {scale}: " + ", ".join(f"{value:g}" for value in best_batch[scale])
                                  for scale in CRITIC_ERRORS if scale > 0))
 at_minibatch = {scale: best_lambda(rows, DEFAULTS.minibatch_size) for scale, rows in results.items() if scale > 0}
+lecture.claim("each of PPO's gradient steps averages a minibatch, 128 samples by default (`minibatch_size`)",
+              DEFAULTS.minibatch_size == 128, measured=f"PPOConfig().minibatch_size = {DEFAULTS.minibatch_size}")
 lecture.claim(f"at the trainer's default minibatch of {DEFAULTS.minibatch_size} samples, every wrong critic's best λ "
               f"is {DEFAULTS.gae_lambda} or more", min(at_minibatch.values()) >= DEFAULTS.gae_lambda,
               measured=", ".join(f"error {k}: {v:g}" for k, v in at_minibatch.items()))
@@ -265,7 +271,10 @@ lecture.save_figure(figure, "gae_bias_variance.png")
 In the first table (and the second panel), follow bias² and variance as λ goes from 0
 (TD) to 1 (Monte Carlo). As λ goes from 0 to 1, bias² shrinks at every step: the
 critic's error enters through V̂(s_{t+k}) with weight (γλ)^k. And the variance grows at
-every step, as more of the random future enters. At λ = 1 the bias is zero up to
+every step, as more of the random future enters. At λ = 0 it is exactly 0, for every
+critic, only because this chain is deterministic given the action: the action fixes the
+next state and the reward, so r + γ V̂(s') is the same number at every visit of (s, a).
+Where transitions or rewards are random, TD(0) has a variance too. At λ = 1 the bias is zero up to
 sampling noise, whatever the critic: the return never reads V̂ (its bias² is below 3
 times the `sampling floor` column, the bias² an unbiased estimator shows from a finite
 number of visits alone).
@@ -282,7 +291,8 @@ For every wrong critic, the best λ grows as the batch grows (the third table, a
 fourth panel: each coloured line climbs towards 1), and at the trainer's default
 minibatch every wrong critic's best λ is at or above its default λ = 0.95
 (`gae_lambda`, `ppo/config.py`). That, not a poor critic, is the case for a λ near 1
-in PPO: its gradient steps average hundreds of samples. Two cautions keep this a
+in PPO: each of its gradient steps averages a minibatch, 128 samples by default
+(`minibatch_size`), not one estimate. Two cautions keep this a
 direction rather than a formula: steps of one rollout share their future, so a batch
 of B steps holds fewer than B independent estimates; and this critic's error is fixed
 per state, while a trained critic's error changes as it learns.

@@ -262,8 +262,8 @@ figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
 bins = torch.linspace(0.0, 2.5, 76).tolist()
 for axis, label in zip(axes, ("ε = 0.2", "no clip")):
     ratio = ratios_after[label].clamp(max=2.5)
-    axis.hist(ratio[signs].tolist(), bins=bins, alpha=0.6, color="tab:green", label="whitened Â > 0")
-    axis.hist(ratio[~signs].tolist(), bins=bins, alpha=0.6, color="tab:red", label="whitened Â ≤ 0")
+    axis.hist(ratio[signs].tolist(), bins=bins, histtype="step", lw=1.5, color="tab:green", label="whitened Â > 0")
+    axis.hist(ratio[~signs].tolist(), bins=bins, histtype="step", lw=1.5, color="tab:red", label="whitened Â ≤ 0")
     for edge in (0.8, 1.2):
         axis.axvline(edge, color="black", lw=0.8, ls=":")
     axis.set_xlabel("ratio π_new / π_old after the update (clamped at 2.5)")
@@ -405,15 +405,15 @@ print_table(trust_rows, title="One update from the same start: the gain the surr
 
 # %%
 figure, axis = plt.subplots(figsize=(6.5, 5))
-colours = {0.1: "tab:blue", 0.2: "tab:green", "∞": "tab:red"}
+colours = {0.1: "tab:blue", 0.2: "tab:green", "∞": "tab:red"}  # colour: ε; marker: learning rate
+markers = dict(zip(LEARNING_RATES, ("o", "s", "^")))
+for row in trust_rows:
+    axis.errorbar([row["predicted"]], [row["measured"]], xerr=[2 * row["± se"]], yerr=[2 * row["± se "]],
+                  fmt=markers[row["lr"]], color=colours[row["ε"]], capsize=3, markersize=6)
 for epsilon, colour in colours.items():
-    rows = [row for row in trust_rows if row["ε"] == epsilon]
-    axis.errorbar([row["predicted"] for row in rows], [row["measured"] for row in rows],
-                  xerr=[2 * row["± se"] for row in rows], yerr=[2 * row["± se "] for row in rows],
-                  fmt="o", color=colour, capsize=3, label=f"ε = {epsilon}")
-    for row in rows:
-        axis.annotate(f"lr {row['lr']:g}", (row["predicted"], row["measured"]), fontsize=7,
-                      xytext=(4, 4), textcoords="offset points")
+    axis.plot([], [], "-", color=colour, lw=3, label=f"ε = {epsilon}")
+for learning_rate, marker in markers.items():
+    axis.plot([], [], marker, color="0.3", linestyle="none", label=f"lr {learning_rate:g}")
 extent = [min(min(row["predicted"], row["measured"]) for row in trust_rows) - 2,
           max(max(row["predicted"], row["measured"]) for row in trust_rows) + 2]
 axis.plot(extent, extent, color="black", lw=0.8, ls=":", label="measured = predicted")
@@ -451,6 +451,18 @@ lecture.claim("the unclipped updates' mean KL exceeds TRPO's δ = 0.01 at every 
               all(row["mean KL"] > 0.01 for row in unclipped_rows) and all(row["mean KL"] < 0.01 for row in clipped_rows),
               measured="unclipped " + ", ".join(f"{row['mean KL']:.4f}" for row in unclipped_rows)
                        + f"; clipped at most {max(row['mean KL'] for row in clipped_rows):.4f}", quick=False)
+lowered = [row for row in clipped_rows if row["measured"] < 0]
+lecture.claim("with the clip, every predicted gain has the sign of the measured change, the one clipped update that "
+              "lowered the return (lr 0.003, ε = 0.1) included",
+              all((row["predicted"] > 0) == (row["measured"] > 0) for row in clipped_rows)
+              and [(row["lr"], row["ε"]) for row in lowered] == [(0.003, 0.1)],
+              measured="; ".join(f"lr {row['lr']:g}, ε {row['ε']}: predicted {row['predicted']:+.2f}, measured "
+                                 f"{row['measured']:+.2f}" for row in clipped_rows), quick=False)
+wrong_sign = [row["lr"] for row in unclipped_rows if row["predicted"] > 0 > row["measured"]]
+lecture.claim("without the clip, at lr 0.001 and 0.003 the surrogate predicts a gain and the return falls",
+              wrong_sign == [0.001, 0.003],
+              measured="; ".join(f"lr {row['lr']:g}: predicted {row['predicted']:+.2f}, measured {row['measured']:+.2f}"
+                                 for row in unclipped_rows), quick=False)
 smallest_penalty = min(row["bound's penalty C·max KL"] for row in trust_rows)
 lecture.claim("in every row the bound's penalty exceeds 100, the largest discounted return there is: it guarantees nothing",
               smallest_penalty > 1 / (1 - config.gamma), measured=f"smallest penalty {smallest_penalty:,.0f}")
@@ -467,7 +479,11 @@ surrogate is too optimistic and the furthest off of the three: it credits the ne
 policy with π_old's states, which the new policy no longer visits. Whether an update
 raises the return at all depends on the rollout it learned from (the update maximises
 the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
-negative); with the clip, the prediction says so. The TRPO bound is true but useless
+negative); with the clip, the prediction says so: every clipped update's predicted gain
+has the sign of the measured change, the one clipped update that lowered the return
+(lr 0.003, ε = 0.1, the blue triangle below 0) included. Without the clip it does not:
+at lr 0.001 and 0.003 the surrogate predicts a large gain and the return falls (the red
+square and triangle). The TRPO bound is true but useless
 here: its penalty C · max KL exceeds 100, the largest discounted return CartPole can
 give, in every row. This is why TRPO constrains the mean KL instead, and why PPO
 settles for a clip that keeps the ratios, and so the KL, small.

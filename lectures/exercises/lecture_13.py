@@ -3,8 +3,8 @@
 import torch
 
 # The names `diagnose` may return (lecture 13's five planted bugs, and none).
-BUG_NAMES = ("ratio against the reference", "stale log-prob", "too-large step", "wrong sign",
-             "shared trunk, raw returns", "no bug visible")
+BUG_NAMES = ("ratio against the reference", "log π_old recomputed each minibatch", "too-large step",
+             "wrong sign", "shared trunk, raw returns", "no bug visible")
 
 
 def first_minibatch_ratio_error(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor) -> float:

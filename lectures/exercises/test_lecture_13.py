@@ -14,8 +14,9 @@ CORRECT = {"final return": 496.0, "first KL": 0.0074, "largest KL": 0.022, "larg
 BUGGY = {
     "ratio against the reference": dict(final_return=40.0, largest_clip_fraction=0.55, final_clip_fraction=0.45,
                                         final_entropy=0.675, final_value_loss=30.0, largest_ratio_error=0.3),
-    "stale log-prob": dict(final_return=300.0, first_KL=0.0, largest_KL=0.0, largest_clip_fraction=0.0,
-                           final_clip_fraction=0.0, final_entropy=0.05, largest_gradient_norm=370.0),
+    "log π_old recomputed each minibatch": dict(final_return=300.0, first_KL=0.0, largest_KL=0.0,
+                                                largest_clip_fraction=0.0, final_clip_fraction=0.0, final_entropy=0.05,
+                                                largest_gradient_norm=370.0),
     "too-large step": dict(final_return=9.4, first_KL=15.0, largest_KL=15.0, largest_clip_fraction=0.95,
                            final_clip_fraction=0.0, final_entropy=1e-34, final_value_loss=0.007),
     "wrong sign": dict(final_return=8.7, largest_KL=0.18, largest_clip_fraction=0.5, final_clip_fraction=0.003,
@@ -50,7 +51,7 @@ def test_each_signature_names_its_bug(exercise, bug):
     assert exercise.diagnose(run_with(**BUGGY[bug]), CORRECT) == bug
 
 
-def test_a_collapsed_policy_reads_zero_kl_but_is_not_a_stale_ratio(exercise):
+def test_a_collapsed_policy_reads_zero_kl_but_is_not_a_recomputed_log_prob(exercise):
     # After a too-large first step the policy is deterministic: KL and clip fraction 0 from then on.
     collapsed = run_with(final_return=9.4, first_KL=15.0, largest_KL=15.0, largest_clip_fraction=0.95,
                          final_clip_fraction=0.0, final_entropy=0.0)

@@ -12,7 +12,7 @@ def diagnose(run, correct):
     if run["largest ratio error"] > 1e-3:
         return "ratio against the reference"
     if run["largest KL"] == 0 and run["largest clip fraction"] == 0:
-        return "stale log-prob"
+        return "log π_old recomputed each minibatch"
     if run["first KL"] > 10 * correct["first KL"]:
         return "too-large step"
     if run["final return"] < correct["untrained return"]:
