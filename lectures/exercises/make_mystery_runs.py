@@ -7,8 +7,8 @@ seed 31 (outside the seeds the preset was tuned on), with one thing broken:
 
 * "wrong advantage sign": the clipped surrogate is fed −Â, so every update pushes the
   policy away from the actions that did better than expected;
-* "stale log-prob": the "old" log-probabilities are recomputed from the current network
-  at every minibatch, instead of the rollout's log π_old (a loss that never clips, and
+* "old log-prob recomputed each minibatch": the "old" log-probabilities are recomputed
+  from the current network at every minibatch, instead of the rollout's log π_old (a loss that never clips, and
   diagnostics measured against the same wrong reference);
 * "learning rate too large": Adam at 0.1 instead of the preset's rate;
 * "healthy": nothing broken.
@@ -46,7 +46,7 @@ class WrongSign(PPO):
         return clipped_surrogate_loss(new_log_probs, old_log_probs, -advantages, self.clip_coef)
 
 
-class StaleLogProb(PPO):
+class RecomputedOldLogProb(PPO):
     def minibatch_loss(self, minibatch):
         current, _, _ = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
         return super().minibatch_loss({**minibatch, "log_probs": current.detach()})
@@ -56,7 +56,7 @@ class StaleLogProb(PPO):
 RUNS = {
     "run_1.csv": ("learning rate too large", PPO, {"learning_rate": 0.1}),
     "run_2.csv": ("healthy", PPO, {}),
-    "run_3.csv": ("stale log-prob", StaleLogProb, {}),
+    "run_3.csv": ("old log-prob recomputed each minibatch", RecomputedOldLogProb, {}),
     "run_4.csv": ("wrong advantage sign", WrongSign, {}),
 }
 

@@ -15,7 +15,7 @@ Lecture 6 reads these diagnostics; lecture 4 explains the ratio and the clip.
 """
 
 # What diagnose may answer.
-LABELS = ("healthy", "wrong advantage sign", "stale log-prob", "learning rate too large")
+LABELS = ("healthy", "wrong advantage sign", "old log-prob recomputed each minibatch", "learning rate too large")
 
 
 def diagnose(path: str) -> str:

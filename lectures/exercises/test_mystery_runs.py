@@ -7,7 +7,7 @@ import pytest
 from mystery_runs import LABELS
 
 FILES = Path(__file__).resolve().parent / "mystery_metrics"
-ANSWERS = {"run_1.csv": "learning rate too large", "run_2.csv": "healthy", "run_3.csv": "stale log-prob",
+ANSWERS = {"run_1.csv": "learning rate too large", "run_2.csv": "healthy", "run_3.csv": "old log-prob recomputed each minibatch",
            "run_4.csv": "wrong advantage sign"}
 
 
