@@ -36,7 +36,7 @@ lab: $(BIN)/python
 	$(BIN)/jupyter lab --ServerApp.root_dir=lectures
 
 # Regenerate lectures/NN_name.ipynb from the scripts (jupytext) and execute them (nbclient):
-#   make notebooks              full runs (a few minutes on a 2-core CPU)
+#   make notebooks              full runs (about half an hour on a 2-core CPU; lectures/README.md times each)
 #   make notebooks QUICK=1      each lecture in its quick mode
 notebooks: install-dev
 	$(BIN)/python lectures/_notebooks.py $(if $(QUICK),--quick)
