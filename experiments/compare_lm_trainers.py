@@ -149,8 +149,10 @@ def print_table(results: list[RunResult], sft_row: dict, optimum_row: dict, beta
     print(_row("", ["gold E[r]", "right", "KL to SFT", "TV to π*", "KL(π‖π*)", "half-way at", "completions", "wall s"]))
     print(_row("SFT", [f"{sft_row['gold']:.3f}", f"{sft_row['right_rate']:.3f}", "0", f"{sft_row['total_variation']:.3f}",
                        f"{sft_row['kl_to_optimum']:.3f}"]))
-    for algorithm in dict.fromkeys(r.algorithm for r in results):
-        rows = [r for r in results if r.algorithm == algorithm]
+    by_algorithm: dict[str, list[RunResult]] = {}
+    for result in results:
+        by_algorithm.setdefault(result.algorithm, []).append(result)
+    for algorithm, rows in by_algorithm.items():
         reached = [r.halfway_completions for r in rows if r.halfway_completions is not None]
         halfway = "never" if not reached else f"{statistics.fmean(reached):.0f}" + (
             "" if len(reached) == len(rows) else f" ({len(reached)}/{len(rows)})")
@@ -165,15 +167,13 @@ def print_table(results: list[RunResult], sft_row: dict, optimum_row: dict, beta
     batch_size = results[0].completions // iterations
     print("\nlearning curves: the training batches' gold after this many completions (mean over seeds)")
     print(f"{'':<7}" + "".join(f"{i * batch_size:>10}" for i in checkpoints))
-    for algorithm in dict.fromkeys(r.algorithm for r in results):
-        rows = [r for r in results if r.algorithm == algorithm]
+    for algorithm, rows in by_algorithm.items():
         print(f"{algorithm.upper():<7}" + "".join(f"{statistics.fmean(r.batch_golds[i - 1] for r in rows):>10.3f}"
                                                   for i in checkpoints))
     print("\nwhere the KL is spent: share of E_π[Σ_t KL(π(·|s_t) ‖ π_ref(·|s_t))] at completion token t "
           f"(t = {RELATION_POSITION}: the relation, t = {FOOD_POSITION}: the food)")
     print(f"{'':<7}" + "".join(f"{column:>10}" for column in POSITION_COLUMNS))
-    for algorithm in dict.fromkeys(r.algorithm for r in results):
-        rows = [r for r in results if r.algorithm == algorithm]
+    for algorithm, rows in by_algorithm.items():
         shares = [statistics.fmean(r.kl_shares[i] for r in rows) for i in range(len(POSITION_COLUMNS))]
         print(f"{algorithm.upper():<7}" + "".join(f"{share:>10.1%}" for share in shares))
 

@@ -32,6 +32,7 @@ from experiments.cli import (
 )
 from ppo.config import ConfigError
 from ppo.lm.model import completion_log_probs
+from ppo.lm.optimum_distance import total_variation as total_variation_over_groups
 from ppo.lm.pretrain import (
     PretrainConfig,
     PretrainingInterrupted,
@@ -83,8 +84,7 @@ def exact_food_distribution(model, tokenizer, person: str, relation: str) -> dic
 
 def total_variation(p: dict[str, float], q: dict[str, float]) -> float:
     """TV(p, q) = 1/2 sum_x |p(x) - q(x)| over foods, plus 1/2 the mass q puts on malformed completions."""
-    keys = set(p) | set(q)
-    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys) + 0.5 * max(0.0, 1.0 - sum(q.values()))
+    return total_variation_over_groups(p, q) + 0.5 * max(0.0, 1.0 - sum(q.values()))
 
 
 def print_report(model, tokenizer, relation: str, samples: int, seed: int) -> None:
