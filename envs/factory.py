@@ -8,13 +8,19 @@ extras (MuJoCo, Box2D) get a one-line message naming the extra to install.
     make_vec_env("Hopper-v5", 1, "gymnasium")       # gymnasium's SyncVectorEnv behind the same interface
     gymnasium_env_factory("CartPole-v1")            # a function making one gymnasium env (evaluation);
                                                     # .make_vec(N): gymnasium's numpy-vectorised CartPole
+    make_vec_env("CartPoleNoVel-v1", 64, "auto", frame_stack=4)  # each observation the last 4 (envs.frame_stack)
+
+`frame_stack=K` (K > 1) stacks the last K observations in both: `FrameStackVecEnv` around
+the training envs, gymnasium's `FrameStackObservation` + `FlattenObservation` around each
+evaluation env, which give the same observations.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
 
-from envs.classic import TORCH_ENV_IDS, make_torch_vec_env
+from envs.classic import BATCHED_ENV_IDS, TORCH_ENV_IDS, make_torch_vec_env  # noqa: F401 (TORCH_ENV_IDS: for importers)
+from envs.frame_stack import FrameStackVecEnv, stacked_space
 from envs.gymnasium_vec_env import GymnasiumVecEnv
 
 BACKENDS = ("auto", "gymnasium", "torch")
@@ -44,10 +50,10 @@ def resolve_backend(env_id: str, backend: str) -> str:
     if backend not in BACKENDS:
         raise EnvError(f"env_backend = {backend!r} is not one of {', '.join(BACKENDS)}")
     if backend == "auto":
-        return "torch" if env_id in TORCH_ENV_IDS else "gymnasium"
-    if backend == "torch" and env_id not in TORCH_ENV_IDS:
+        return "torch" if env_id in BATCHED_ENV_IDS else "gymnasium"
+    if backend == "torch" and env_id not in BATCHED_ENV_IDS:
         raise EnvError(
-            f"env_id = {env_id!r} has no batched torch version; env_backend 'torch' supports {', '.join(TORCH_ENV_IDS)}"
+            f"env_id = {env_id!r} has no batched torch version; env_backend 'torch' supports {', '.join(BATCHED_ENV_IDS)}"
         )
     return backend
 
@@ -76,16 +82,22 @@ class GymnasiumEnvFactory:
     `make_vec` gives gymnasium's own numpy-vectorised version where the env has one
     (CartPole-v1: the same physics in gymnasium's code, N copies per numpy operation, no
     Python loop over them), and None otherwise; the caller then steps N single copies.
+    With `frame_stack` K > 1 each copy's observation is its last K, flattened oldest first.
     """
 
-    def __init__(self, env_id: str, **kwargs):
-        self.env_id, self.kwargs = env_id, kwargs
+    def __init__(self, env_id: str, frame_stack: int = 1, **kwargs):
+        self.env_id, self.frame_stack, self.kwargs = env_id, frame_stack, kwargs
 
     def __call__(self) -> gym.Env:
-        return gym.make(self.env_id, **self.kwargs)
+        env = gym.make(self.env_id, **self.kwargs)
+        if self.frame_stack == 1:
+            return env
+        stacked_space(env.observation_space, self.frame_stack)  # a clear error for a space that cannot stack
+        stacked = gym.wrappers.FrameStackObservation(env, self.frame_stack, padding_type="reset")
+        return gym.wrappers.FlattenObservation(stacked)
 
     def make_vec(self, num_envs: int) -> gym.vector.VectorEnv | None:
-        if self.kwargs or gym.spec(self.env_id).vector_entry_point is None:
+        if self.kwargs or self.frame_stack > 1 or gym.spec(self.env_id).vector_entry_point is None:
             return None
         return gym.make_vec(self.env_id, num_envs, vectorization_mode="vector_entry_point")
 
@@ -93,38 +105,64 @@ class GymnasiumEnvFactory:
         return f"GymnasiumEnvFactory({self.env_id!r})"
 
 
-def gymnasium_env_factory(env_id: str, **kwargs) -> GymnasiumEnvFactory:
+def gymnasium_env_factory(env_id: str, frame_stack: int = 1, **kwargs) -> GymnasiumEnvFactory:
     """A function that makes one gymnasium env (what evaluation and recording take), with
-    `make_vec(N)` for gymnasium's numpy-vectorised version where there is one.
+    `make_vec(N)` for gymnasium's numpy-vectorised version where there is one; with
+    `frame_stack` K > 1, each observation is the last K (as the training envs give them).
 
-    It makes one env right away, so a missing extra is reported here and not later.
+    It makes one env right away, so a missing extra (or a space that cannot stack) is
+    reported here and not later.
     """
     make_gymnasium_env(env_id, **kwargs).close()
-    return GymnasiumEnvFactory(env_id, **kwargs)
+    factory = GymnasiumEnvFactory(env_id, frame_stack, **kwargs)
+    if frame_stack > 1:
+        try:
+            factory().close()
+        except ValueError as error:
+            raise EnvError(f"{env_id}: {error}") from None
+    return factory
 
 
-def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu"):
-    """N copies of env_id behind the VecEnv interface, stepped by the chosen backend."""
+def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu", frame_stack: int = 1):
+    """N copies of env_id behind the VecEnv interface, stepped by the chosen backend;
+    with `frame_stack` K > 1, each observation is the copy's last K (envs.frame_stack)."""
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":
-        return make_torch_vec_env(env_id, num_envs, device=device)
-    try:
-        return GymnasiumVecEnv(env_id, num_envs, device=device)
-    except (gym.error.DependencyNotInstalled, ImportError) as error:
-        raise EnvError(missing_extra_message(env_id, error)) from None
+        envs = make_torch_vec_env(env_id, num_envs, device=device)
+    else:
+        try:
+            envs = GymnasiumVecEnv(env_id, num_envs, device=device)
+        except (gym.error.DependencyNotInstalled, ImportError) as error:
+            raise EnvError(missing_extra_message(env_id, error)) from None
+    return stack_frames(envs, env_id, frame_stack, num_envs)
 
 
-def make_seed_batch_env(env_id: str, num_seeds: int, num_envs: int, backend: str = "auto", device: str = "cpu"):
+def make_seed_batch_env(env_id: str, num_seeds: int, num_envs: int, backend: str = "auto", device: str = "cpu",
+                        frame_stack: int = 1):
     """The envs of a batch of `num_seeds` runs with `num_envs` copies each (ppo.seed_batch).
 
     Torch backend: one env of num_seeds · num_envs copies in seed groups (one physics call,
-    one random stream per run). Gymnasium: a StackedVecEnv of each run's own envs.
+    one random stream per run). Gymnasium: a StackedVecEnv of each run's own envs. With
+    `frame_stack` K > 1, one FrameStackVecEnv around them all (stacks are per copy).
     """
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":
-        return make_torch_vec_env(env_id, num_seeds * num_envs, device=device, groups=num_seeds)
-    from envs.stacked_vec_env import StackedVecEnv
+        envs = make_torch_vec_env(env_id, num_seeds * num_envs, device=device, groups=num_seeds)
+    else:
+        from envs.stacked_vec_env import StackedVecEnv
 
-    return StackedVecEnv([make_vec_env(env_id, num_envs, backend, device) for _ in range(num_seeds)])
+        envs = StackedVecEnv([make_vec_env(env_id, num_envs, backend, device) for _ in range(num_seeds)])
+    return stack_frames(envs, env_id, frame_stack, num_envs)
+
+
+def stack_frames(envs, env_id: str, frame_stack: int, member_num_envs: int):
+    """`envs` itself for frame_stack 1, else a FrameStackVecEnv of them (EnvError if they cannot stack)."""
+    if frame_stack == 1:
+        return envs
+    try:
+        return FrameStackVecEnv(envs, frame_stack, member_num_envs)
+    except ValueError as error:
+        envs.close()
+        raise EnvError(f"{env_id}: {error}") from None
