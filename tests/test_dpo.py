@@ -10,7 +10,7 @@ from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread 
 
 from envs import corpus
 from ppo.config import ConfigError
-from ppo.lm.dpo import DPOConfig, dpo_loss, encode_preference_pairs, sequence_log_probs, train_dpo
+from ppo.lm.dpo import DPOConfig, dpo_loss, encode_preference_pairs, ipo_optimum, sequence_log_probs, train_dpo
 from ppo.lm.model import completion_log_probs
 from ppo.lm.reward_model import encode_comparisons
 from ppo.lm.rollout import sample_completions
@@ -104,7 +104,7 @@ def minimise_expected_loss(kind: str) -> torch.Tensor:
     return torch.softmax(logits.detach(), dim=0)
 
 
-def ipo_optimum() -> torch.Tensor:
+def closed_form_ipo_optimum() -> torch.Tensor:
     """π ∝ π_ref·exp(p(a ≻ π_ref)/β), p(a ≻ π_ref) = Σ_b π_ref(b)·σ(r_a − r_b): where the expected IPO loss's
     gradient in log π(a) vanishes (Azar et al. 2023, Prop. 4, for pairs drawn from π_ref)."""
     win_rate = (torch.sigmoid(REWARD[:, None] - REWARD[None, :]) * REFERENCE[None, :]).sum(dim=1)
@@ -119,9 +119,25 @@ def test_the_exact_minimiser_of_the_expected_dpo_loss_is_the_kl_regularised_opti
 
 def test_the_exact_minimiser_of_the_expected_ipo_loss_is_the_win_rate_tilt_not_pi_star():
     minimiser = minimise_expected_loss("ipo")
-    torch.testing.assert_close(minimiser, ipo_optimum(), atol=1e-4, rtol=0)
+    torch.testing.assert_close(minimiser, closed_form_ipo_optimum(), atol=1e-4, rtol=0)
     tilted = REFERENCE * torch.exp(REWARD / BETA)
     assert (minimiser - tilted / tilted.sum()).abs().max() > 0.05  # a different optimum, told apart
+    answers = "abcd"
+    library = ipo_optimum(dict(zip(answers, REFERENCE.tolist())),
+                          lambda g, h: float(torch.sigmoid(REWARD[answers.index(g)] - REWARD[answers.index(h)])), BETA)
+    torch.testing.assert_close(torch.tensor([library[g] for g in answers], dtype=torch.float64), minimiser,
+                               atol=1e-4, rtol=0)
+
+
+def test_ipo_optimum_draws_the_pairs_from_the_given_distribution():
+    """Pairs from μ = (1/2, 1/2, 0) over three answers, a ≻ b always: p(a ≻ μ) = 3/4, p(b ≻ μ) = 1/4, and
+    p(c ≻ μ) = 1/2 for c, tied with both; at β = 1, π ∝ π_ref · (e^0.75, e^0.25, e^0.5)."""
+    reference = {"a": 0.2, "b": 0.3, "c": 0.5}
+    wins = {("a", "b"): 1.0, ("b", "a"): 0.0}
+    optimum = ipo_optimum(reference, lambda g, h: wins.get((g, h), 0.5), beta=1.0,
+                          pair_distribution={"a": 2.0, "b": 2.0, "c": 0.0})
+    tilted = {"a": 0.2 * math.exp(0.75), "b": 0.3 * math.exp(0.25), "c": 0.5 * math.exp(0.5)}
+    assert optimum == pytest.approx({g: value / sum(tilted.values()) for g, value in tilted.items()}, abs=1e-12)
 
 
 # ---------------------------------------------------------------- the sequence log-probabilities

@@ -3,6 +3,9 @@
 API note: `train_dpo` takes `PreferencePairs` (made by `encode_preference_pairs`), an
 `EncodedComparisons` that also knows where each completion starts; a plain
 `EncodedComparisons` (from `ppo.lm.reward_model.encode_comparisons`) does not, and is refused.
+`DPOConfig` has one field more than beta, loss, learning_rate, epochs, batch_size, grad_clip
+and seed: `anneal_lr` (default on), the learning rate's linear decay to 0, without which the
+last iterate keeps the gradient noise of the last steps. `ipo_optimum` gives IPO's optimum.
 
 Given comparisons (x, y_w, y_l) in which y_w was preferred, and a frozen reference π_ref
 (the SFT model), write the implicit reward of the policy π_θ as
@@ -38,11 +41,19 @@ not go to a deterministic policy when preferences are deterministic (DPO's log-o
 infinite), and it is not π*_β.
 
 Both losses see only the completions that appear in the comparisons: the share of
-probability the policy puts on completions never compared is not constrained by them.
+probability the policy puts on completions never compared is not constrained by them. With
+deterministic preferences (P = 1) DPO's loss falls towards 0 as h → +∞, which pushing the
+rejected completions down achieves as well as raising the chosen one, so that mass can leave
+for completions no comparison shows. Measured on the tests' tiny model (39 comparisons
+"pizza" ≻ another answer, all deterministic, β 0.5, 3 epochs of 16 per minibatch, seed 4), at
+a constant learning rate 3e-3 the pizza rate went 10.7% → 9.7% while malformed strings went
+3.8% → 90.3%; at a constant 1e-3, or 3e-3 annealed, pizza reached 93.8%.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -90,6 +101,26 @@ def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, referen
     if kind == "dpo":
         return F.softplus(-beta * h).mean()
     return (h - 1.0 / (2.0 * beta)).pow(2).mean()
+
+
+def ipo_optimum(reference_probabilities: dict[str, float], win_probability: Callable[[str, str], float], beta: float,
+                pair_distribution: dict[str, float] | None = None) -> dict[str, float]:
+    """IPO's optimum over groups of completions: π(g) ∝ π_ref(g) · exp(p(g ≻ μ) / β), p(g ≻ μ) = Σ_h μ(h)·P(g ≻ h).
+
+    The groups are those of `reference_probabilities` (π_ref(g)); `win_probability(g, h)` is
+    P(y ≻ y') for y in g and y' in h (P(g ≻ g) = 1/2), so inside a group π ∝ π_ref, as for
+    π*_β. μ, the distribution the compared completions are drawn from, is `pair_distribution`
+    (renormalised), by default π_ref itself. Computed in float64.
+    """
+    require_positive("beta", beta)
+    mu = pair_distribution if pair_distribution is not None else reference_probabilities
+    total = sum(mu.values())
+    groups = [g for g, p in reference_probabilities.items() if p > 0]
+    log_tilted = torch.tensor([math.log(reference_probabilities[g])
+                               + sum(m / total * win_probability(g, h) for h, m in mu.items()) / beta
+                               for g in groups], dtype=torch.float64)
+    optimum = dict(zip(groups, torch.softmax(log_tilted, dim=0).tolist()))
+    return {g: optimum.get(g, 0.0) for g in reference_probabilities}
 
 
 # ---------------------------------------------------------------- the comparisons
@@ -149,7 +180,11 @@ class DPOConfig(ConfigBase):
         metadata={"help": "β: the KL coefficient whose optimum π_ref·exp(r/β) DPO aims at (IPO: τ, target h = 1/(2β))"},
     )
     loss: str = field(default="dpo", metadata={"help": "dpo (−log σ(β·h)) or ipo ((h − 1/(2β))²)"})
-    learning_rate: float = field(default=1e-3, metadata={"help": "Adam learning rate (constant)"})
+    learning_rate: float = field(default=1e-3, metadata={"help": "Adam learning rate α₀"})
+    anneal_lr: bool = field(
+        default=True,
+        metadata={"help": "decay the learning rate linearly to 0 over the run: α = α₀ · (1 − steps done / steps)"},
+    )
     epochs: int = field(default=4, metadata={"help": "passes over the comparisons"})
     batch_size: int = field(default=64, metadata={"help": "comparisons per minibatch (the last one may be smaller)"})
     grad_clip: float | None = field(
@@ -206,6 +241,8 @@ def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config:
     n = len(comparisons)
     generator = torch.Generator().manual_seed(config.seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+    steps = config.epochs * math.ceil(n / config.batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / steps if config.anneal_lr else 1.0)
     policy.eval()
     history = []
     epochs = range(config.epochs)
@@ -229,6 +266,7 @@ def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config:
             if config.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
             optimizer.step()
+            schedule.step()
             with torch.no_grad():
                 h = (chosen - reference_chosen) - (rejected - reference_rejected)  # (b,)
                 b = len(rows)
