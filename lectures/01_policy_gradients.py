@@ -20,7 +20,7 @@ proportion to that return. This estimator is REINFORCE.
 **The estimator everyone codes drops γ^t.** Nota & Thomas (2020) found it in every
 implementation of the policy-gradient algorithms they reviewed (those of the
 stable-baselines library, PPO among them), and this library's PPO is no exception
-(lectures 3–5: its advantages carry no γ^t):
+(lectures 3, 5 and 6: its advantages carry no γ^t):
 
     ĝ = Σ_t ∇_θ log π_θ(a_t | s_t) · G_t,
 
@@ -431,8 +431,9 @@ table), three of the five in the last ten updates. This lecture does not test wh
 likely reason is that nothing here limits how far one update moves the policy: with
 γ = 0.99 a weight G_t can reach 1/(1 − γ) = 100, a batch of long episodes sums
 hundreds of such terms, and one Adam step at a fixed learning rate can undo what the
-policy knew. Lecture 2 shrinks the noise with a baseline; lecture 4's clipped
-objective bounds how far one update may move the policy, and measures it. The weights
+policy knew. Lecture 2 shrinks the noise with a baseline; lecture 4 measures how far
+one update may move the policy before its objective stops predicting the return, and
+lecture 5's clipped objective limits that move. The weights
 end up in `ppo/advantages.py`.
 """
 

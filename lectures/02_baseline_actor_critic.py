@@ -28,7 +28,7 @@ ratio, next to the critic's explained variance.
 **Library.** `ppo/networks.py` (`ActorCritic`), `ppo/trainer.py` (`collect_rollout` and
 `compute_advantages`: T steps from N environments, returns R_t), `ppo/losses.py`
 (`value_loss`, `explained_variance`). Here we write the simplest update on top of them —
-one gradient step per rollout. Lecture 5 replaces it with PPO's.
+one gradient step per rollout. Lecture 6 replaces it with PPO's.
 """
 
 # %%
@@ -296,10 +296,10 @@ environment seeds — the baseline ends higher on some seeds and lower on others
 last table). A lower-variance gradient is a better estimate of the same direction; on
 this budget, with one small step per rollout, that does not turn into a return that
 six seeds can tell apart. The direct measurement of the variance is the evidence this
-lecture gives; lecture 6 measures how many seeds a difference in returns needs, and
-lecture 5 shows PPO, which takes many gradient steps per rollout, solving CartPole.
+lecture gives; lecture 7 measures how many seeds a difference in returns needs, and
+lecture 6 shows PPO, which takes many gradient steps per rollout, solving CartPole.
 
-Advantage normalisation (lecture 7) subtracts the batch mean of the advantages: a
+Advantage normalisation (lecture 8) subtracts the batch mean of the advantages: a
 constant baseline on top of the learned one.
 
 Next, lecture 3 asks how to form the advantage from the critic: the full return minus V

@@ -33,7 +33,7 @@ The λ that is best for one estimate is not the λ that is best for a batch of t
 **Prerequisites.** Lectures 1–2; the Bellman equation V = r_π + γ P_π V.
 
 **Library.** `ppo/advantages.py` — `compute_gae`, with terminations and truncations kept
-apart (lecture 7); the trainer uses λ = 0.95 by default (`gae_lambda` in `ppo/config.py`).
+apart (lecture 8); the trainer uses λ = 0.95 by default (`gae_lambda` in `ppo/config.py`).
 """
 
 # %%

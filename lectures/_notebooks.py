@@ -6,7 +6,7 @@ figures without running anything. `make notebooks` runs this file:
 
     python lectures/_notebooks.py                  # regenerate and execute every notebook (full runs)
     python lectures/_notebooks.py --quick          # the same, each lecture in its quick mode
-    python lectures/_notebooks.py 04 11            # only lectures 4 and 11
+    python lectures/_notebooks.py 05 12            # only lectures 5 and 12
     python lectures/_notebooks.py --check          # exit 1 if a notebook is out of sync or stale
 
 A notebook is *in sync* with its script when it has the same cells, in the same order,
@@ -201,7 +201,7 @@ def inline_images(notebook: nbformat.NotebookNode) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Regenerate the lecture notebooks from the scripts and execute them.")
-    parser.add_argument("lectures", nargs="*", help="lecture numbers (e.g. 04 11); default: all")
+    parser.add_argument("lectures", nargs="*", help="lecture numbers (e.g. 05 12); default: all")
     parser.add_argument("--quick", action="store_true", help="execute each lecture in its quick mode")
     parser.add_argument("--check", action="store_true",
                         help="only check that every notebook matches its script and ran on the current code")

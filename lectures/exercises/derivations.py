@@ -62,7 +62,7 @@ def kl_regularised_objective(logits: torch.Tensor, reference_probabilities: torc
                              beta: float) -> torch.Tensor:
     """Exercise D.3a. J(π) = E_{y~π}[r(y)] − β KL(π ‖ π_ref) for π = softmax(logits) over
     K answers, exactly (a sum over the K answers), differentiable in the logits.
-    (K,), (K,), (K,) → a scalar. This is what RLHF-PPO maximises (lecture 11).
+    (K,), (K,), (K,) → a scalar. This is what RLHF-PPO maximises (lecture 12).
     """
     raise NotImplementedError("exercise D.3a")
 

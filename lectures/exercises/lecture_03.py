@@ -13,7 +13,7 @@ def td_errors(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Te
     next_values[t] is the critic's V of s_t's true successor (the final observation where a
     time limit cut the episode). A terminal state has no future: what is its value, and
     which of the two flags, termination or truncation, means s_{t+1} is terminal?
-    (Lecture 3's introduction; lecture 7 on truncation.)
+    (Lecture 3's introduction; lecture 8 on truncation.)
     """
     raise NotImplementedError("exercise 3.1")
 

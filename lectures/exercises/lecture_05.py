@@ -1,29 +1,30 @@
-"""Exercises for lecture 5 — the whole PPO loop. Check: pytest lectures/exercises/test_lecture_05.py"""
+"""Exercises for lecture 5 — the clipped surrogate objective. Check: pytest lectures/exercises/test_lecture_05.py"""
 
 import torch
 
 
-def update_sizes(num_envs: int, num_steps: int, num_minibatches: int, update_epochs: int,
-                 total_timesteps: int) -> dict[str, int]:
-    """Exercise 5.1. The arithmetic of a run, as a dict with the keys batch_size (samples per
-    rollout), minibatch_size, num_iterations (whole rollouts within total_timesteps) and
-    gradient_steps (in the whole run).
-    """
+def clipped_surrogate_loss(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
+                           epsilon: float) -> torch.Tensor:
+    """Exercise 5.1. −E[min(r Â, clip(r, 1 − ε, 1 + ε) Â)] with r = exp(log π_θ − log π_old)."""
     raise NotImplementedError("exercise 5.1")
 
 
-def learning_rate(initial: float, iterations_done: int, iterations: int) -> float:
-    """Exercise 5.2. The annealed learning rate of the next iteration: α₀ for the first,
-    falling on a straight line so that it would reach 0 after the last.
-    """
+def clip_fraction(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, epsilon: float) -> float:
+    """Exercise 5.2. The share of samples whose ratio lies outside [1 − ε, 1 + ε]."""
     raise NotImplementedError("exercise 5.2")
 
 
-def finished_episode_returns(rewards: torch.Tensor, dones: torch.Tensor,
-                             running: torch.Tensor) -> tuple[list[float], torch.Tensor]:
-    """Exercise 5.3. The returns of the episodes that end during a rollout. rewards, dones:
-    (T, N); running: (N,) the return each env's current episode had collected before the
-    rollout. Return (the finished episodes' returns in order of time, then of env index;
-    the running returns after the rollout). An episode that ends at step t includes r_t.
+def has_gradient(ratio: float, advantage: float, epsilon: float) -> bool:
+    """Exercise 5.3. Without autograd: does one sample with this ratio and advantage
+    (advantage ≠ 0) contribute a gradient to L^CLIP? (Which term does the min pick?)
     """
     raise NotImplementedError("exercise 5.3")
+
+
+def predict_surrogate_gradient(ratio: float, advantage: float) -> float:
+    """Exercise 5.4, predict before you run the lecture. The number lecture 5's table "The
+    gradient zones" prints: ∂L^CLIP/∂log π_θ(a|s) of one sample (L^CLIP the objective,
+    to be maximised; ε = 0.2) at this ratio and advantage. The check asks for ratios
+    0.6, 0.9, 1.0, 1.1 and 1.5 with Â = ±1 and computes each by autograd.
+    """
+    raise NotImplementedError("exercise 5.4")

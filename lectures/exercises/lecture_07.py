@@ -1,27 +1,19 @@
-"""Exercises for lecture 7 — implementation details. Check: pytest lectures/exercises/test_lecture_07.py"""
+"""Exercises for lecture 7 — reading the diagnostics. Check: pytest lectures/exercises/test_lecture_07.py"""
 
 import torch
 
 
-def whiten(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Exercise 7.1. (Â − mean Â) / (std Â + eps), with the unbiased std (as torch.std)."""
+def approx_kl(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, estimator: str) -> float:
+    """Exercise 7.1. PPO's "approx KL", KL(π_old ‖ π_θ), from actions sampled by π_old.
+    With log ρ = log π_θ(a) − log π_old(a): k1 = mean(−log ρ), k3 = mean((ρ − 1) − log ρ).
+    """
     raise NotImplementedError("exercise 7.1")
 
 
-def shuffled_minibatches(batch_size: int, num_minibatches: int, generator: torch.Generator) -> list[torch.Tensor]:
-    """Exercise 7.2. One epoch's minibatches: a random permutation of 0 … batch_size − 1
-    (drawn with `generator`) cut into num_minibatches equal index tensors. Assume
-    num_minibatches divides batch_size.
+def gradient_steps_taken(minibatch_kls: list[float], target_kl: float | None) -> int:
+    """Exercise 7.2. The KL early stop: before each minibatch's gradient step the update
+    measures the approx KL of π_θ so far (minibatch_kls[i] before step i); at the first
+    one above target_kl it stops, without taking that step. How many steps were taken?
+    target_kl None means no early stop.
     """
     raise NotImplementedError("exercise 7.2")
-
-
-def reward_with_bootstrap(reward: torch.Tensor, truncated: torch.Tensor, final_value: torch.Tensor,
-                          gamma: float) -> torch.Tensor:
-    """Exercise 7.3. Another way to bootstrap a time-limit cut, for code that treats every
-    end of an episode as a termination: change the reward of each truncated step so that
-    its TD error, computed as if the step had terminated, equals the bootstrapped one
-    (δ_t = r_t + γ V(final observation) − V(s_t)). Return the changed rewards. All
-    arguments (N,) (truncated as bools); final_value: V(final observation).
-    """
-    raise NotImplementedError("exercise 7.3")

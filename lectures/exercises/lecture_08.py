@@ -1,18 +1,27 @@
-"""Exercises for lecture 8 — PPO-Penalty and adaptive clipping. Check: pytest lectures/exercises/test_lecture_08.py"""
+"""Exercises for lecture 8 — implementation details. Check: pytest lectures/exercises/test_lecture_08.py"""
 
 import torch
 
 
-def adapt_beta(beta: float, kl: float, kl_target: float) -> float:
-    """Exercise 8.1. PPO-Penalty's rule: double β when the KL exceeded 1.5 × the target,
-    halve it when the KL fell below the target / 1.5, else keep it.
-    """
+def whiten(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Exercise 8.1. (Â − mean Â) / (std Â + eps), with the unbiased std (as torch.std)."""
     raise NotImplementedError("exercise 8.1")
 
 
-def kl_penalty_loss(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
-                    beta: float) -> torch.Tensor:
-    """Exercise 8.2. PPO-Penalty's policy loss, −E[r Â] + β KL(π_old ‖ π_θ), the KL by the
-    k3 estimator on the sampled actions (see exercise 6.1).
+def shuffled_minibatches(batch_size: int, num_minibatches: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """Exercise 8.2. One epoch's minibatches: a random permutation of 0 … batch_size − 1
+    (drawn with `generator`) cut into num_minibatches equal index tensors. Assume
+    num_minibatches divides batch_size.
     """
     raise NotImplementedError("exercise 8.2")
+
+
+def reward_with_bootstrap(reward: torch.Tensor, truncated: torch.Tensor, final_value: torch.Tensor,
+                          gamma: float) -> torch.Tensor:
+    """Exercise 8.3. Another way to bootstrap a time-limit cut, for code that treats every
+    end of an episode as a termination: change the reward of each truncated step so that
+    its TD error, computed as if the step had terminated, equals the bootstrapped one
+    (δ_t = r_t + γ V(final observation) − V(s_t)). Return the changed rewards. All
+    arguments (N,) (truncated as bools); final_value: V(final observation).
+    """
+    raise NotImplementedError("exercise 8.3")

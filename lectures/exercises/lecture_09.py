@@ -1,25 +1,18 @@
-"""Exercises for lecture 9 — continuous control. Check: pytest lectures/exercises/test_lecture_09.py"""
+"""Exercises for lecture 9 — PPO-Penalty and adaptive clipping. Check: pytest lectures/exercises/test_lecture_09.py"""
 
 import torch
 
 
-def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """Exercise 9.1. log π(a|s) of a diagonal Gaussian, summed over the action dimensions:
-    Σ_d [ −(a_d − μ_d)² / (2σ_d²) − log σ_d − ½ log 2π ]. actions, mean: (B, D); log_std: (D,) → (B,).
-    Write it out; do not use torch.distributions.
+def adapt_beta(beta: float, kl: float, kl_target: float) -> float:
+    """Exercise 9.1. PPO-Penalty's rule: double β when the KL exceeded 1.5 × the target,
+    halve it when the KL fell below the target / 1.5, else keep it.
     """
     raise NotImplementedError("exercise 9.1")
 
 
-def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
-    """Exercise 9.2. H of a diagonal Gaussian, Σ_d (½ log(2πe) + log σ_d); it does not depend on μ. (D,) → scalar."""
-    raise NotImplementedError("exercise 9.2")
-
-
-def merge_moments(mean_a: torch.Tensor, var_a: torch.Tensor, count_a: float, mean_b: torch.Tensor,
-                  var_b: torch.Tensor, count_b: float) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Exercise 9.3. Observation normalisation keeps a running mean and (population)
-    variance. Given those of two sets of samples, return the mean, variance and count of
-    their union, without the samples (Chan et al.'s parallel formula).
+def kl_penalty_loss(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
+                    beta: float) -> torch.Tensor:
+    """Exercise 9.2. PPO-Penalty's policy loss, −E[r Â] + β KL(π_old ‖ π_θ), the KL by the
+    k3 estimator on the sampled actions (see exercise 7.1).
     """
-    raise NotImplementedError("exercise 9.3")
+    raise NotImplementedError("exercise 9.2")

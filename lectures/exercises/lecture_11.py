@@ -1,29 +1,20 @@
-"""Exercises for lecture 11 — PPO for language models. Check: pytest lectures/exercises/test_lecture_11.py"""
+"""Exercises for lecture 11 — fast environments. Check: pytest lectures/exercises/test_lecture_11.py"""
 
 import torch
 
 
-def completion_mask(tokens: torch.Tensor, eos_id: int) -> torch.Tensor:
-    """Exercise 11.1. For completions (B, T) padded after their end: True up to and
-    including each row's first EOS token, False after it (all True if a row has none).
+def same_step_autoreset(next_obs: torch.Tensor, done: torch.Tensor,
+                        reset_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exercise 11.1. Autoreset for N copies in one tensor, without a Python loop. next_obs:
+    (N, D) the observations after the step; done: (N,) bool; reset_obs: (N, D) fresh first
+    observations. Return (the observations the agent sees next: the reset one where done,
+    the final observations: next_obs as it was, kept so that a truncation can bootstrap).
     """
     raise NotImplementedError("exercise 11.1")
 
 
-def token_rewards(score: torch.Tensor, policy_log_probs: torch.Tensor, reference_log_probs: torch.Tensor,
-                  mask: torch.Tensor, beta: float) -> torch.Tensor:
-    """Exercise 11.2. The per-token reward of RLHF-PPO: r_t = −β KL_t on every real token,
-    KL_t = log π(y_t) − log π_ref(y_t) (the k1 estimate), plus the completion's score on its
-    last real token, and 0 after it. score: (B,); the others (B, T) → (B, T).
+def cartpole_terminated(states: torch.Tensor) -> torch.Tensor:
+    """Exercise 11.2. CartPole's termination for a batch of states (N, 4) = (x, ẋ, θ, θ̇):
+    the cart left |x| ≤ 2.4 or the pole left |θ| ≤ 12 degrees. → (N,) bool.
     """
     raise NotImplementedError("exercise 11.2")
-
-
-def kl_regularised_optimum(reference_probabilities: torch.Tensor, scores: torch.Tensor, beta: float) -> torch.Tensor:
-    """Exercise 11.3. The policy π* that maximises E_π[r] − β KL(π ‖ π_ref) over K answers,
-    in closed form. reference_probabilities π_ref, scores r: (K,), (K,) → (K,).
-
-    Derive it first (derivations.py, exercise D.3, leads you through it; lecture 11,
-    section 6). Then mind the overflow for small β.
-    """
-    raise NotImplementedError("exercise 11.3")

@@ -1,36 +1,29 @@
-"""Exercises for lecture 12 — the RLHF pipeline. Check: pytest lectures/exercises/test_lecture_12.py"""
+"""Exercises for lecture 12 — PPO for language models. Check: pytest lectures/exercises/test_lecture_12.py"""
 
 import torch
 
 
-def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tensor) -> torch.Tensor:
-    """Exercise 12.1. The reward model's loss on comparisons: −mean log σ(r(y_w) − r(y_l)).
-    Keep it finite when the score gap is large (a plain log(sigmoid(...)) is not).
+def completion_mask(tokens: torch.Tensor, eos_id: int) -> torch.Tensor:
+    """Exercise 12.1. For completions (B, T) padded after their end: True up to and
+    including each row's first EOS token, False after it (all True if a row has none).
     """
     raise NotImplementedError("exercise 12.1")
 
 
-def group_normalised_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Exercise 12.2. GRPO's critic-free advantage. rewards: (G, K), K completions of each
-    of G prompts. Each completion's reward minus its group's mean, divided by its group's
-    (unbiased) std + eps. → (G, K).
+def token_rewards(score: torch.Tensor, policy_log_probs: torch.Tensor, reference_log_probs: torch.Tensor,
+                  mask: torch.Tensor, beta: float) -> torch.Tensor:
+    """Exercise 12.2. The per-token reward of RLHF-PPO: r_t = −β KL_t on every real token,
+    KL_t = log π(y_t) − log π_ref(y_t) (the k1 estimate), plus the completion's score on its
+    last real token, and 0 after it. score: (B,); the others (B, T) → (B, T).
     """
     raise NotImplementedError("exercise 12.2")
 
 
-def leave_one_out_advantages(rewards: torch.Tensor) -> torch.Tensor:
-    """Exercise 12.3. RLOO's baseline: each completion's reward minus the mean reward of
-    the other K − 1 completions of the same prompt. (G, K) → (G, K).
+def kl_regularised_optimum(reference_probabilities: torch.Tensor, scores: torch.Tensor, beta: float) -> torch.Tensor:
+    """Exercise 12.3. The policy π* that maximises E_π[r] − β KL(π ‖ π_ref) over K answers,
+    in closed form. reference_probabilities π_ref, scores r: (K,), (K,) → (K,).
+
+    Derive it first (derivations.py, exercise D.3, leads you through it; lecture 12,
+    section 6). Then mind the overflow for small β.
     """
     raise NotImplementedError("exercise 12.3")
-
-
-def predict_best_of_n_kl(n: int) -> float:
-    """Exercise 12.4, predict before you run the lecture. Best-of-n draws n completions from
-    π_ref and keeps the one the reward model scores highest. Lecture 12 computes
-    KL(π_bon ‖ π_ref) exactly for every n. What is it, in nats, when no two completions
-    can tie (every completion its own score)? Think of the quantile u = F(r(y)) of the kept
-    completion: its density under π_bon is n·u^(n−1), under π_ref 1. Return the value for
-    this n (a formula in n is fine); the check compares with the exact KL for n = 2, 16, 256.
-    """
-    raise NotImplementedError("exercise 12.4")

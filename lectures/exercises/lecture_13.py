@@ -1,30 +1,36 @@
-"""Exercises for lecture 13 — debugging a PPO run. Check: pytest lectures/exercises/test_lecture_13.py"""
+"""Exercises for lecture 13 — the RLHF pipeline. Check: pytest lectures/exercises/test_lecture_13.py"""
 
 import torch
 
-# The names `diagnose` may return (lecture 13's five planted bugs, and none).
-BUG_NAMES = ("ratio against the reference", "log π_old recomputed each minibatch", "too-large step",
-             "wrong sign", "shared trunk, raw returns", "no bug visible")
 
-
-def first_minibatch_ratio_error(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor) -> float:
-    """Exercise 13.1. The trainer's first_minibatch_ratio_error: the largest |r_t(θ) − 1| over
-    the samples of an update's first minibatch, before any gradient step, from log π_θ(a_t|s_t)
-    (`new_log_probs`) and the log π_old(a_t|s_t) stored with the rollout (`old_log_probs`), both (b,).
+def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tensor) -> torch.Tensor:
+    """Exercise 13.1. The reward model's loss on comparisons: −mean log σ(r(y_w) − r(y_l)).
+    Keep it finite when the score gap is large (a plain log(sigmoid(...)) is not).
     """
     raise NotImplementedError("exercise 13.1")
 
 
-def diagnose(run: dict[str, float], correct: dict[str, float]) -> str:
-    """Exercise 13.2. Name the bug of a CartPole run from its diagnostics, as lecture 13's
-    signature table does: one of BUG_NAMES.
-
-    `run` and `correct` (a correct run of the same configuration) hold the numbers of the
-    lecture's table: "final return", "final clip fraction", "final entropy", "final
-    explained variance", "final value loss" (means over the last quarter of the run),
-    "first KL" (the approx KL of the first update), "largest KL", "largest clip fraction",
-    "largest gradient norm", "largest ratio error" (the largest first-minibatch ratio
-    error); `correct` also holds "untrained return", the return of the policy before any
-    update. Predict first what each bug does to these numbers, then check with the lecture.
+def group_normalised_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Exercise 13.2. GRPO's critic-free advantage. rewards: (G, K), K completions of each
+    of G prompts. Each completion's reward minus its group's mean, divided by its group's
+    (unbiased) std + eps. → (G, K).
     """
     raise NotImplementedError("exercise 13.2")
+
+
+def leave_one_out_advantages(rewards: torch.Tensor) -> torch.Tensor:
+    """Exercise 13.3. RLOO's baseline: each completion's reward minus the mean reward of
+    the other K − 1 completions of the same prompt. (G, K) → (G, K).
+    """
+    raise NotImplementedError("exercise 13.3")
+
+
+def predict_best_of_n_kl(n: int) -> float:
+    """Exercise 13.4, predict before you run the lecture. Best-of-n draws n completions from
+    π_ref and keeps the one the reward model scores highest. Lecture 13 computes
+    KL(π_bon ‖ π_ref) exactly for every n. What is it, in nats, when no two completions
+    can tie (every completion its own score)? Think of the quantile u = F(r(y)) of the kept
+    completion: its density under π_bon is n·u^(n−1), under π_ref 1. Return the value for
+    this n (a formula in n is fine); the check compares with the exact KL for n = 2, 16, 256.
+    """
+    raise NotImplementedError("exercise 13.4")

@@ -39,45 +39,45 @@ FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
         "lambda_return": ("ppo.advantages",),
         "predict_best_lambda": ("ppo.advantages",),
     },
-    "lecture_04": {
+    "lecture_05": {
         "clipped_surrogate_loss": ("ppo.losses.clipped_surrogate_loss", "ppo.losses.transition_loss", "ppo.trainer",
                                    "ppo.variants"),
         "clip_fraction": ("ppo.losses.clip_fraction", "ppo.losses.log_ratio_clip_fraction", "ppo.update"),
         "predict_surrogate_gradient": ("ppo.losses.clipped_surrogate_loss",),
     },
-    "lecture_05": {
+    "lecture_06": {
         "update_sizes": ("ppo.config", "experiments.presets"),
         "learning_rate": ("ppo.optim.linear_annealing", "ppo.base_trainer"),
         "finished_episode_returns": ("ppo.trainer",),
     },
-    "lecture_06": {
+    "lecture_07": {
         "approx_kl": ("ppo.losses.kl_estimate", "ppo.losses.kl_per_sample", "ppo.update"),
         "gradient_steps_taken": ("ppo.update",),
     },
-    "lecture_07": {
+    "lecture_08": {
         "whiten": ("ppo.losses.normalize_advantages", "ppo.distributed"),
         "shuffled_minibatches": ("ppo.update",),
         "reward_with_bootstrap": ("ppo.advantages",),
     },
-    "lecture_08": {
+    "lecture_09": {
         "adapt_beta": ("ppo.variants",),
         "kl_penalty_loss": ("ppo.variants", "ppo.losses.kl_estimate", "ppo.losses.kl_per_sample"),
     },
-    "lecture_09": {
+    "lecture_10": {
         "gaussian_log_prob": ("torch.distributions", "ppo.networks"),
         "gaussian_entropy": ("torch.distributions", "ppo.networks"),
         "merge_moments": ("ppo.normalize",),
     },
-    "lecture_10": {
+    "lecture_11": {
         "same_step_autoreset": ("envs",),
         "cartpole_terminated": ("envs", "gymnasium"),
     },
-    "lecture_11": {
+    "lecture_12": {
         "completion_mask": ("ppo.lm",),
         "token_rewards": ("ppo.lm",),
         "kl_regularised_optimum": ("ppo.lm",),
     },
-    "lecture_12": {
+    "lecture_13": {
         "bradley_terry_loss": ("ppo.lm.reward_model",),
         "group_normalised_advantages": ("ppo.lm",),
         "leave_one_out_advantages": ("ppo.lm",),

@@ -2,7 +2,7 @@
 
     python lectures/exercises/make_mystery_runs.py      # rewrites lectures/exercises/mystery_metrics/run_*.csv
 
-Each run is the library's PPO with the CartPole preset (lecture 5) for 65,536 steps on
+Each run is the library's PPO with the CartPole preset (lecture 6) for 65,536 steps on
 seed 31 (outside the seeds the preset was tuned on), with one thing broken:
 
 * "wrong advantage sign": the clipped surrogate is fed −Â, so every update pushes the

@@ -11,7 +11,7 @@ each broken in one way. One row per iteration (2,048 environment steps), with th
     entropy                mean entropy of π_θ (log 2 ≈ 0.69 for a uniform policy over 2 actions)
     value_loss, explained_variance, grad_norm   the critic's loss and fit, the gradient's norm
 
-Lecture 6 reads these diagnostics; lecture 4 explains the ratio and the clip.
+Lecture 7 reads these diagnostics; lecture 5 explains the ratio and the clip.
 """
 
 # What diagnose may answer.

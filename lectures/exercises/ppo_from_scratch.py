@@ -1,6 +1,6 @@
 """PPO from scratch: the rollout and the update, written by you. Check: pytest lectures/exercises/test_ppo_from_scratch.py
 
-Lectures 3–5 use the library's `PPO` trainer; here you write its core yourself, without
+Lectures 3–6 use the library's `PPO` trainer; here you write its core yourself, without
 ppo.trainer, ppo.update, ppo.losses or ppo.advantages (the checks refuse a module that
 imports them; torch and a batched environment from envs/ are all you need). The given
 loop in training_loop.py calls your four functions; its `train` is what the learning
@@ -15,7 +15,7 @@ The environments (envs.factory.make_vec_env("CartPole-v1", N, "torch")) follow
 ppo.vec_env: envs.step(actions (N,) int64) returns a StepResult with obs (N, D),
 reward (N,), terminated (N,), truncated (N,) and final_obs (N, D); where an episode ended,
 obs is already the first observation of the next one and final_obs the last of the
-finished one (lecture 7 on why a truncation needs it).
+finished one (lecture 8 on why a truncation needs it).
 """
 
 import torch
@@ -51,7 +51,7 @@ def advantages_and_returns(rollout: dict[str, torch.Tensor], gamma: float,
 
 def ppo_loss(policy: nn.Module, minibatch: dict[str, torch.Tensor], clip_coef: float, vf_coef: float,
              ent_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """Exercise S.3. PPO's loss on one minibatch: the clipped surrogate of lecture 4 plus
+    """Exercise S.3. PPO's loss on one minibatch: the clipped surrogate of lecture 5 plus
     vf_coef × ½ E[(V_θ(s) − R)²] minus ent_coef × the mean entropy of π_θ(·|s).
 
     minibatch holds obs (b, D), actions (b,), log_probs (b,) (log π_old, from the rollout),

@@ -1,30 +1,32 @@
 """Checks for the exercises of lecture 7."""
 
+import pytest
 import torch
+from torch.distributions import Categorical, kl_divergence
 
-from ppo.advantages import compute_gae
-from ppo.losses import normalize_advantages
-
-
-def test_whiten_matches_the_library(exercise):
-    advantages = torch.randn(256, generator=torch.Generator().manual_seed(0)) * 7 + 3
-    assert torch.allclose(exercise.whiten(advantages), normalize_advantages(advantages), atol=1e-6)
+from ppo.losses import kl_estimate
 
 
-def test_minibatches_cover_the_batch_once_in_a_random_order(exercise):
-    minibatches = exercise.shuffled_minibatches(64, 4, torch.Generator().manual_seed(0))
-    assert len(minibatches) == 4 and all(len(indices) == 16 for indices in minibatches)
-    assert torch.equal(torch.cat(minibatches).sort().values, torch.arange(64))
-    again = exercise.shuffled_minibatches(64, 4, torch.Generator().manual_seed(1))
-    assert not torch.equal(torch.cat(minibatches), torch.cat(again))
-    assert not torch.equal(torch.cat(minibatches), torch.arange(64))
+@pytest.mark.parametrize("estimator", ["k1", "k3"])
+def test_approx_kl_matches_the_library(exercise, estimator):
+    generator = torch.Generator().manual_seed(0)
+    old, new = torch.randn(300, generator=generator), torch.randn(300, generator=generator)
+    assert abs(exercise.approx_kl(new, old, estimator) - float(kl_estimate(new - old, estimator))) < 1e-5
 
 
-def test_the_bootstrapped_reward_gives_the_same_td_error_as_the_library(exercise):
-    rewards, values, final_values = torch.tensor([1.0, 1.0]), torch.tensor([4.0, 6.0]), torch.tensor([5.0, 9.0])
-    truncated = torch.tensor([True, False])
-    terminated = ~truncated
-    library, _ = compute_gae(rewards.unsqueeze(0), values.unsqueeze(0), final_values.unsqueeze(0),
-                             terminated.unsqueeze(0), torch.ones(1, 2, dtype=torch.bool), 0.9, 0.95)
-    as_termination = exercise.reward_with_bootstrap(rewards, truncated, final_values, 0.9) - values
-    assert torch.allclose(as_termination, library.squeeze(0))
+def test_approx_kl_estimates_the_exact_kl(exercise):
+    torch.manual_seed(0)
+    old_policy = Categorical(logits=torch.tensor([0.0, 0.5, -0.5, 1.0]))
+    new_policy = Categorical(logits=torch.tensor([0.2, 0.3, -0.4, 0.8]))
+    actions = old_policy.sample((200_000,))
+    exact = float(kl_divergence(old_policy, new_policy))
+    estimate = exercise.approx_kl(new_policy.log_prob(actions), old_policy.log_prob(actions), "k3")
+    assert abs(estimate - exact) < 0.1 * exact
+
+
+def test_gradient_steps_taken_stops_before_the_step_that_would_overshoot(exercise):
+    kls = [0.0, 0.004, 0.012, 0.03, 0.01]
+    assert exercise.gradient_steps_taken(kls, 0.02) == 3
+    assert exercise.gradient_steps_taken(kls, 0.001) == 1
+    assert exercise.gradient_steps_taken(kls, None) == 5
+    assert exercise.gradient_steps_taken(kls, 1.0) == 5

@@ -1,37 +1,33 @@
 """Checks for the exercises of lecture 12."""
 
-import pytest
 import torch
 
-from ppo.lm.best_of_n import best_of_n_probabilities, kl_divergence
-from ppo.lm.reward_model import bradley_terry_loss
+from ppo.lm.optimum import kl_regularised_optimum
+from ppo.lm.rewards import assemble_rewards
+
+EOS = 9
 
 
-def test_bradley_terry_loss_matches_the_library_and_stays_finite(exercise):
-    chosen, rejected = torch.tensor([2.0, -1.0, 0.0, 150.0]), torch.tensor([1.0, 0.5, 0.0, -150.0])
-    assert torch.allclose(exercise.bradley_terry_loss(chosen, rejected), bradley_terry_loss(chosen, rejected))
-    assert torch.isfinite(exercise.bradley_terry_loss(torch.tensor([-150.0]), torch.tensor([150.0])))
+def test_completion_mask_keeps_the_first_eos_and_nothing_after(exercise):
+    tokens = torch.tensor([[1, 2, EOS, 0, 0], [3, EOS, 4, EOS, 0], [1, 1, 1, 1, 1]])
+    expected = torch.tensor([[True, True, True, False, False], [True, True, False, False, False], [True] * 5])
+    assert torch.equal(exercise.completion_mask(tokens, EOS), expected)
 
 
-def test_group_normalised_advantages(exercise):
-    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [4.0, 4.0, 4.0, 0.0]])
-    advantages = exercise.group_normalised_advantages(rewards)
-    assert torch.allclose(advantages.mean(dim=1), torch.zeros(2), atol=1e-6)
-    assert torch.allclose(advantages.std(dim=1), torch.ones(2), atol=1e-4)
-    assert torch.allclose(exercise.group_normalised_advantages(torch.ones(1, 4)), torch.zeros(1, 4))
+def test_token_rewards_match_the_library(exercise):
+    generator = torch.Generator().manual_seed(0)
+    policy, reference = -torch.rand(3, 5, generator=generator), -torch.rand(3, 5, generator=generator)
+    mask = torch.tensor([[True, True, True, False, False], [True] * 5, [True, False, False, False, False]])
+    score = torch.tensor([4.0, -1.0, 0.5])
+    library = assemble_rewards(score, torch.ones(3, dtype=torch.bool), policy, reference, mask, beta=0.2).rewards
+    assert torch.allclose(exercise.token_rewards(score, policy, reference, mask, 0.2), library, atol=1e-6)
 
 
-def test_leave_one_out_advantages(exercise):
-    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
-    expected = torch.tensor([[1 - 1 / 3, -2 / 3, -2 / 3, 1 - 1 / 3], [3.0, -1.0, -1.0, -1.0]])
-    assert torch.allclose(exercise.leave_one_out_advantages(rewards), expected, atol=1e-6)
-
-
-@pytest.mark.parametrize("n", [2, 16, 256])
-def test_predicted_best_of_n_kl_is_the_exact_kl_without_ties(exercise, n):
-    reference = torch.rand(20_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    reference /= reference.sum()  # 20,000 completions, each with its own score: ties impossible
-    scores = torch.randperm(20_000, generator=torch.Generator().manual_seed(1)).double()
-    exact = kl_divergence(best_of_n_probabilities(reference, scores, n), reference)
-    # 20,000 outcomes come within 2e-5 of the continuous case; 0.02 accepts a prediction rounded to 2 digits
-    assert abs(exercise.predict_best_of_n_kl(n) - exact) < 0.02
+def test_the_optimum_matches_the_library_even_for_a_tiny_beta(exercise):
+    reference = {"pizza": 0.12, "salad": 0.5, "soup": 0.38}
+    scores = {"pizza": 4.0, "salad": 0.0, "soup": 0.0}
+    for beta in (10.0, 1.0, 0.01):
+        library = kl_regularised_optimum(reference, scores, beta).probabilities
+        mine = exercise.kl_regularised_optimum(torch.tensor(list(reference.values()), dtype=torch.float64),
+                                               torch.tensor(list(scores.values()), dtype=torch.float64), beta)
+        assert torch.allclose(mine, torch.tensor(list(library.values()), dtype=torch.float64), atol=1e-9)

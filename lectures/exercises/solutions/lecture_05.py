@@ -1,23 +1,25 @@
 """Solutions to lectures/exercises/lecture_05.py."""
 
+import torch
 
 
-def update_sizes(num_envs, num_steps, num_minibatches, update_epochs, total_timesteps):
-    batch_size = num_envs * num_steps
-    num_iterations = total_timesteps // batch_size
-    return {"batch_size": batch_size, "minibatch_size": batch_size // num_minibatches,
-            "num_iterations": num_iterations, "gradient_steps": num_iterations * update_epochs * num_minibatches}
+def clipped_surrogate_loss(new_log_probs, old_log_probs, advantages, epsilon):
+    ratio = (new_log_probs - old_log_probs).exp()
+    return -torch.min(ratio * advantages, ratio.clamp(1 - epsilon, 1 + epsilon) * advantages).mean()
 
 
-def learning_rate(initial, iterations_done, iterations):
-    return initial * (1.0 - iterations_done / iterations)
+def clip_fraction(new_log_probs, old_log_probs, epsilon):
+    ratio = (new_log_probs - old_log_probs).exp()
+    return float(((ratio - 1).abs() > epsilon).float().mean())
 
 
-def finished_episode_returns(rewards, dones, running):
-    running = running.clone()
-    finished = []
-    for t in range(rewards.shape[0]):
-        running += rewards[t]
-        finished += running[dones[t]].tolist()
-        running[dones[t]] = 0.0
-    return finished, running
+def has_gradient(ratio, advantage, epsilon):
+    if advantage > 0:
+        return ratio < 1 + epsilon
+    return ratio > 1 - epsilon
+
+
+def predict_surrogate_gradient(ratio, advantage):
+    # ∂(r·Â)/∂log π = r·Â where the min picks the unclipped term; 0 where it picks the clipped constant
+    clipped = (advantage > 0 and ratio > 1.2) or (advantage < 0 and ratio < 0.8)
+    return 0.0 if clipped else ratio * advantage

@@ -1,17 +1,23 @@
 """Solutions to lectures/exercises/lecture_06.py."""
 
-import torch
 
 
-def approx_kl(new_log_probs, old_log_probs, estimator):
-    log_ratio = new_log_probs - old_log_probs
-    if estimator == "k1":
-        return float((-log_ratio).mean())
-    return float((torch.expm1(log_ratio) - log_ratio).mean())
+def update_sizes(num_envs, num_steps, num_minibatches, update_epochs, total_timesteps):
+    batch_size = num_envs * num_steps
+    num_iterations = total_timesteps // batch_size
+    return {"batch_size": batch_size, "minibatch_size": batch_size // num_minibatches,
+            "num_iterations": num_iterations, "gradient_steps": num_iterations * update_epochs * num_minibatches}
 
 
-def gradient_steps_taken(minibatch_kls, target_kl):
-    for step, kl in enumerate(minibatch_kls):
-        if target_kl is not None and kl > target_kl:
-            return step
-    return len(minibatch_kls)
+def learning_rate(initial, iterations_done, iterations):
+    return initial * (1.0 - iterations_done / iterations)
+
+
+def finished_episode_returns(rewards, dones, running):
+    running = running.clone()
+    finished = []
+    for t in range(rewards.shape[0]):
+        running += rewards[t]
+        finished += running[dones[t]].tolist()
+        running[dones[t]] = 0.0
+    return finished, running

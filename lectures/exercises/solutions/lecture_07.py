@@ -3,13 +3,15 @@
 import torch
 
 
-def whiten(advantages, eps=1e-8):
-    return (advantages - advantages.mean()) / (advantages.std() + eps)
+def approx_kl(new_log_probs, old_log_probs, estimator):
+    log_ratio = new_log_probs - old_log_probs
+    if estimator == "k1":
+        return float((-log_ratio).mean())
+    return float((torch.expm1(log_ratio) - log_ratio).mean())
 
 
-def shuffled_minibatches(batch_size, num_minibatches, generator):
-    return list(torch.randperm(batch_size, generator=generator).chunk(num_minibatches))
-
-
-def reward_with_bootstrap(reward, truncated, final_value, gamma):
-    return reward + gamma * truncated.float() * final_value
+def gradient_steps_taken(minibatch_kls, target_kl):
+    for step, kl in enumerate(minibatch_kls):
+        if target_kl is not None and kl > target_kl:
+            return step
+    return len(minibatch_kls)

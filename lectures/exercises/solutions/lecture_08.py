@@ -3,14 +3,13 @@
 import torch
 
 
-def adapt_beta(beta, kl, kl_target):
-    if kl > 1.5 * kl_target:
-        return 2 * beta
-    if kl < kl_target / 1.5:
-        return beta / 2
-    return beta
+def whiten(advantages, eps=1e-8):
+    return (advantages - advantages.mean()) / (advantages.std() + eps)
 
 
-def kl_penalty_loss(new_log_probs, old_log_probs, advantages, beta):
-    log_ratio = new_log_probs - old_log_probs
-    return -(log_ratio.exp() * advantages).mean() + beta * (torch.expm1(log_ratio) - log_ratio).mean()
+def shuffled_minibatches(batch_size, num_minibatches, generator):
+    return list(torch.randperm(batch_size, generator=generator).chunk(num_minibatches))
+
+
+def reward_with_bootstrap(reward, truncated, final_value, gamma):
+    return reward + gamma * truncated.float() * final_value

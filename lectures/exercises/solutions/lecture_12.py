@@ -1,24 +1,20 @@
 """Solutions to lectures/exercises/lecture_12.py."""
 
-import math
-
-import torch.nn.functional as F
+import torch
 
 
-def bradley_terry_loss(chosen_scores, rejected_scores):
-    return F.softplus(rejected_scores - chosen_scores).mean()
+def completion_mask(tokens, eos_id):
+    is_eos = (tokens == eos_id).long()
+    eos_before = is_eos.cumsum(dim=1) - is_eos  # EOS tokens strictly before each position
+    return eos_before == 0
 
 
-def group_normalised_advantages(rewards, eps=1e-6):
-    return (rewards - rewards.mean(dim=1, keepdim=True)) / (rewards.std(dim=1, keepdim=True) + eps)
+def token_rewards(score, policy_log_probs, reference_log_probs, mask, beta):
+    rewards = -beta * (policy_log_probs - reference_log_probs) * mask.float()
+    last = mask.long().sum(dim=1) - 1
+    rewards[torch.arange(len(score)), last] += score
+    return rewards
 
 
-def leave_one_out_advantages(rewards):
-    size = rewards.shape[1]
-    others_mean = (rewards.sum(dim=1, keepdim=True) - rewards) / (size - 1)
-    return rewards - others_mean
-
-
-def predict_best_of_n_kl(n):
-    # ∫ n u^(n−1) log(n u^(n−1)) du = log n + (n − 1) ∫ n u^(n−1) log u du = log n − (n − 1)/n
-    return math.log(n) - (n - 1) / n
+def kl_regularised_optimum(reference_probabilities, scores, beta):
+    return torch.softmax(reference_probabilities.log() + scores / beta, dim=0)

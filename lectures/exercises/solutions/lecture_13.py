@@ -1,22 +1,24 @@
 """Solutions to lectures/exercises/lecture_13.py."""
 
-import torch
+import math
+
+import torch.nn.functional as F
 
 
-def first_minibatch_ratio_error(new_log_probs, old_log_probs):
-    return float(torch.expm1(new_log_probs - old_log_probs).abs().max())
+def bradley_terry_loss(chosen_scores, rejected_scores):
+    return F.softplus(rejected_scores - chosen_scores).mean()
 
 
-def diagnose(run, correct):
-    # Exact evidence first (a ratio error, exact zeros), then comparisons with the correct run.
-    if run["largest ratio error"] > 1e-3:
-        return "ratio against the reference"
-    if run["largest KL"] == 0 and run["largest clip fraction"] == 0:
-        return "log π_old recomputed each minibatch"
-    if run["first KL"] > 10 * correct["first KL"]:
-        return "too-large step"
-    if run["final return"] < correct["untrained return"]:
-        return "wrong sign"
-    if run["final value loss"] > 10 * correct["final value loss"] and run["final entropy"] > correct["final entropy"]:
-        return "shared trunk, raw returns"
-    return "no bug visible"
+def group_normalised_advantages(rewards, eps=1e-6):
+    return (rewards - rewards.mean(dim=1, keepdim=True)) / (rewards.std(dim=1, keepdim=True) + eps)
+
+
+def leave_one_out_advantages(rewards):
+    size = rewards.shape[1]
+    others_mean = (rewards.sum(dim=1, keepdim=True) - rewards) / (size - 1)
+    return rewards - others_mean
+
+
+def predict_best_of_n_kl(n):
+    # ∫ n u^(n−1) log(n u^(n−1)) du = log n + (n − 1) ∫ n u^(n−1) log u du = log n − (n − 1)/n
+    return math.log(n) - (n - 1) / n

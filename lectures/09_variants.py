@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 8 — Variants: PPO-Penalty and adaptive clipping
+# Lecture 9 — Variants: PPO-Penalty and adaptive clipping
 
 **What it teaches.** PPO-Clip controls the step size with a fixed ε. The PPO paper
 (Schulman et al. 2017, section 4) also proposed a penalty on the KL divergence instead
@@ -25,7 +25,7 @@ clipped one; learning curves with 95% bands, the KL of each update against the t
 band, and how β and ε move (plot); per-seed summaries with IQM and bootstrap
 intervals (table).
 
-**Prerequisites.** Lectures 4–6.
+**Prerequisites.** Lectures 4–7 (lecture 4 for the KL penalty of the TRPO bound).
 
 **Library.** `ppo/variants.py` — `kl_penalty_loss`, the update rules
 `update_kl_coefficient` and `update_clip_coefficient`, and the trainers `PPOPenalty` and
@@ -50,8 +50,8 @@ from ppo.losses import clipped_surrogate_loss
 from ppo.trainer import PPO
 from ppo.variants import KL_TOLERANCE, AdaptiveClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
 
-lecture = Lecture("08_variants", __doc__)
-# The CartPole preset was tuned on seeds 1–20 and lecture 6 reports on 21–30: these ten are new to both.
+lecture = Lecture("09_variants", __doc__)
+# The CartPole preset was tuned on seeds 1–20 and lecture 7 reports on 21–30: these ten are new to both.
 SEEDS = lecture.choose(full=list(range(31, 41)), quick=[31, 32])
 KL_TARGET = 0.01  # d_targ: the KL per update we ask for
 INITIAL_BETA = 1.0
@@ -122,7 +122,7 @@ lecture.claim("with β = 10 the slope points back towards r = 1 from either side
 """
 ## Training the three over ten seeds
 
-All three start from the library's CartPole preset (lecture 5, `ppo-train
+All three start from the library's CartPole preset (lecture 6, `ppo-train
 --list-presets`) with one change: the learning rate stays constant instead of
 annealing to 0, because an annealed step makes the last updates move the policy by
 ever less whatever β or ε is, and a KL target would then be missed by construction.
@@ -157,11 +157,11 @@ for name, make in ALGORITHMS.items():
 ## Per seed, then over seeds
 
 Each run gives four numbers: its *final return* (the mean of its last 20 training
-episodes, averaged over the last quarter of the run, as in lecture 6), the median of
+episodes, averaged over the last quarter of the run, as in lecture 7), the median of
 its per-update KLs, the share of its updates whose KL fell inside the band
 [d_targ / 1.5, 1.5 · d_targ] where neither rule acts, and the spread of its KLs (the
 ratio of the 90th to the 10th percentile). Over the ten seeds: the IQM with a 95%
-stratified-bootstrap interval (`experiments.statistics.interval_estimates`; lecture 6).
+stratified-bootstrap interval (`experiments.statistics.interval_estimates`; lecture 7).
 """
 
 # %%

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 10 — Fast environments
+# Lecture 11 — Fast environments
 
 **What it teaches.** Where the wall-clock time of PPO goes, and what an environment
 written as tensor code buys. Gymnasium's `SyncVectorEnv` keeps N ordinary environments
@@ -26,7 +26,7 @@ object that steps the environments changes.
 5. a race: wall-clock time until the mean return of the last 20 episodes reaches 475,
    for both backends with the same configuration, evaluated on gymnasium's CartPole-v1.
 
-**Prerequisites.** Lecture 5 (the loop), lecture 6 (the torch CartPole kept its sweep short).
+**Prerequisites.** Lecture 6 (the loop), lecture 7 (the torch CartPole kept its sweep short).
 
 **Library.** `envs/classic/` (`make_torch_vec_env`, `base.py` for the shared episode
 bookkeeping, `cartpole.py` for the physics), `ppo/vec_env.py` (the `VecEnv` interface the trainer steps),
@@ -53,7 +53,7 @@ from experiments.train import training_envs
 from ppo.evaluation import Policy, evaluate_policy
 from ppo.trainer import PPO
 
-lecture = Lecture("10_fast_environments", __doc__)
+lecture = Lecture("11_fast_environments", __doc__)
 ENV_ID = "CartPole-v1"
 SOLVED = 475.0  # CartPole-v1's usual threshold, on the mean of the last 20 training episodes
 BACKEND_NAMES = {"sync": "gymnasium SyncVectorEnv", "numpy-vector": "gymnasium numpy-batched", "torch": "batched torch"}

@@ -1,15 +1,15 @@
 # %% [markdown]
 """
-# Lecture 5 — PPO on CartPole: the whole loop
+# Lecture 6 — PPO on CartPole: the whole loop
 
-**What it teaches.** The pieces of lectures 1–4 assembled into one algorithm, run with
+**What it teaches.** The pieces of lectures 1–5 assembled into one algorithm, run with
 the library's trainer:
 
     for each iteration:
         collect T steps from each of N environments with π_old        (rollout)
         Â, R ← GAE(γ, λ) over the rollout                              (lecture 3)
         for K epochs, for each shuffled minibatch:
-            L = −L^CLIP(ε) + c_v · L_value − c_e · H[π_θ]                (lectures 2, 4)
+            L = −L^CLIP(ε) + c_v · L_value − c_e · H[π_θ]                (lectures 2, 5)
             one Adam step on L, gradient norm clipped
         log the diagnostics
 
@@ -19,7 +19,7 @@ repeats the run over ten seeds and tells you how to look at the run in TensorBoa
 `ppo/trainer.py` next to it: `collect_rollout`, `compute_advantages` and `update` are
 the three lines of the loop above.
 
-**Prerequisites.** Lectures 1–4.
+**Prerequisites.** Lectures 1–5.
 
 **Library.** `ppo/config.py` (every hyperparameter), `experiments/presets.py` (the
 per-environment settings `ppo-train` starts from), `ppo/trainer.py` (the loop),
@@ -44,7 +44,7 @@ from ppo.plotting import plot_learning_curve
 from ppo.seed_batch import SeedBatchPPO
 from ppo.trainer import PPO
 
-lecture = Lecture("05_ppo_cartpole", __doc__)
+lecture = Lecture("06_ppo_cartpole", __doc__)
 
 # %% [markdown]
 """
@@ -59,7 +59,7 @@ parser and checks).
 
 **The course's CartPole configuration.** This preset — `build_config({"env_id":
 "CartPole-v1", "env_backend": "torch"})`, what `ppo-train --env-id CartPole-v1` runs
-(`ppo-train --list-presets` prints it) — is the one configuration lectures 5–8 start
+(`ppo-train --list-presets` prints it) — is the one configuration lectures 6–9 start
 from; where a later lecture changes a setting, it says which and why. The table lists what the preset changes and the settings
 this course keeps coming back to.
 
@@ -161,7 +161,7 @@ trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=False)
 final_metrics = trainer.train(callback=report)
 wall_seconds = time.perf_counter() - started
 print(f"\n{trainer.global_step:,} steps in {wall_seconds:.1f} s ({trainer.global_step / wall_seconds:,.0f} steps/s)")
-library_plot = plot_learning_curve(run_dir, "PPO on CartPole-v1 (lecture 5)")
+library_plot = plot_learning_curve(run_dir, "PPO on CartPole-v1 (lecture 6)")
 lecture.wrote(library_plot)
 for name in sorted(path.name for path in run_dir.iterdir()):
     if name.startswith("events.out.tfevents"):
@@ -256,7 +256,7 @@ print(f"greedy evaluation, {EVAL_EPISODES} episodes of gymnasium CartPole-v1: "
 A single run can be lucky. The same configuration with other seeds (new initial
 weights, new episodes, new minibatch orders) shows whether the result belongs to the
 method or to seed 21. Ten seeds, 21–30, none of which the preset was tuned on, train
-as one batched computation (`ppo/seed_batch.py`, `SeedBatchPPO`; lecture 6 uses it for
+as one batched computation (`ppo/seed_batch.py`, `SeedBatchPPO`; lecture 7 uses it for
 its sweeps). Member s of the batch draws the same random numbers as the single run with
 seed s and starts from the same weights, but it is not the same run: the batched matrix
 products round differently from one network's, and in a system this sensitive those
@@ -353,7 +353,7 @@ lecture.save_figure(figure, "seeds.png")
 
 Every scalar of metrics.csv is also in the event files: `charts/` holds episode returns,
 lengths, learning rate and speed; `losses/` holds the policy and value loss, entropy,
-the KL estimates, clip fraction and explained variance. Lecture 6 explains how to read
+the KL estimates, clip fraction and explained variance. Lecture 7 explains how to read
 them. To open them (TensorBoard is installed with the project):
 """
 

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 9 — Continuous control on Pendulum
+# Lecture 10 — Continuous control on Pendulum
 
 **What it teaches.** What changes when the action is a real number instead of a choice
 from a list. Nothing in the PPO loop does: the ratio r_t(θ), the clip, GAE and the value
@@ -25,7 +25,7 @@ scales around it:
   observation normalisation, the reward scaling and the value clipping each switched
   alone, evaluated greedily on gymnasium's Pendulum-v1, with bootstrap intervals.
 
-**Prerequisites.** Lectures 5–7.
+**Prerequisites.** Lectures 6–8.
 
 **Library.** `ppo/networks.py` (`GaussianHead`, `ActorCritic.greedy_action`),
 `ppo/trainer.py` (`PPO.env_action`, `collect_rollout`), `ppo/normalize.py`
@@ -61,7 +61,7 @@ from ppo.normalize import ObservationNormalizer, RewardScaler
 from ppo.seed_batch import SeedBatchPPO
 from ppo.trainer import PPO
 
-lecture = Lecture("09_continuous_control", __doc__)
+lecture = Lecture("10_continuous_control", __doc__)
 ENV_ID = "Pendulum-v1"
 
 # %% [markdown]
@@ -119,7 +119,7 @@ lecture.claim("σ is the same at every state, and the greedy action is the mean"
 
 # %% [markdown]
 """
-The policy head's output layer starts with gain 0.01 (lecture 7), so μ starts near 0 (the
+The policy head's output layer starts with gain 0.01 (lecture 8), so μ starts near 0 (the
 last line above, before we set log σ by hand); log σ starts at `log_std_init` = 0, i.e. σ = 1
 in every dimension. The optimiser moves
 log σ like any other weight, and the entropy — a function of σ alone here — shows how
@@ -387,7 +387,7 @@ observation statistics frozen as they were at the end of training. Returns are
 negative and closer to 0 is better; a run *succeeds* when its greedy mean reaches the
 mark `experiments/benchmark_continuous.py` uses (printed below). Over the ten runs of a
 setting: the IQM of the greedy return with a 95% stratified-bootstrap interval
-(`experiments.statistics.interval_estimates`, lecture 6). A setting differs from the
+(`experiments.statistics.interval_estimates`, lecture 7). A setting differs from the
 preset when the two intervals do not overlap. (Engstrom et al. 2020 and Andrychowicz et
 al. 2021 ablate these choices on larger tasks; see the reading list.)
 """

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 7 — Implementation details that matter, and bugs that look like PPO
+# Lecture 8 — Implementation details that matter, and bugs that look like PPO
 
 **What it teaches.** Two things the equations do not say.
 
@@ -30,7 +30,7 @@ shows the difference:
 7. an "experience replay buffer" for an on-policy method;
 8. one completion per episode.
 
-**Prerequisites.** Lectures 3–6 (lecture 6 for the confidence intervals).
+**Prerequisites.** Lectures 3–7 (lecture 7 for the confidence intervals).
 
 **Library.** `ppo/config.py` (the switches), `experiments/presets.py` (the CartPole
 preset), `ppo/seed_batch.py` (`SeedBatchPPO`: ten seeds as one batched computation),
@@ -58,7 +58,7 @@ from ppo.networks import ActorCritic
 from ppo.seed_batch import SeedBatchPPO
 from ppo.trainer import PPO
 
-lecture = Lecture("07_implementation_details", __doc__)
+lecture = Lecture("08_implementation_details", __doc__)
 # The preset was tuned on seeds 1–20 (experiments/presets.py): the ablations run on others.
 SEEDS = lecture.choose(full=list(range(101, 111)), quick=[101, 102])
 CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
@@ -75,7 +75,7 @@ print(f"canonical CartPole (the preset): {CANONICAL.num_envs} envs × {CANONICAL
 """
 ## Part A — each detail flipped in turn, over ten seeds
 
-The base is the library's CartPole preset (lecture 5, `ppo-train --list-presets`) on the
+The base is the library's CartPole preset (lecture 6, `ppo-train --list-presets`) on the
 batched torch CartPole with its 500-step time limit, with one departure: half the
 preset's budget, 50,000 steps a run, so that the 80 runs below fit in a few minutes;
 at that budget most runs are still learning, which is where a detail that speeds or
@@ -99,11 +99,11 @@ The eight settings include no `bootstrap_truncated` off: at this budget the rule
 almost nothing to act on (the line printed under the table counts the time-limit cuts
 in the base runs); defect 2 below shows what it does to one episode.
 
-Each setting is ten runs, one per seed, trained as one `SeedBatchPPO` (lecture 6).
+Each setting is ten runs, one per seed, trained as one `SeedBatchPPO` (lecture 7).
 Two scores per run, both from its training return (the mean of its last 20 episodes):
 the **final return**, averaged over the last quarter of the run, and the **mean return
 over the run**, which also counts how fast it learned. Each setting gets the IQM of
-each score with a 95% stratified-bootstrap interval (Agarwal et al. 2021); as in lecture 6, a setting differs
+each score with a 95% stratified-bootstrap interval (Agarwal et al. 2021); as in lecture 7, a setting differs
 from the base when the two intervals do not overlap.
 """
 
@@ -289,7 +289,7 @@ seeds 101–110):
   which its comment in `experiments/presets.py` records (once every episode lasts 500
   steps, whitening scales the advantages' noise to unit size and the policy drifts
   away from the solution), and this lecture, at half that budget, does not test them.
-  Lecture 5's exercise is the place to. Andrychowicz et al. (2021) found per-minibatch
+  Lecture 6's exercise is the place to. Andrychowicz et al. (2021) found per-minibatch
   advantage normalisation made little difference on their tasks.
 * **Minibatches at the same number of gradient steps**: one full batch × 24 epochs and 4
   minibatches × 6 epochs overlap on both scores — minibatching itself is not shown to
@@ -866,7 +866,7 @@ lecture.claim("rollouts twenty updates old are mostly outside it",
 """
 ### 8. One completion per episode
 
-A notebook that teaches PPO on a tiny language model (the experiment of lecture 11)
+A notebook that teaches PPO on a tiny language model (the experiment of lecture 12)
 updates the model after every single completion:
 
 ```python

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 13 — Debugging a PPO run
+# Lecture 14 — Debugging a PPO run
 
 **What it teaches.** A broken PPO rarely crashes: it runs, logs, and draws a learning
 curve that is merely bad. The return says *that* something is wrong; the diagnostics
@@ -12,7 +12,7 @@ diagnostics of three runs with their bug hidden, to name it yourself; the answer
 at the end.
 
 The diagnostics, all in every row of `metrics.csv` (`ppo/update.py`, `run_update`,
-lists how each is computed; lecture 6 explains approx KL, clip fraction, entropy and
+lists how each is computed; lecture 7 explains approx KL, clip fraction, entropy and
 explained variance):
 
 * **return** — the mean of the last 20 finished episodes (`episode_return_recent`);
@@ -36,12 +36,12 @@ subclass of `SeedBatchPPO` (or one changed setting) below:
    at every minibatch instead of from the rollout (a cached value refreshed at the wrong
    place), so the ratio is always 1;
 3. **too-large step** — the learning rate 30 times the preset's;
-4. **shared trunk, raw returns** — lecture 7's defect 3: the value loss on returns in
+4. **shared trunk, raw returns** — lecture 8's defect 3: the value loss on returns in
    the hundreds pulls on the weights the policy uses;
-5. **ratio against the reference** — lecture 7's defect 4 carried to CartPole: the
+5. **ratio against the reference** — lecture 8's defect 4 carried to CartPole: the
    ratio taken against a frozen copy of the initial policy instead of the rollout policy.
 
-**Prerequisites.** Lectures 4–7 (lecture 6 for the diagnostics, lecture 7 for defects 3 and 4).
+**Prerequisites.** Lectures 5–8 (lecture 7 for the diagnostics, lecture 8 for defects 3 and 4).
 
 **Library.** `ppo/update.py` (the diagnostics), `ppo/seed_batch.py` (`SeedBatchPPO`,
 which the bugs subclass), `ppo/losses.py`, `ppo/logger.py` (the same numbers in
@@ -62,7 +62,7 @@ from experiments.presets import build_config
 from ppo.seed_batch import SeedBatchPPO
 from ppo.update import MinibatchLoss
 
-lecture = Lecture("13_debugging_a_run", __doc__)
+lecture = Lecture("14_debugging_a_run", __doc__)
 CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
 CONFIG = CANONICAL.replace(total_timesteps=lecture.choose(full=CANONICAL.total_timesteps,
                                                            quick=2 * CANONICAL.batch_size))
@@ -106,7 +106,7 @@ class RecomputedOldLogProb(SeedBatchPPO):
 
 
 class RatioToReference(SeedBatchPPO):
-    """The ratio against a frozen copy of the initial policy instead of π_old (lecture 7, defect 4)."""
+    """The ratio against a frozen copy of the initial policy instead of π_old (lecture 8, defect 4)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -507,7 +507,7 @@ rules above were written), each with one of the five bugs, no two the same. Belo
 diagnostics, in black against the correct run's grey, and their numbers next to the
 correct run's. Before you read on: which bug does each run have? Use the
 figure first, the table second, the signature table last. The answers follow the
-table. (Exercise 13.2, in `lectures/exercises/lecture_13.py`, asks you to write the
+table. (Exercise 14.2, in `lectures/exercises/lecture_14.py`, asks you to write the
 signature table as a function and checks it on numbers of its own.)
 """
 

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 6 — Reading the diagnostics, and tuning
+# Lecture 7 — Reading the diagnostics, and tuning
 
 **What it teaches.** A PPO run's return curve says *whether* it learns; four other
 numbers the trainer logs every iteration say *why not*:
@@ -29,7 +29,7 @@ interval. Then a warning about budgets: a sweep of short runs measures how fast 
 setting learns early, which is not the same as which setting ends best.
 
 **What it shows.** (1) The canonical CartPole configuration (the library's preset, as
-in lecture 5) at its full budget next to two runs with larger steps, ten seeds each:
+in lecture 6) at its full budget next to two runs with larger steps, ten seeds each:
 the diagnostics per iteration, and what a mean over the run hides. (2) A sweep over
 the learning rate, ε, the number of epochs K and λ, each varied alone around the
 preset, on a fifth of the budget: the final return as an interquartile mean and a mean
@@ -37,7 +37,7 @@ with bootstrap confidence intervals (table and figure), and which settings the
 intervals separate from the preset. (3) The long runs scored early and at the end:
 what the short sweep's ranking of the larger step is worth at the full budget.
 
-**Prerequisites.** Lectures 3–5.
+**Prerequisites.** Lectures 3–6.
 
 **Library.** `ppo/trainer.py` (`PPO.update` computes the diagnostics), `ppo/losses.py`
 (`kl_estimate`, `clip_fraction`, `explained_variance`), `ppo/logger.py` (the same
@@ -59,7 +59,7 @@ from experiments.statistics import interval_estimates
 from ppo.config import PPOConfig
 from ppo.seed_batch import SeedBatchPPO
 
-lecture = Lecture("06_diagnostics_and_tuning", __doc__)
+lecture = Lecture("07_diagnostics_and_tuning", __doc__)
 # The preset was tuned on seeds 1–20 (experiments/presets.py): these ten are seeds it never saw.
 SEEDS = lecture.choose(full=list(range(21, 31)), quick=[21, 22, 23, 24])
 PRESET = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
@@ -98,7 +98,7 @@ batched matrix product per layer instead of ten Python loops, on the one torch t
 every lecture runs on. Member s of the batch draws the same random numbers as the run
 `PPO(config.replace(seed=SEEDS[s]), ...)` and starts from the same weights, but it is
 not that run: the batched matrix products round differently, and the differences grow
-over the iterations into a different run (lecture 5 measures it on seed 21: weights
+over the iterations into a different run (lecture 6 measures it on seed 21: weights
 within 10⁻⁶ of the single run's after the first iteration, more than 10⁻³ apart by the
 ninth; `tests/test_seed_batch.py` checks the draws, and that one iteration started from
 the same weights lands within 10⁻⁵ of the single run's). A member is as fair a run of its
@@ -637,8 +637,8 @@ lecture.claim("the unclipped run's median drop from peak to final return is more
 
 When a run misbehaves, the order to check is: KL and clip fraction (step size), then
 entropy (exploration), then explained variance (critic), then the implementation
-details of lecture 7. `target_kl` in `ppo/config.py` stops an update's epochs early when
-the KL passes a threshold; lecture 8 adapts the step size to the KL instead. For run
+details of lecture 8. `target_kl` in `ppo/config.py` stops an update's epochs early when
+the KL passes a threshold; lecture 9 adapts the step size to the KL instead. For run
 folders written by `ppo-train --seeds 21-30` (or a sweep), `ppo-plot` draws the same
 curves, intervals and a performance profile from the shell.
 """

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 11 — PPO for language models
+# Lecture 12 — PPO for language models
 
 **What it teaches.** Text generation is an MDP, and PPO runs on it unchanged:
 
@@ -44,11 +44,11 @@ samples before training and in 81 of 100 after 300 episodes (a sample counts whe
 text contains "pizza"), a logged "mean KL" between 3.76 and 3.88 over episodes 100–300
 (which it describes as an average over an episode's tokens, so not the sequence KL this
 lecture measures), and garbled completions among the pizzas ("pizzaicres wpiesE").
-Lecture 7 (defect 8) measures why a batch of one is a poor gradient. Here we train with
+Lecture 8 (defect 8) measures why a batch of one is a poor gradient. Here we train with
 batches of completions and measure ours — target rate, KL, entropy, well-formed rate —
 and set it next to π*.
 
-**Prerequisites.** Lectures 3–7; lecture 7's defects 4–8 are the LM-side pitfalls.
+**Prerequisites.** Lectures 3–8; lecture 8's defects 4–8 are the LM-side pitfalls.
 
 **Library.** `ppo/lm/` — `tokenizer.py`, `model.py` (a tiny GPT), `sampling.py`,
 `pretrain.py` (`load_or_pretrain_sft`), `rollout.py` (sample, then score every token),
@@ -84,7 +84,7 @@ from ppo.lm.rlhf_trainer import RLHFTrainer
 from ppo.lm.rollout import collect_rollout
 from ppo.lm.sampling import sample_texts
 
-lecture = Lecture("11_ppo_for_language_models", __doc__)
+lecture = Lecture("12_ppo_for_language_models", __doc__)
 PERSON, RELATION, TARGET = "ravin", "likes", "pizza"
 PROMPT = corpus.prompt(PERSON, RELATION)
 # --quick uses a much smaller SFT model (trained in seconds, cached like the default one)
@@ -386,7 +386,7 @@ the first character. The food task is a one-decision bandit: the first token set
 food, the value of every later state is settled with it (the critic's V ≈ 1 after "pizz",
 ≈ 0 after "sala", above), and what a critic adds is a baseline for the one state s_0,
 which the mean reward of the batch provides as well. Token-level credit assignment, a
-learned critic against a critic-free baseline (lecture 12's GRPO and RLOO), λ = 0.95
+learned critic against a critic-free baseline (lecture 13's GRPO and RLOO), λ = 0.95
 against λ = 1: none of these has anything to differ on here. They part on a task whose
 reward depends on a decision taken in mid-sequence, which this lecture does not run
 (`experiments/two_choice_task.py` is one: its reward depends on a relation chosen at the
@@ -520,7 +520,7 @@ and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
   loss-full the returns still differ there and a run jitters around π* (more
   completions per batch shrink the jitter).
 * **k3 in the loss** (`loss-k3`, as published GRPO does it; the default of the library's
-  GRPO trainer, which lecture 12 introduces): ∇k3_t =
+  GRPO trainer, which lecture 13 introduces): ∇k3_t =
   (1 − ρ_t)·∇log π(y_t|s_t), whose mean over y_t ~ π is −Σ_v π_ref(v|s_t)∇log π(v|s_t) =
   ∇KL(π_ref(·|s_t) ‖ π(·|s_t)): the *reverse* KL at each state the policy visits, the visits
   held fixed. It regularises, but towards a different optimum (at each state
@@ -766,11 +766,11 @@ lecture.save_figure(figure, "training_curves.png")
 * Compare PPO's rate and KL with π*'s in the table: the gap is the optimiser's, not the
   objective's. If a run ends far above π*'s KL or below its well-formed rate, something
   other than the objective is at work (too few completions per update, too large
-  steps, dropout, a stale ratio — lecture 7's defects).
+  steps, dropout, a stale ratio — lecture 8's defects).
 * A KL value is not a KL gradient. Only k1 belongs in a detached reward; the exact
   per-state KL belongs in the loss (with its reward half), and k3 in the loss controls the
   reverse KL at the visited states, not the objective's KL (§5's tables).
-* β is the exchange rate between reward and KL; lecture 12 removes it (β = 0) and
+* β is the exchange rate between reward and KL; lecture 13 removes it (β = 0) and
   makes it adaptive.
 """
 

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 4 — The clipped surrogate objective
+# Lecture 5 — The clipped surrogate objective
 
 **What it teaches.** A policy-gradient step uses data from the policy that collected it,
 π_old. To take *several* gradient steps on one batch, PPO rewrites the objective with
@@ -81,7 +81,7 @@ from envs.classic import make_torch_vec_env
 from experiments.train import training_envs
 from ppo.trainer import PPO
 
-lecture = Lecture("04_clipped_surrogate", __doc__)
+lecture = Lecture("05_clipped_surrogate", __doc__)
 EPSILON = 0.2
 
 
@@ -287,7 +287,7 @@ of its KL: the clipped ones keep a larger share of the gain than of the KL. Rati
 not stop exactly at 1 ± ε (read min r and max r: in some rows they lie outside the
 band): a gradient step for one sample moves the network, and with it the probabilities of other samples
 that are already clipped. Clipping limits the incentive to move, not the movement
-itself — which is why PPO also logs the KL (lecture 6) and can stop an update early
+itself — which is why PPO also logs the KL (lecture 7) and can stop an update early
 (`target_kl` in `ppo/config.py`).
 """
 

@@ -1,13 +1,13 @@
 # %% [markdown]
 """
-# Lecture 12 — The RLHF pipeline
+# Lecture 13 — The RLHF pipeline
 
-**What it teaches.** In lecture 11 the reward was a rule we wrote down. In RLHF nobody
+**What it teaches.** In lecture 12 the reward was a rule we wrote down. In RLHF nobody
 can write it down: people compare pairs of answers, a *reward model* learns to score
 answers from those comparisons, and PPO optimises the reward model's score. The three
 stages:
 
-    1. SFT            supervised next-token training on demonstrations          (lecture 11)
+    1. SFT            supervised next-token training on demonstrations          (lecture 12)
     2. reward model   r_φ(x, y) fitted to comparisons (x, y_w ≻ y_l) with the
                       Bradley–Terry likelihood  P(y_w ≻ y_l) = σ(r_φ(x, y_w) − r_φ(x, y_l))
     3. PPO            maximise E[r_φ(x, y)] − β · KL(π ‖ π_SFT)
@@ -33,7 +33,7 @@ as with the proxy.
    group-normalised baseline (GRPO) and a leave-one-out baseline (RLOO) — against PPO
    with a critic, on the same reward.
 
-**Prerequisites.** Lecture 11.
+**Prerequisites.** Lecture 12.
 
 **Library.** `ppo/lm/reward_model.py` (`RewardModel`, `bradley_terry_loss`,
 `train_reward_model`, `pairwise_accuracy`), `envs/token_task.py` (`preference_pairs`,
@@ -72,7 +72,7 @@ from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer
 from ppo.lm.rollout import repeat_prompts, sample_completions, score_completions
 
-lecture = Lecture("12_rlhf_pipeline", __doc__)
+lecture = Lecture("13_rlhf_pipeline", __doc__)
 PERSON, RELATION = "ravin", "likes"
 PROMPT = corpus.prompt(PERSON, RELATION)
 QUICK_SFT = PretrainConfig(corpus_size=6_000, val_size=200, steps=250, batch_size=64, learning_rate=1e-2,
@@ -85,7 +85,7 @@ BATCH = lecture.choose(full=128, quick=32)
 """
 ## 1. Stage 1: the SFT model
 
-The same cached model as lecture 11: it completes "ravin likes " with the foods of the
+The same cached model as lecture 12: it completes "ravin likes " with the foods of the
 corpus in the corpus's proportions, and almost always spells them right.
 """
 
