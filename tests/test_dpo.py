@@ -232,3 +232,8 @@ def test_comparisons_without_completion_boundaries_are_refused():
     plain = encode_comparisons(tokenizer, [(PROMPT, "pizza", "soda")])
     with pytest.raises(TypeError, match="train_dpo needs PreferencePairs"):
         train_dpo(copy.deepcopy(sft), sft, plain, DPOConfig())
+    none = encode_preference_pairs(tokenizer, [(PROMPT, "pizza", "soda")])
+    none = type(none)(*(t[:0] for t in (none.chosen, none.chosen_last, none.rejected, none.rejected_last,
+                                        none.prompt_lengths)))
+    with pytest.raises(ValueError, match="no comparisons to train on"):
+        train_dpo(copy.deepcopy(sft), sft, none, DPOConfig())

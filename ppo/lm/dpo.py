@@ -236,6 +236,8 @@ def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config:
     if not isinstance(comparisons, PreferencePairs):
         raise TypeError("train_dpo needs PreferencePairs (ppo.lm.dpo.encode_preference_pairs), which know where "
                         f"each completion starts; got {type(comparisons).__name__}")
+    if len(comparisons) == 0:
+        raise ValueError("no comparisons to train on")
     tokens, mask, last = comparisons.stacked()  # (2N, L), (2N, L), (2N,)
     reference_log_probs = _reference_log_probs(reference, tokens, mask)  # (2N,)
     n = len(comparisons)
