@@ -53,7 +53,8 @@ def resolve_backend(env_id: str, backend: str) -> str:
         return "torch" if env_id in BATCHED_ENV_IDS else "gymnasium"
     if backend == "torch" and env_id not in BATCHED_ENV_IDS:
         raise EnvError(
-            f"env_id = {env_id!r} has no batched torch version; env_backend 'torch' supports {', '.join(BATCHED_ENV_IDS)}"
+            f"env_id = {env_id!r} has no batched torch version; env_backend 'torch' supports "
+            f"{', '.join(BATCHED_ENV_IDS)}"
         )
     return backend
 

@@ -74,7 +74,8 @@ def evaluate_run(run_dir: Path, episodes: int, greedy: bool = True, seed: int | 
     output = check_writable_file(folder / evaluation_name(greedy), "the evaluation file")
     policy = load_policy(run_dir)
     torch.set_num_threads(policy.config.num_threads)  # a 64-wide network runs fastest on one thread
-    returns = evaluate_policy(policy, gymnasium_env_factory(policy.config.env_id), episodes, greedy=greedy, seed=seed)
+    make_env = gymnasium_env_factory(policy.config.env_id, frame_stack=policy.config.frame_stack)
+    returns = evaluate_policy(policy, make_env, episodes, greedy=greedy, seed=seed)
     result = {
         "env_id": policy.config.env_id,
         "episodes": int(len(returns)),
@@ -105,7 +106,8 @@ def record_run(run_dir: Path, greedy: bool = True, seed: int | None = None) -> d
     policy = load_policy(run_dir)
     folder = run_dir if run_dir.is_dir() else run_dir.parent
     prepare_headless_rendering()  # before the first env is made: MuJoCo reads MUJOCO_GL when it is imported
-    make_env = gymnasium_env_factory(policy.config.env_id, render_mode="rgb_array")
+    make_env = gymnasium_env_factory(policy.config.env_id, frame_stack=policy.config.frame_stack,
+                                     render_mode="rgb_array")
     result = record_episode(policy, make_env, folder / RECORDING_NAME, seed=seed, greedy=greedy)
     print(f"recorded one {'greedy' if greedy else 'sampled'} episode of {policy.config.env_id} "
           f"(return {result['return']:.1f}, {result['frames']} frames): {result['path']}")

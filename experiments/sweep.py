@@ -155,7 +155,7 @@ def _seed_batch(config: PPOConfig, seeds: list[int], run_dirs: list[Path], progr
     from ppo.trainer import resolve_device
 
     envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
-                               resolve_device(config.device))
+                               resolve_device(config.device), config.frame_stack)
     return SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=progress)
 
 

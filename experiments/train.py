@@ -111,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def training_envs(config: PPOConfig, world=None):
     """The VecEnv a process trains on: its share of the `config.num_envs` copies (all of
-    them for a single process), on the config's backend and device."""
+    them for a single process), on the config's backend and device, frames stacked as it says."""
     from envs.factory import make_vec_env
     from ppo.trainer import resolve_device
 
     num_envs = config.num_envs if world is None else world.share(config.num_envs, "num_envs")
-    return make_vec_env(config.env_id, num_envs, config.env_backend, resolve_device(config.device))
+    return make_vec_env(config.env_id, num_envs, config.env_backend, resolve_device(config.device), config.frame_stack)
 
 
 def _seeds(args, flags: dict) -> list[int] | None:

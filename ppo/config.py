@@ -258,6 +258,12 @@ class PPOConfig(UpdateConfig):
         metadata={"help": "parallel environment copies N (of the whole run: under torchrun each of K processes "
                   "steps N/K)"},
     )
+    frame_stack: int = field(
+        default=1,
+        metadata={"help": "the network sees the last K observations of each env, concatenated oldest first "
+                  "(envs/frame_stack.py; a short memory for a feed-forward policy on a partially observable env; "
+                  "evaluation stacks them too); 1 = off"},
+    )
     num_steps: int = field(default=128, metadata={"help": "steps T per env per rollout"})
     total_timesteps: int = field(default=500_000, metadata={"help": "environment steps to train for, rounded down to whole iterations of num_envs × num_steps (100000 with 64 × 32 trains 98304)"})
     device: str = field(default="cpu", metadata={"help": "torch device: cpu, cuda, cuda:1, ... or auto"})
@@ -296,7 +302,7 @@ class PPOConfig(UpdateConfig):
 
     def validate(self) -> PPOConfig:
         self.check_types()
-        for name in ("num_envs", "num_steps", "total_timesteps"):
+        for name in ("num_envs", "num_steps", "total_timesteps", "frame_stack"):
             require_count(name, getattr(self, name))
         super().validate()
         for name in ("obs_clip", "reward_clip"):

@@ -73,7 +73,9 @@ def test_every_memoryless_policy_answers_right_one_time_in_num_cues(num_cues):
     logits = random_mlp(num_cues + 1, num_cues, seed=1)
     greedy_mlp = lambda obs: logits(obs).argmax(1)  # noqa: E731
     sampler = torch.Generator().manual_seed(2)
-    sampling_mlp = lambda obs: torch.multinomial(torch.softmax(logits(obs), 1), 1, generator=sampler).squeeze(1)  # noqa: E731
+    def sampling_mlp(obs):
+        return torch.multinomial(torch.softmax(logits(obs), 1), 1, generator=sampler).squeeze(1)
+
     episodes = 4000
     for policy in (reads_the_cue, greedy_mlp, sampling_mlp):
         cues, answers, rewards, question = answer_step_results(policy, num_cues, episodes=episodes)
