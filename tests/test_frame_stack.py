@@ -194,3 +194,23 @@ def test_ppo_train_with_frame_stack_trains_and_evaluates(tmp_path):
     assert json.loads((run_dir / "eval.json").read_text())["episodes"] == 2
     checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert len(checkpoint["spaces"]["observation"]["low"]) == 6  # 3 frames of (x, theta)
+
+
+def test_a_resumed_frame_stacked_run_continues_as_if_never_stopped(tmp_path):
+    """The checkpoint holds the stacks: stopping after 2 iterations and resuming gives the
+    uninterrupted run's weights bit for bit (same CPU, same operations in the same order)."""
+    from experiments.train import training_envs
+    from ppo.config import PPOConfig
+    from ppo.trainer import PPO
+
+    config = PPOConfig(env_id="CartPoleNoVel-v1", env_backend="torch", frame_stack=3, num_envs=4, num_steps=32,
+                       total_timesteps=4 * 128, tensorboard=False)
+    straight = PPO(config, training_envs(config), run_dir=tmp_path / "straight", progress=False)
+    straight.train()
+    stopped = PPO(config, training_envs(config), run_dir=tmp_path / "stopped", progress=False)
+    stopped.train(callback=lambda ppo, metrics: ppo.iteration == 2)
+    resumed = PPO.resume(tmp_path / "stopped", training_envs, progress=False)
+    assert isinstance(resumed.envs, FrameStackVecEnv) and resumed.next_obs.shape == (4, 6)
+    resumed.train()
+    for name, weight in straight.model.state_dict().items():
+        assert torch.equal(weight, resumed.model.state_dict()[name]), name
