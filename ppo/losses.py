@@ -42,17 +42,39 @@ def clipped_surrogate_loss(
     advantages: torch.Tensor,
     clip_coef: float,
     mask: torch.Tensor | None = None,
+    *,
+    clip_coef_high: float | None = None,
 ) -> torch.Tensor:
     """L_policy = −E[ min( r_t(θ) Â_t, clip(r_t(θ), 1 − ε, 1 + ε) Â_t ) ].
 
     The minimum makes the objective pessimistic: once the ratio has moved past 1 + ε
     (for Â > 0) or below 1 − ε (for Â < 0) the clipped term is the smaller one and is
-    constant in θ, so that sample contributes no gradient.
+    constant in θ, so that sample contributes no gradient. `clip_coef_high` (ε_high)
+    replaces the upper bound, clip(r_t(θ), 1 − ε, 1 + ε_high): DAPO's clip-higher.
+    """
+    return -masked_mean(clipped_surrogate_objective(new_log_probs, old_log_probs, advantages, clip_coef,
+                                                    clip_coef_high=clip_coef_high), mask)
+
+
+def clipped_surrogate_objective(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_coef: float,
+    *,
+    clip_coef_high: float | None = None,
+) -> torch.Tensor:
+    """Per sample, min( r_t(θ) Â_t, clip(r_t(θ), 1 − ε, 1 + ε_high) Â_t ), ε_high = ε unless given.
+
+    With ε_high > ε (clip-higher, Yu et al. 2025, DAPO) a sample with Â_t > 0 keeps its
+    gradient until its ratio reaches 1 + ε_high: a rare token can gain more per update,
+    while Â_t < 0 is still clipped at 1 − ε. `clipped_surrogate_loss` is −(its mean).
     """
     ratio = torch.exp(new_log_probs - old_log_probs)
     unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
-    return -masked_mean(torch.min(unclipped, clipped), mask)
+    upper = clip_coef if clip_coef_high is None else clip_coef_high
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + upper) * advantages
+    return torch.min(unclipped, clipped)
 
 
 def value_loss(
@@ -158,15 +180,25 @@ def clip_fraction(
     old_log_probs: torch.Tensor,
     clip_coef: float,
     mask: torch.Tensor | None = None,
+    *,
+    clip_coef_high: float | None = None,
 ) -> torch.Tensor:
-    """Fraction of samples whose ratio left [1 − ε, 1 + ε]: E[ 1{|r_t(θ) − 1| > ε} ]."""
-    return log_ratio_clip_fraction(new_log_probs - old_log_probs, clip_coef, mask)
+    """Fraction of samples whose ratio left [1 − ε, 1 + ε]: E[ 1{|r_t(θ) − 1| > ε} ]
+    (left [1 − ε, 1 + ε_high] when `clip_coef_high` is given)."""
+    return log_ratio_clip_fraction(new_log_probs - old_log_probs, clip_coef, mask, clip_coef_high=clip_coef_high)
 
 
-def log_ratio_clip_fraction(log_ratio: torch.Tensor, clip_coef: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+def log_ratio_clip_fraction(log_ratio: torch.Tensor, clip_coef: float, mask: torch.Tensor | None = None, *,
+                            clip_coef_high: float | None = None) -> torch.Tensor:
     """`clip_fraction` from log r_t(θ) directly: E[ 1{|exp(log r_t) − 1| > ε} ]."""
-    ratio = torch.exp(log_ratio)
-    return masked_mean(((ratio - 1.0).abs() > clip_coef).to(ratio.dtype), mask)
+    return masked_mean(outside_clip_range(torch.exp(log_ratio), clip_coef, clip_coef_high).to(log_ratio.dtype), mask)
+
+
+def outside_clip_range(ratio: torch.Tensor, clip_coef: float, clip_coef_high: float | None = None) -> torch.Tensor:
+    """1{ r_t ∉ [1 − ε, 1 + ε] } = 1{|r_t − 1| > ε}, or 1{ r_t < 1 − ε or r_t > 1 + ε_high } with ε_high given."""
+    if clip_coef_high is None:
+        return (ratio - 1.0).abs() > clip_coef
+    return (ratio < 1.0 - clip_coef) | (ratio > 1.0 + clip_coef_high)
 
 
 def explained_variance(

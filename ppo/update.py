@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import torch
 
 from ppo.distributed import SINGLE_PROCESS, World
-from ppo.losses import kl_estimate, kl_per_sample
+from ppo.losses import kl_estimate, kl_per_sample, outside_clip_range
 from ppo.optim import FlatAdam, StackedAdam
 
 
@@ -178,6 +178,7 @@ def run_update(
     clip_coef: float,
     generator: torch.Generator,
     world: World = SINGLE_PROCESS,
+    clip_coef_high: float | None = None,
 ) -> dict[str, float]:
     """K epochs of minibatch steps (the module docstring); returns the update's diagnostics.
 
@@ -186,13 +187,14 @@ def run_update(
 
     Diagnostics, over every minibatch visited (the one that stopped the update included):
     the mean of each loss term; old_approx_kl (k1) and approx_kl (k3) estimates of
-    KL(π_old ‖ π_θ) and clip_fraction = share of |r_t(θ) − 1| > ε, each over all
-    samples; the first minibatch's largest |r_t(θ) − 1| (0 up to rounding: π_θ = π_old
-    there); gradient steps taken; whether target_kl ended the update; the mean gradient
-    norm before clipping.
+    KL(π_old ‖ π_θ) and clip_fraction = share of |r_t(θ) − 1| > ε (of r_t(θ) outside
+    [1 − ε, 1 + ε_high] with `clip_coef_high`), each over all samples; the first
+    minibatch's largest |r_t(θ) − 1| (0 up to rounding: π_θ = π_old there); gradient
+    steps taken; whether target_kl ended the update; the mean gradient norm before
+    clipping.
     """
     return _update(OneRun(generator, world), samples, minibatch_loss, optimizer, update_epochs, num_minibatches,
-                   max_grad_norm, target_kl, clip_coef, frozen=())[0]
+                   max_grad_norm, target_kl, clip_coef, frozen=(), clip_coef_high=clip_coef_high)[0]
 
 
 def run_member_update(
@@ -221,7 +223,7 @@ def run_member_update(
 
 def _update(layout: OneRun | MemberStack, samples, minibatch_loss, optimizer, update_epochs: int,
             num_minibatches: int, max_grad_norm: float | None, target_kl: float | None, clip_coef: float,
-            frozen: Sequence[int]) -> list[dict[str, float]]:
+            frozen: Sequence[int], clip_coef_high: float | None = None) -> list[dict[str, float]]:
     """The loop of the module docstring, with a list `updating` of which members are still in it."""
     num_samples = layout.num_samples(samples)
     size = num_samples // num_minibatches
@@ -244,11 +246,11 @@ def _update(layout: OneRun | MemberStack, samples, minibatch_loss, optimizer, up
             if not any(updating):
                 break
             steps.append((layout.step(optimizer, result.loss, max_grad_norm, updating), list(updating)))
-    return _diagnostics(layout, visits, steps, early_stopped, clip_coef)
+    return _diagnostics(layout, visits, steps, early_stopped, clip_coef, clip_coef_high)
 
 
 def _diagnostics(layout: OneRun | MemberStack, visits: list, steps: list, early_stopped: list[bool],
-                 clip_coef: float) -> list[dict[str, float]]:
+                 clip_coef: float, clip_coef_high: float | None = None) -> list[dict[str, float]]:
     """Per member, over the minibatches it counts (run_update's docstring lists them)."""
     S = layout.num_members
     log_ratio = torch.stack([layout.stacked(ratio) for ratio, _, _, _ in visits])  # (M, S, b, ...)
@@ -268,7 +270,8 @@ def _diagnostics(layout: OneRun | MemberStack, visits: list, steps: list, early_
         first_error = first_error * layout.stacked(first_mask)
     summary = torch.stack([mean_over_counted(kl_per_sample(log_ratio, "k1")),
                            mean_over_counted(kl_per_sample(log_ratio, "k3")),
-                           mean_over_counted(((log_ratio.exp() - 1.0).abs() > clip_coef).to(log_ratio.dtype)),
+                           mean_over_counted(outside_clip_range(log_ratio.exp(), clip_coef, clip_coef_high)
+                                             .to(log_ratio.dtype)),
                            first_error.flatten(1).amax(dim=1)], dim=1)  # (S, 4)
     summary = layout.average(summary).tolist()  # the mean over processes (equal shares)
     term_names = list(visits[0][2])

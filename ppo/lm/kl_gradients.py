@@ -57,8 +57,14 @@ def all_completions(vocab_size: int, eos_id: int, max_new_tokens: int) -> list[t
 
 def enumerated_batch(prompt_ids: list[int], vocab_size: int, eos_id: int, pad_id: int, max_new_tokens: int) -> TokenBatch:
     """All completions of one prompt as one right-padded TokenBatch (N rows)."""
-    completions = all_completions(vocab_size, eos_id, max_new_tokens)
-    N, T, P = len(completions), max_new_tokens, len(prompt_ids)
+    return completions_batch(prompt_ids, all_completions(vocab_size, eos_id, max_new_tokens), pad_id, max_new_tokens)
+
+
+def completions_batch(prompt_ids: list[int], completions: list, pad_id: int, width: int | None = None) -> TokenBatch:
+    """The given completions (token ids, EOS included where they end) of one prompt as one TokenBatch, N rows
+    right-padded to `width` tokens (default: the longest)."""
+    N, P = len(completions), len(prompt_ids)
+    T = max(len(ids) for ids in completions) if width is None else width
     tokens = torch.full((N, P + T), pad_id, dtype=torch.long)  # (N, L)
     completion = torch.full((N, T), pad_id, dtype=torch.long)  # (N, T)
     mask = torch.zeros(N, T, dtype=torch.bool)  # (N, T)

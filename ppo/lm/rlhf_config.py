@@ -29,6 +29,8 @@ KL_CONTROLLERS = ("optimum", "proportional")
 
 CRITIC_KINDS = ("separate", "shared")
 ALGORITHMS = ("ppo", "grpo", "rloo")
+ADVANTAGE_SCALES = ("auto", "group-std", "batch-std", "none")  # grpo's divisor of R_i − mean_group R (auto: group-std)
+LOSS_AVERAGINGS = ("token", "sequence", "constant")  # how a minibatch's per-token loss terms become one number
 
 # Settings that grpo and rloo have no use for, and why; set away from their defaults they are refused.
 UNUSED_WITHOUT_CRITIC = {
@@ -54,6 +56,23 @@ class RLHFConfig(UpdateConfig):
     group_size: int = field(
         default=16,
         metadata={"help": "grpo/rloo: completions G sampled per prompt, compared with each other"},
+    )
+    advantage_scale: str = field(
+        default="auto",
+        metadata={"help": "grpo only: what divides R_i − mean_group R (ppo.lm.group_trainer): group-std = std_group R "
+                  "+ 1e-6 (as published, Shao et al. 2024; up-weights prompts the policy nearly always or never "
+                  "solves), batch-std = the std of R_j − mean_group R_j over the whole batch (one divisor for every "
+                  "prompt, as REINFORCE++-baseline, Hu et al. 2025), none = nothing (Dr. GRPO, Liu et al. 2025); "
+                  "auto = group-std. ppo and rloo accept only auto (ppo scales Â with norm_adv; rloo's Â is unscaled)"},
+    )
+    loss_averaging: str = field(
+        default="token",
+        metadata={"help": "grpo/rloo: how the per-token terms ℓ_it of the policy loss and of a KL loss term become "
+                  "one loss over b completions of lengths |y_i| (ppo.lm.group_trainer): token = Σ_it ℓ_it / Σ_i |y_i| "
+                  "(the default, this library's behaviour so far; DAPO, Yu et al. 2025), sequence = (1/b) Σ_i "
+                  "(1/|y_i|) Σ_t ℓ_it (published GRPO: a long completion's tokens weigh less), constant = Σ_it ℓ_it "
+                  "/ (b · max_new_tokens) (Dr. GRPO). ppo accepts only token: its losses are masked means over "
+                  "the minibatch's tokens"},
     )
 
     # --- rollout sizes --------------------------------------------------------------------------
@@ -135,6 +154,12 @@ class RLHFConfig(UpdateConfig):
         default=5,
         metadata={"help": "print sample completions every this many iterations; 0 = never"},
     )
+    clip_coef_high: float | None = field(
+        default=None,
+        metadata={"help": "upper clip ε_high of the surrogate: r_t(θ) is clipped to [1 − clip_coef, 1 + ε_high] "
+                  "(clip-higher, Yu et al. 2025, DAPO, who use 0.28 with clip_coef 0.2), and the logged "
+                  "clip_fraction counts r_t outside that range; none = clip_coef (symmetric)"},
+    )
 
     # --- the update's defaults for a language model (meanings: ppo.config.UpdateConfig) ------------
     # Once one prompt has one answer, whitened advantages would blow the leftover noise up
@@ -170,6 +195,13 @@ class RLHFConfig(UpdateConfig):
     def effective_kl_penalty(self) -> str:
         """kl_penalty, with auto resolved: reward-k1 for ppo and rloo, loss-k3 for grpo."""
         return default_kl_penalty(self.algorithm) if self.kl_penalty == "auto" else self.kl_penalty
+
+    @property
+    def effective_advantage_scale(self) -> str:
+        """advantage_scale, with auto resolved: group-std for grpo (as published), none for rloo (and ppo)."""
+        if self.advantage_scale != "auto":
+            return self.advantage_scale
+        return "group-std" if self.algorithm == "grpo" else "none"
 
     @property
     def adaptive_kl(self) -> bool:
@@ -217,10 +249,22 @@ class RLHFConfig(UpdateConfig):
             raise ConfigError(f"whiten_rewards rescales the reward but not the KL term of kl_penalty = "
                               f"{self.effective_kl_penalty!r} in the loss, so β would change from batch to batch; "
                               f"whiten only with reward-k1")
-        if self.algorithm == "grpo" and self.effective_kl_penalty not in GROUP_NORMALISED_KL_PENALTIES:
-            raise ConfigError(f"kl_penalty = {self.kl_penalty!r} puts KL in the reward, which grpo divides by each "
-                              f"group's std, so β would change from group to group; with grpo use "
-                              f"{', '.join(GROUP_NORMALISED_KL_PENALTIES)}")
+        require_one_of("advantage_scale", self.advantage_scale, ADVANTAGE_SCALES)
+        if self.algorithm != "grpo" and self.advantage_scale != "auto":
+            raise ConfigError(f"advantage_scale = {self.advantage_scale!r} has no effect with algorithm = "
+                              f"{self.algorithm!r}: only grpo scales its group advantages (ppo: norm_adv; rloo's Â is "
+                              f"unscaled); leave it at its default 'auto'")
+        require_one_of("loss_averaging", self.loss_averaging, LOSS_AVERAGINGS)
+        if self.algorithm == "ppo" and self.loss_averaging != "token":
+            raise ConfigError(f"loss_averaging = {self.loss_averaging!r} is for grpo and rloo: ppo's losses are masked "
+                              f"means over the minibatch's tokens; leave it at its default 'token'")
+        divisors = {"group-std": ("each group's std", "group to group"), "batch-std": ("the batch's std", "batch to batch")}
+        if self.algorithm == "grpo" and self.effective_kl_penalty not in GROUP_NORMALISED_KL_PENALTIES \
+                and self.effective_advantage_scale in divisors:
+            divisor, between = divisors[self.effective_advantage_scale]
+            raise ConfigError(f"kl_penalty = {self.kl_penalty!r} puts KL in the reward, which grpo divides by {divisor}, "
+                              f"so β would change from {between}; with grpo use "
+                              f"{', '.join(GROUP_NORMALISED_KL_PENALTIES)}, or advantage_scale none")
         require_one_of("kl_controller", self.kl_controller, KL_CONTROLLERS)
         require_finite("missing_eos_penalty", self.missing_eos_penalty)
         require_non_negative("kl_coef", self.kl_coef)
@@ -230,5 +274,7 @@ class RLHFConfig(UpdateConfig):
                 raise ConfigError("the adaptive KL controller (kl_target set) needs kl_coef > 0 to start from")
         for name in ("critic_learning_rate", "temperature"):
             require_positive(name, getattr(self, name))
+        if self.clip_coef_high is not None:
+            require_positive("clip_coef_high", self.clip_coef_high)
         require_count("sample_every", self.sample_every, minimum=0)
         return self

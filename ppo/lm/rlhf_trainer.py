@@ -206,7 +206,8 @@ class RLHFTrainer(BaseTrainer):
         advantages = minibatch["advantages"]
         if config.norm_adv:  # over the whole minibatch, all processes' shares together
             advantages = self.world.whiten(advantages, mask)
-        policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages, config.clip_coef, mask)
+        policy_loss = clipped_surrogate_loss(scored.log_probs, old_log_probs, advantages, config.clip_coef, mask,
+                                             clip_coef_high=config.clip_coef_high)
         critic_loss = value_loss(scored.values, old_values, minibatch["returns"], config.value_clip_coef, mask)
         entropy = entropy_bonus(scored.entropy, mask)
         kl_loss = self.kl_loss(scored, minibatch)
@@ -228,13 +229,17 @@ class RLHFTrainer(BaseTrainer):
         return self.config.effective_kl_penalty == "loss-full"
 
     def kl_loss(self, scored: CompletionScores, minibatch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """β · masked mean of the placement's differentiated KL term (ppo.lm.kl_penalty); 0 for reward-k1."""
+        """β · token average of the placement's differentiated KL term (ppo.lm.kl_penalty); 0 for reward-k1."""
         placement = self.config.effective_kl_penalty
         if placement == "reward-k1":
             return torch.zeros((), dtype=scored.log_probs.dtype)
         term = kl_loss_per_token(placement, scored.log_probs, minibatch["reference_log_probs"], minibatch["mask"],
                                  scored.distributions, minibatch.get("reference_distributions"))  # (b, T)
-        return self.kl_controller.beta * masked_mean(term, minibatch["mask"])
+        return self.kl_controller.beta * self.token_average(term, minibatch["mask"])
+
+    def token_average(self, per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """A loss term's mean over the minibatch's real tokens (the group trainers may average otherwise)."""
+        return masked_mean(per_token, mask)
 
     def update_samples(self, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
         """What the update shuffles into minibatches: one row per completion."""
@@ -250,7 +255,7 @@ class RLHFTrainer(BaseTrainer):
         """K epochs of shuffled minibatches of completions (ppo.update); returns the diagnostics."""
         samples = self.update_samples(rollout, advantages, returns)
         return run_update(samples, self.minibatch_loss, self.optimizer, generator=self.generator, world=self.world,
-                          **update_settings(self.config))
+                          clip_coef_high=self.config.clip_coef_high, **update_settings(self.config))
 
     def kl_feedback(self, rollout: Rollout, token_rewards: TokenRewards) -> KLFeedback:
         """The whole batch, all processes' shares, for the KL controller (β stays one number).
@@ -360,12 +365,14 @@ class RLHFTrainer(BaseTrainer):
 
     @classmethod
     def _check_matches_folder(cls, config: RLHFConfig, config_path: Path, checkpoint_path: Path) -> None:
-        """As BaseTrainer's; a config.json written before kl_penalty existed is compared as RLHFConfig upgrades it."""
+        """As BaseTrainer's; a config.json written before kl_penalty existed is compared as RLHFConfig upgrades it,
+        and one written before a setting existed (advantage_scale, ...) as if it held that setting's default."""
         try:
             folder_config = json.loads(config_path.read_text()) if config_path.is_file() else None
         except (OSError, ValueError):
             folder_config = None  # the base check names the damage
-        if isinstance(folder_config, dict) and "kl_estimator" in folder_config:
+        if isinstance(folder_config, dict) and ("kl_estimator" in folder_config
+                                                or not set(config.to_dict()) <= set(folder_config)):
             upgraded = RLHFConfig.from_dict(folder_config).to_dict()
             differing = sorted(name for name in upgraded if name != cls.budget_field
                                and json.dumps(upgraded[name]) != json.dumps(config.to_dict()[name]))
