@@ -5,6 +5,7 @@ trainer never asks which backend it has. Gymnasium environments that live in opt
 extras (MuJoCo, Box2D) get a one-line message naming the extra to install.
 
     make_vec_env("CartPole-v1", 64, "auto")         # the batched torch CartPole: N copies, one call
+    make_vec_env("MinAtar/Breakout-v1", 64)         # the batched torch Breakout (envs.minatar)
     make_vec_env("Hopper-v5", 1, "gymnasium")       # gymnasium's SyncVectorEnv behind the same interface
     gymnasium_env_factory("CartPole-v1")            # a function making one gymnasium env (evaluation);
                                                     # .make_vec(N): gymnasium's numpy-vectorised CartPole
@@ -19,9 +20,13 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from envs.classic import BATCHED_ENV_IDS, TORCH_ENV_IDS, make_torch_vec_env  # noqa: F401 (TORCH_ENV_IDS: for importers)
+from envs.classic import BATCHED_ENV_IDS as CLASSIC_BATCHED_ENV_IDS
+from envs.classic import TORCH_ENV_IDS, make_torch_vec_env  # noqa: F401 (TORCH_ENV_IDS: for importers)
 from envs.frame_stack import FrameStackVecEnv, stacked_space
 from envs.gymnasium_vec_env import GymnasiumVecEnv
+from envs.minatar import MINATAR_ENV_IDS, make_minatar_vec_env
+
+BATCHED_ENV_IDS = CLASSIC_BATCHED_ENV_IDS + MINATAR_ENV_IDS  # every id with a batched torch version
 
 BACKENDS = ("auto", "gymnasium", "torch")
 
@@ -103,7 +108,8 @@ class GymnasiumEnvFactory:
         return gym.make_vec(self.env_id, num_envs, vectorization_mode="vector_entry_point")
 
     def __repr__(self) -> str:
-        return f"GymnasiumEnvFactory({self.env_id!r})"
+        stacked = f", frame_stack={self.frame_stack}" if self.frame_stack > 1 else ""
+        return f"GymnasiumEnvFactory({self.env_id!r}{stacked})"
 
 
 def gymnasium_env_factory(env_id: str, frame_stack: int = 1, **kwargs) -> GymnasiumEnvFactory:
@@ -124,13 +130,19 @@ def gymnasium_env_factory(env_id: str, frame_stack: int = 1, **kwargs) -> Gymnas
     return factory
 
 
+def make_batched_vec_env(env_id: str, num_envs: int, device: str = "cpu", groups: int = 1):
+    """The batched torch version of env_id: `envs.minatar`'s games or `envs.classic`'s envs."""
+    make = make_minatar_vec_env if env_id in MINATAR_ENV_IDS else make_torch_vec_env
+    return make(env_id, num_envs, device=device, groups=groups)
+
+
 def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu", frame_stack: int = 1):
     """N copies of env_id behind the VecEnv interface, stepped by the chosen backend;
     with `frame_stack` K > 1, each observation is the copy's last K (envs.frame_stack)."""
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":
-        envs = make_torch_vec_env(env_id, num_envs, device=device)
+        envs = make_batched_vec_env(env_id, num_envs, device=device)
     else:
         try:
             envs = GymnasiumVecEnv(env_id, num_envs, device=device)
@@ -150,7 +162,7 @@ def make_seed_batch_env(env_id: str, num_seeds: int, num_envs: int, backend: str
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":
-        envs = make_torch_vec_env(env_id, num_seeds * num_envs, device=device, groups=num_seeds)
+        envs = make_batched_vec_env(env_id, num_seeds * num_envs, device=device, groups=num_seeds)
     else:
         from envs.stacked_vec_env import StackedVecEnv
 
