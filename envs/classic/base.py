@@ -181,7 +181,8 @@ class TorchClassicEnv(ABC):
         fresh = self._draw_initial_states([self.group_size] * self.groups)  # (state_dim, N)
         self._state = torch.where(done, fresh, next_state)  # done (N,) broadcasts over the rows
         self.elapsed_steps.masked_fill_(done, 0)
-        return torch.where(done.unsqueeze(1), self._observe(fresh), final_obs)
+        ended = done.view(-1, *[1] * (final_obs.dim() - 1))  # (N, 1, ...): one flag per observation, any shape
+        return torch.where(ended, self._observe(fresh), final_obs)
 
     # ----- state access, for tests and debugging -------------------------------------
 
