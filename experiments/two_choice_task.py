@@ -20,19 +20,31 @@ reward is decided at t = 0 alone.)
 
 The reward is constant on each of the 2 × 10 answers "relation food", so the exact optimum
 π*(y) ∝ π_ref(y)·exp(r(y)/β) of every prompt is one over 20 answers plus MALFORMED and
-NO_EOS (`ppo.lm.optimum`), as in the food task.
+NO_EOS (`ppo.lm.optimum`), as in the food task. `TwoChoiceTaskAdapter` is what
+`ppo-rlhf --task two-choice` needs of the task: the run folder's label, the probes of the
+critic plot, the rates it prints, and π*_β with the policy's total variation to it
+(`ppo.lm.optimum_distance`, the yardstick of experiments/compare_lm_trainers.py).
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass, field
+
+import torch
 
 from envs import corpus
 from envs.token_task import HEALTHINESS
 from ppo.config import ConfigBase, ConfigError, require_finite
-from ppo.lm.optimum import MALFORMED
-from ppo.lm.rewards import rule_scorer
+from ppo.lm.evaluation import LMEvaluation
+from ppo.lm.model import GPT
+from ppo.lm.optimum import MALFORMED, NO_EOS
+from ppo.lm.optimum_distance import distance_to_optimum, total_variation
+from ppo.lm.rewards import SequenceScorer, rule_scorer
+from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.task import CompletionTask
+from ppo.lm.tokenizer import CharTokenizer
 
 HEALTHY: tuple[str, ...] = tuple(food for food in corpus.FOODS if HEALTHINESS[food] >= 0.7)
 UNHEALTHY: tuple[str, ...] = tuple(food for food in corpus.FOODS if HEALTHINESS[food] <= 0.2)
@@ -115,3 +127,121 @@ def two_choice_task(config: TwoChoiceTaskConfig) -> CompletionTask:
         rates={"target": rule_scorer(is_paid),
                "likes": rule_scorer(says_likes)},
     )
+
+
+def answer_shares(completion_shares: dict[str, float]) -> dict[str, float]:
+    """The share of each of the 20 answers (then EOS) and of everything else, "<malformed>"."""
+    shares = {answer: completion_shares.get(answer, 0.0) for answer in ANSWERS}
+    shares[MALFORMED] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
+
+
+def group_rates(probabilities: dict[str, float]) -> dict[str, float]:
+    """The task's rates of a distribution over the groups (answers, MALFORMED, NO_EOS): right combinations,
+    "likes <food>", and every answer."""
+    def mass(answers) -> float:
+        return sum(probabilities.get(answer, 0.0) for answer in answers)
+
+    return {"target_rate": mass(PAID), "likes_rate": mass(a for a in ANSWERS if a.startswith("likes ")),
+            "well_formed_rate": mass(ANSWERS)}
+
+
+class TwoChoiceTaskAdapter:
+    """The two-choice task as `ppo-rlhf --task two-choice` runs it (experiments.food_task.FoodTaskAdapter has the
+    same methods)."""
+
+    name = "two-choice"
+    config_class = TwoChoiceTaskConfig
+    in_folder_label = ()  # the folder's label is the task's name; every setting that differs is named after it
+    # settings of the food task that have no counterpart here, and why (ppo-rlhf says so when one is given)
+    why_not = {"reward": "it pays by its rule alone; the reward model learns food preferences, not the combination "
+                         "of relation and food"}
+
+    def __init__(self, config: TwoChoiceTaskConfig):
+        self.config = config
+
+    def folder_label(self) -> str:
+        return self.name
+
+    @property
+    def reward_name(self) -> str:
+        return "two-choice"
+
+    @property
+    def uses_reward_model(self) -> bool:
+        return False
+
+    def task(self, reward: SequenceScorer | None = None) -> CompletionTask:
+        if reward is not None:
+            raise ValueError("the two-choice task pays by its rule alone; it takes no other reward")
+        return two_choice_task(self.config)
+
+    def probe_texts(self) -> list[str]:
+        """'ravin likes sala', 'ravin hates sod', 'ravin likes sod': a healthy food liked (paid likes_score), an
+        unhealthy one hated (hates_score) and liked (0), each missing its last letter: the critic's values along
+        them show whether it tells the relation at t = 0 and the food at t = 6 apart."""
+        prompt = self.config.prompts()[0]
+        return [prompt + answer[:-1] for answer in ("likes salad", "hates soda", "likes soda")]
+
+    def rates_text(self, rates: dict[str, float]) -> str:
+        """'right combination 80.1%, likes 75.0%, well-formed 99.0%' of an evaluation's rates (or of the optimum's)."""
+        return (f"right combination {rates['target_rate']:.1%}, likes {rates['likes_rate']:.1%}, well-formed "
+                f"{rates['well_formed_rate']:.1%}")
+
+    def rates_summary(self, evaluation: LMEvaluation) -> dict:
+        return {name: evaluation.rates[name] for name in ("target_rate", "likes_rate", "well_formed_rate")} | {
+            "answer_rates": answer_shares(evaluation.completion_shares)}
+
+    @torch.no_grad()
+    def optimum(self, policy: GPT, reference: GPT, tokenizer: CharTokenizer, beta: float, config: RLHFConfig,
+                reward_model=None) -> dict:
+        """π* ∝ π_ref·exp(r/β) of each prompt over the 20 answers, MALFORMED and NO_EOS, averaged over the
+        prompts, and the total variation ½ Σ_g |π(g) − π*(g)| of the policy and of π_ref to it (exact, mean over
+        the prompts; `ppo.lm.optimum_distance.distance_to_optimum`)."""
+        if reward_model is not None:
+            raise ValueError("the two-choice task pays by its rule alone; it has no reward model")
+        scores = self.config.answer_scores()
+        per_prompt = distance_to_optimum(policy, reference, tokenizer, self.config.prompts(), ANSWERS,
+                                         lambda prompt: scores, beta, config.temperature,
+                                         max_new_tokens=config.max_new_tokens,
+                                         missing_eos_penalty=config.missing_eos_penalty)
+
+        def mean_over_prompts(probabilities_of) -> dict[str, float]:
+            return {g: statistics.fmean(probabilities_of(r)[g] for r in per_prompt)
+                    for g in per_prompt[0].optimum.probabilities}
+
+        probabilities = mean_over_prompts(lambda r: r.optimum.probabilities)
+        reference_probabilities = mean_over_prompts(lambda r: r.optimum.reference_probabilities)
+        best = self._best_answers(config.missing_eos_penalty)
+        return {"beta": beta, **group_rates(probabilities), "kl": statistics.fmean(r.optimum.kl for r in per_prompt),
+                "expected_score": statistics.fmean(r.optimum.expected_score for r in per_prompt),
+                "probabilities": probabilities, "reference_probabilities": reference_probabilities,
+                "policy_probabilities": mean_over_prompts(lambda r: r.policy_probabilities),
+                "reference_no_eos": reference_probabilities[NO_EOS],
+                "total_variation": {
+                    "sft": statistics.fmean(total_variation(r.optimum.reference_probabilities, r.optimum.probabilities)
+                                            for r in per_prompt),
+                    "policy": statistics.fmean(r.total_variation for r in per_prompt)},
+                "groups": len(probabilities), "prompts": len(per_prompt),
+                # KL of π*_β as β → 0, per prompt: −log π_ref(the best-paid answers | x)
+                "best_answers_kl": statistics.fmean(-math.log(max(sum(r.optimum.reference_probabilities[a]
+                                                                      for a in best), 1e-300))
+                                                    for r in per_prompt) if best else None}
+
+    def _best_answers(self, missing_eos_penalty: float) -> tuple[str, ...]:
+        """The answers the rule pays most for, if they beat MALFORMED (0) and NO_EOS; else none."""
+        scores = self.config.answer_scores()
+        top = max(scores[answer] for answer in ANSWERS)
+        if top <= max(scores[MALFORMED], missing_eos_penalty):
+            return ()
+        return tuple(answer for answer in ANSWERS if scores[answer] == top)
+
+    def kl_ceiling(self, optimum: dict) -> tuple[str, str, float] | None:
+        """(what the rule pays most for, its name in π_ref(·), the mean over the prompts of −log π_ref of it):
+        the KL of π*_β as β → 0, which no β exceeds; None when no answer beats a malformed string."""
+        if optimum["best_answers_kl"] is None:
+            return None
+        likes_best = self.config.likes_score > self.config.hates_score
+        what = ("a healthy food liked" if likes_best else "an unhealthy food hated"
+                if self.config.hates_score > self.config.likes_score else "a right combination")
+        return f"most for {what}", what, optimum["best_answers_kl"]

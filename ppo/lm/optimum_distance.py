@@ -44,6 +44,8 @@ from ppo.lm.tokenizer import CharTokenizer
 
 def log_partition(optimum: KLRegularisedOptimum) -> float:
     """log Z = E_π*[r]/β − KL(π* ‖ π_ref) (β > 0)."""
+    if not optimum.beta > 0:
+        raise ValueError(f"beta = {optimum.beta}: log Z and KL(π ‖ π*) need β > 0")
     return optimum.expected_score / optimum.beta - optimum.kl
 
 
@@ -79,12 +81,13 @@ def distance_to_optimum(policy: GPT, reference: GPT, tokenizer: CharTokenizer, p
                         answers: tuple[str, ...], scores_for: Callable[[str], dict[str, float]], beta: float,
                         temperature: float = 1.0, *, max_new_tokens: int, missing_eos_penalty: float,
                         min_probability: float = DEFAULT_MIN_PROBABILITY) -> list[PromptOptimum]:
-    """π*_β and TV(π, π*) over the groups of each prompt (the module docstring); β > 0.
+    """π*_β and TV(π, π*) over the groups of each prompt (the module docstring); β ≥ 0 (π*_0: π_ref on the
+    best-scoring groups; log Z and KL(π ‖ π*) need β > 0).
 
     `scores_for(prompt)` gives r for the answers and MALFORMED; NO_EOS gets `missing_eos_penalty`.
     """
-    if not beta > 0:
-        raise ValueError(f"beta = {beta} must be positive: KL(π ‖ π*) and log Z need a finite 1/β")
+    if not beta >= 0:
+        raise ValueError(f"beta = {beta} must be ≥ 0")
     results = []
     for prompt in prompts:
         groups = {}
