@@ -107,7 +107,7 @@ def _task_fields() -> dict[str, list[str]]:
 
 def _add_task_flags(parser: argparse.ArgumentParser) -> None:
     """--task and the settings every task has, then each task's own under its heading (--help shows them all;
-    `_task_from_flags` refuses those of a task not chosen)."""
+    `task_from_flags` refuses those of a task not chosen)."""
     group = parser.add_argument_group("the task")
     group.add_argument("--task", choices=list(TASKS), default=None,
                        help="food: \"ravin likes \" → a food, the reward decided at the first token "
@@ -124,7 +124,7 @@ def _add_task_flags(parser: argparse.ArgumentParser) -> None:
         add_dataclass_flags(parser.add_argument_group(heading), adapter.config_class, skip=tuple(shared))
 
 
-def _task_from_flags(args) -> FoodTaskAdapter | TwoChoiceTaskAdapter:
+def task_from_flags(args) -> FoodTaskAdapter | TwoChoiceTaskAdapter:
     """The chosen task with the settings given; ConfigError naming the first flag of another task."""
     chosen = args.task or DEFAULT_TASK
     adapter = TASKS[chosen]
@@ -201,7 +201,7 @@ def _run_process(args, world, claims: RunFolderClaims) -> int:
         config, run_dir, tokenizer = trainer.config, args.resume, trainer.tokenizer
     else:
         config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
-        adapter = _task_from_flags(args)
+        adapter = task_from_flags(args)
         if world.is_main:
             check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
         # process 0 claims the run folder and names it for all; a command refused later leaves it as it was
