@@ -58,6 +58,7 @@ class TorchBreakout(TorchMinAtarEnv):
                  sticky_action_prob: float = 0.1):
         super().__init__(num_envs, device, seed, groups, sticky_action_prob)
         self._paddle_moves = torch.tensor([0, -1, 1], device=self.device)  # by action
+        self._single_cell_channels = torch.arange(3, device=self.device).unsqueeze(1)  # (3, 1) paddle, ball, trail
 
     def _initial_state(self, n: int) -> torch.Tensor:
         from_right = torch.randint(2, (n,), generator=self.generator, device=self.device)  # (n,) 0 or 1
@@ -94,27 +95,25 @@ class TorchBreakout(TorchMinAtarEnv):
         terminated = at_bottom & ~over_paddle & ~onto_paddle
 
         bounce = off_top | breaks | over_paddle | onto_paddle  # dy flips, the ball keeps its row
-        next_state = torch.empty_like(state)
-        next_state[self.BALL_X] = new_x
-        next_state[self.BALL_Y] = torch.where(bounce, y, new_y)
-        next_state[self.BALL_DX] = torch.where(onto_paddle, -dx, dx)
-        next_state[self.BALL_DY] = torch.where(bounce, -dy, dy)
-        next_state[self.PADDLE_X] = paddle
-        next_state[self.TRAIL_X], next_state[self.TRAIL_Y] = x, y
-        next_state[self.STRUCK] = on_brick.long()
-        next_state[self.LAST_ACTION] = action
-
         broken = torch.where(breaks, brick_row & ~(1 << new_x), brick_row).unsqueeze(0)  # (1, N)
-        next_bricks = bricks.scatter(0, band, broken)
         relay = at_bottom & (bricks == 0).all(0)  # no brick left when the ball reached the bottom
-        next_state[self.BRICKS] = torch.where(relay, FULL_ROW, next_bricks)
+        next_bricks = torch.where(relay, FULL_ROW, bricks.scatter(0, band, broken))  # (3, N)
+        next_state = torch.cat((torch.stack((
+            new_x,  # BALL_X
+            torch.where(bounce, y, new_y),  # BALL_Y
+            torch.where(onto_paddle, -dx, dx),  # BALL_DX
+            torch.where(bounce, -dy, dy),  # BALL_DY
+            paddle,  # PADDLE_X
+            x, y,  # TRAIL_X, TRAIL_Y
+            on_brick.long(),  # STRUCK
+            action,  # LAST_ACTION
+        )), next_bricks))
         return next_state, breaks.to(torch.float32), terminated
 
     def _observe(self, state):
         observation = self._blank_observation(state.shape[1])  # (n, 4, 10, 10)
-        channel = torch.arange(3, device=self.device).unsqueeze(1)  # (3, 1): paddle, ball, trail
-        y = torch.stack((torch.full_like(state[self.PADDLE_X], PADDLE_ROW), state[self.BALL_Y], state[self.TRAIL_Y]))
-        x = torch.stack((state[self.PADDLE_X], state[self.BALL_X], state[self.TRAIL_X]))  # (3, n)
-        self._mark_cells(observation, channel, y, x)
+        x, y = state[[self.PADDLE_X, self.BALL_X, self.TRAIL_X]], state[[self.PADDLE_X, self.BALL_Y, self.TRAIL_Y]]
+        y[0] = PADDLE_ROW
+        self._mark_cells(observation, self._single_cell_channels, y, x)  # paddle, ball, trail
         observation[:, 3, BRICK_ROWS[0]:BRICK_ROWS[-1] + 1] = self._bitboard_cells(state[self.BRICKS])
         return observation
