@@ -284,9 +284,12 @@ def _run(args) -> int:
                 "kl_coef": args.kl_coef, "learning_rate": args.learning_rate}
     for algorithm in args.algorithms:  # every setting checked before anything is trained
         RLHFConfig(algorithm=algorithm if algorithm != "dpo" else "ppo", **settings).validate()
-    num_comparisons = args.dpo_comparisons or args.iterations * args.batch_size // 2
-    if num_comparisons < 1:
-        raise ConfigError(f"dpo_comparisons = {num_comparisons} must be a positive integer")
+    num_comparisons = args.iterations * args.batch_size // 2 if args.dpo_comparisons is None else args.dpo_comparisons
+    for name, value in (("dpo_comparisons", num_comparisons), ("dpo_epochs", args.dpo_epochs)):
+        if value < 1:
+            raise ConfigError(f"{name} = {value} must be a positive integer")
+    if not args.dpo_learning_rate > 0:
+        raise ConfigError(f"dpo_learning_rate = {args.dpo_learning_rate} must be positive")
     dpo_config = DPOConfig(beta=args.kl_coef, learning_rate=args.dpo_learning_rate, epochs=args.dpo_epochs).validate()
     if args.json is not None:
         check_writable_file(args.json, "--json")

@@ -25,7 +25,9 @@ Each method learns from the same N comparisons, with the SFT model as π_ref:
     RM + PPO   a Bradley–Terry reward model r_φ (`ppo.lm.reward_model`), normalised as the library
                does to mean 0 and sd 1 on 512 SFT samples (r̃ = s·(r_φ − o)), then PPO with k1 in the
                reward at coefficient s·β: the target π_ref·exp(r̃/(s·β)) ∝ π_ref·exp(r_φ/β) is π*_β
-               when r_φ = r/t + const, the same tilt DPO aims at
+               when r_φ = r/t + const, the same tilt DPO aims at (printed under the table: the reward
+               model's own target π_ref·exp(r̃/(s·β)), exact over the groups, its TV to π*_β — the
+               reward model's error — and the PPO runs' TV to it — PPO's)
     best-of-n  n SFT samples, the one r̃ ranks highest, computed exactly over every completion with
                π_ref ≥ --enumeration-threshold (`ppo.lm.best_of_n`); not aimed at π*_β, shown for
                the gold it buys per nat of KL
@@ -76,7 +78,7 @@ from ppo.lm.best_of_n import best_of_n_kl_bound, best_of_n_probabilities, kl_div
 from ppo.lm.dpo import DPOConfig, encode_preference_pairs, ipo_optimum, train_dpo
 from ppo.lm.enumeration import enumerate_completions
 from ppo.lm.model import GPT
-from ppo.lm.optimum import DEFAULT_MIN_PROBABILITY, MALFORMED, NO_EOS, kl_regularised_optimum
+from ppo.lm.optimum import DEFAULT_MIN_PROBABILITY, MALFORMED, NO_EOS, kl_regularised_optimum, scored_group
 from ppo.lm.optimum_distance import PromptOptimum, distance_to_optimum, group_kl, total_variation
 from ppo.lm.pretrain import load_or_pretrain_sft
 from ppo.lm.reward_model import RewardModel, encode_texts, train_reward_model
@@ -235,6 +237,27 @@ def enumerate_prompts(sft: GPT, tokenizer, prompts: list[str], threshold: float,
                                           settings.temperature) for prompt in prompts}
 
 
+@torch.no_grad()
+def reward_model_optimum(reward_model: RewardModel, tokenizer, enumerated: dict, optima: list[PromptOptimum],
+                         kl_coef: float, missing_eos_penalty: float) -> list[dict[str, float]]:
+    """The target PPO aims at: π_ref·exp(r̃/kl_coef) over the groups of each prompt, r̃ the reward model's score
+    of each answer, MALFORMED tilted inside by r̃ over its enumerated members (`ppo.lm.optimum.scored_group`)."""
+    targets = []
+    for optimum in optima:
+        found = enumerated[optimum.prompt]
+        malformed = [i for i, (text, ended) in enumerate(zip(found.texts, found.ended_with_eos))
+                     if ended and text not in ANSWERS]
+        if not malformed:
+            raise ConfigError(f"no malformed completion of {optimum.prompt!r} has π_ref ≥ the enumeration threshold: "
+                              f"give a smaller --enumeration-threshold")
+        texts = list(ANSWERS) + [found.texts[i] for i in malformed]
+        scores = reward_model(*encode_texts(tokenizer, [optimum.prompt + text for text in texts])).double()  # (K,)
+        groups = {**dict(zip(ANSWERS, scores[: len(ANSWERS)].tolist())), NO_EOS: missing_eos_penalty,
+                  MALFORMED: scored_group(scores[len(ANSWERS):], found.probabilities[malformed], kl_coef)}
+        targets.append(kl_regularised_optimum(optimum.optimum.reference_probabilities, groups, kl_coef).probabilities)
+    return targets
+
+
 def completion_group(text: str, ended_with_eos: bool) -> str:
     """The group of `ppo.lm.optimum` a completion falls in: its answer, MALFORMED or NO_EOS."""
     if not ended_with_eos:
@@ -315,8 +338,14 @@ def run_seed(seed: int, sft: GPT, tokenizer, task, task_config: TwoChoiceTaskCon
                           dataclasses.replace(task, reward=reward_model.score_batch), progress=False)
     trainer.train()
     wall = reward_wall + time.perf_counter() - started
-    rows.append({**measured_row("RM + PPO", trainer.policy, sft, tokenizer, task, task_config, args, settings, seed),
-                 "completions": trainer.samples_seen, "wall_seconds": wall, "ppo_kl_coef": scale * args.beta})
+    ppo_row = measured_row("RM + PPO", trainer.policy, sft, tokenizer, task, task_config, args, settings, seed)
+    reward_target = reward_model_optimum(reward_model, tokenizer, enumerated, sft_optima, scale * args.beta,
+                                         settings.missing_eos_penalty)
+    rows.append({**ppo_row, "completions": trainer.samples_seen, "wall_seconds": wall, "ppo_kl_coef": scale * args.beta,
+                 "tv_to_own_target": statistics.fmean(total_variation(groups, target) for groups, target
+                                                      in zip(ppo_row["groups"], reward_target)),
+                 "own_target_tv_to_optimum": statistics.fmean(total_variation(target, o.optimum.probabilities)
+                                                              for target, o in zip(reward_target, sft_optima))})
 
     started = time.perf_counter()
     bon = best_of_n_rows(enumerated, reward_model, tokenizer, sorted(set(args.best_of_n)), sft_optima, scores, settings)
@@ -366,7 +395,10 @@ def print_tables(rows: list[dict], sft_row: dict, optimum_row: dict, ipo_row: di
           f"{ipo_row['right_rate']:.3f}, KL {ipo_row['kl']:.3f}, TV(π_IPO, π*_β) {ipo_row['total_variation']:.3f}; "
           f"the IPO runs' TV to π_IPO: {mean_sd([r['tv_to_own_target'] for r in by_method['IPO']], 3)}")
     ppo_betas = [r["ppo_kl_coef"] for r in by_method["RM + PPO"]]
-    print(f"RM + PPO ran at kl_coef s·β = {mean_sd(ppo_betas, 3)} (s: the reward model's normalising scale)")
+    print(f"RM + PPO ran at kl_coef s·β = {mean_sd(ppo_betas, 3)} (s: the reward model's normalising scale); its "
+          f"target π_ref·exp(r̃/(s·β)), exact over the groups: TV to π*_β "
+          f"{mean_sd([r['own_target_tv_to_optimum'] for r in by_method['RM + PPO']], 3)}, the PPO runs' TV to it "
+          f"{mean_sd([r['tv_to_own_target'] for r in by_method['RM + PPO']], 3)}")
     print("\nbest-of-n under the learned reward model, exact: KL(π_bon ‖ π_ref) against log n − (n − 1)/n")
     print(f"{'n':>6}{'exact KL':>18}{'log n − (n−1)/n':>18}")
     for method, group in by_method.items():

@@ -88,6 +88,8 @@ def test_a_tiny_run_writes_every_row_and_dpo_moves_towards_the_optimum(tmp_path,
     for row in rows.values():
         assert 0.0 <= row["total_variation"] <= 1.0 and row["comparisons"] == 256
     assert rows["RM + PPO"]["completions"] == 3 * 32
+    for key in ("tv_to_own_target", "own_target_tv_to_optimum"):  # the reward model's target, PPO's distance to it
+        assert 0.0 <= rows["RM + PPO"][key] <= 1.0
     assert rows["best-of-8"]["kl"] <= rows["best-of-8"]["kl_bound"] + 1e-12
     assert rows["DPO"]["total_variation"] < results["sft"]["total_variation"]
     printed = capsys.readouterr().out
