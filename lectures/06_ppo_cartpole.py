@@ -9,7 +9,7 @@ the library's trainer:
         collect T steps from each of N environments with π_old        (rollout)
         Â, R ← GAE(γ, λ) over the rollout                              (lecture 3)
         for K epochs, for each shuffled minibatch:
-            L = −L^CLIP(ε) + c_v · L_value − c_e · H[π_θ]                (lectures 2, 5)
+            L = −L^CLIP(ε) + c_v · L_value − c_e · H[π_θ]                (lectures 2, 4–5)
             one Adam step on L, gradient norm clipped
         log the diagnostics
 

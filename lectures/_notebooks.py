@@ -80,8 +80,9 @@ def out_of_sync(script: Path) -> str | None:
 def module_file(module: str, root: Path) -> Path | None:
     """The project file that `import module` runs (a package's __init__.py), None outside the project."""
     parts = module.split(".")
-    if parts == ["_common"]:  # the lectures' shared helper, imported from lectures/
-        return root / "lectures" / "_common.py"
+    helper = root / "lectures" / f"{parts[0]}.py"
+    if len(parts) == 1 and parts[0].startswith("_") and helper.is_file():  # a helper the lectures share (_common)
+        return helper
     if parts[0] not in PROJECT_PACKAGES:
         return None
     base = root.joinpath(*parts)

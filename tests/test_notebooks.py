@@ -74,8 +74,8 @@ def test_a_notebook_is_stale_only_when_a_file_its_run_imports_changes(tmp_path: 
     """A small project: the lecture imports ppo.a, which imports .b, which imports ppo.lm's d.
     ppo/c.py is imported by nothing the lecture runs."""
     files = {
-        "lectures/_common.py": "",
-        "lectures/07_x.py": "import torch\nfrom _common import Lecture\nfrom ppo.a import f\n",
+        "lectures/_common.py": "", "lectures/_shared.py": "import math\n",
+        "lectures/07_x.py": "import torch\nfrom _common import Lecture\nfrom _shared import y\nfrom ppo.a import f\n",
         "ppo/__init__.py": "", "ppo/a.py": "from .b import g\n\ndef f():\n    return g()\n",
         "ppo/b.py": "def g():\n    from ppo.lm import d\n    return d.h()\n", "ppo/c.py": "x = 1\n",
         "ppo/lm/__init__.py": "", "ppo/lm/d.py": "def h():\n    return 2\n",
@@ -85,16 +85,17 @@ def test_a_notebook_is_stale_only_when_a_file_its_run_imports_changes(tmp_path: 
         (tmp_path / name).write_text(text)
     script = tmp_path / "lectures/07_x.py"
     assert [path.relative_to(tmp_path).as_posix() for path in _notebooks.files_run_by(script, tmp_path)] == [
-        "lectures/07_x.py", "lectures/_common.py", "ppo/__init__.py", "ppo/a.py", "ppo/b.py",
+        "lectures/07_x.py", "lectures/_common.py", "lectures/_shared.py", "ppo/__init__.py", "ppo/a.py", "ppo/b.py",
         "ppo/lm/__init__.py", "ppo/lm/d.py"]
     path = planted_notebook(script, tmp_path / "lectures", root=tmp_path)
     (tmp_path / "ppo/c.py").write_text("x = 2\n")  # not run by the lecture: still fresh
     assert _notebooks.stale(script, path, root=tmp_path) is None
     (tmp_path / "ppo/lm/d.py").write_text("def h():\n    return 3\n")  # two imports away: stale
+    (tmp_path / "lectures/_shared.py").write_text("import math\ny = 1\n")  # a lectures' helper: stale
     (tmp_path / "ppo/e.py").write_text("")
     (tmp_path / "ppo/a.py").write_text("from .b import g\nfrom . import e\n\ndef f():\n    return g()\n")
     assert _notebooks.stale(script, path, root=tmp_path) == (
-        "07_x.ipynb is stale, its outputs predate the code it runs (changed: ppo/a.py, ppo/lm/d.py; "
+        "07_x.ipynb is stale, its outputs predate the code it runs (changed: lectures/_shared.py, ppo/a.py, ppo/lm/d.py; "
         "now imported: ppo/e.py)")
 
 

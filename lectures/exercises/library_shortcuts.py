@@ -39,6 +39,10 @@ FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
         "lambda_return": ("ppo.advantages",),
         "predict_best_lambda": ("ppo.advantages",),
     },
+    "lecture_04": {
+        "conjugate_gradient": ("torch.linalg", "torch.inverse", "torch.cholesky_solve", "torch.cholesky_inverse"),
+        "natural_gradient_step": ("torch.linalg", "torch.inverse", "torch.cholesky_solve", "torch.cholesky_inverse"),
+    },
     "lecture_05": {
         "clipped_surrogate_loss": ("ppo.losses.clipped_surrogate_loss", "ppo.losses.transition_loss", "ppo.trainer",
                                    "ppo.variants"),

@@ -1,0 +1,477 @@
+# %% [markdown]
+"""
+# Lecture 4 — The surrogate objective and trust regions
+
+**What it teaches.** Lecture 3 ended with good advantages Â_t for a batch collected by
+the current policy π_old. A policy-gradient step (lectures 1–2) uses that batch for one
+gradient step and throws it away: the gradient E[∇log π · Â] is the gradient at π_old,
+and after one step the policy is no longer π_old. Collecting a batch costs far more than
+a gradient step on it, so we would like to take many steps on one batch. How far may one
+batch move the policy? This lecture answers in three steps: importance sampling turns the
+batch into a *surrogate* objective L_{π_old}(π) that can be evaluated for any π; the
+surrogate is exact to first order at π_old and wrong away from it (Kakade & Langford
+2002; the TRPO bound, Schulman et al. 2015); TRPO keeps the policy within a KL *trust
+region* around π_old, with a natural-gradient step, and PPO's clip is a first-order
+stand-in for that. Then we measure what the theory says, on one real update.
+
+**What it shows.** (1) On a CartPole rollout, the gradient of the surrogate at π_old
+against the policy gradient (autograd; they are the same vector). (2) The TRPO bound, its
+constant C, the KL-constrained step and the natural gradient, in one page. (3) One PPO
+update repeated from the same start at three learning rates (step sizes) and ε ∈ {0.1,
+0.2, ∞}: the gain in return the surrogate predicts on 1,024 fresh episodes against the
+change in return measured on the same episodes' random numbers, the mean KL of each
+update against TRPO's δ, and the bound's penalty (table, plot). (4) The same from four
+other starts: the prediction error of all 45 updates against how far each moved the
+policy (table, plot).
+
+**Prerequisites.** Lectures 1–3.
+
+**Library.** `ppo/trainer.py` — `PPO.update`, K epochs of minibatch steps on one
+rollout; `ppo/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
+`ppo/networks.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
+argument. `lectures/_saved_update.py` saves the update's start so that it can be repeated.
+"""
+
+# %%
+import math
+import statistics
+
+import torch
+
+from _common import Lecture, plt, print_table
+from _saved_update import saved_start
+from envs.classic import make_torch_vec_env
+
+lecture = Lecture("04_surrogate_and_trust_regions", __doc__)
+
+# %% [markdown]
+"""
+## A surrogate from the old policy's data
+
+Write η(π) = E[Σ_t γ^t r_t] for the discounted return of π from the start state, and
+A^old(s, a) = Q^old(s, a) − V^old(s) for the advantage of π_old. Kakade & Langford
+(2002) give an exact identity for any other policy π:
+
+    η(π) = η(π_old) + E_{τ ~ π}[ Σ_t γ^t A^old(s_t, a_t) ]
+
+It needs states and actions *from π*, which we have not collected. Importance sampling
+fixes the actions: E_{a~π}[f(a)] = E_{a~π_old}[r(a) f(a)] with the ratio
+r = π(a|s) / π_old(a|s) (exercise 4.1 writes this estimate). The states cannot be fixed that way (their probability under π
+is a product over the whole history), so the surrogate simply keeps π_old's:
+
+    L_{π_old}(π) = η(π_old) + E_{τ ~ π_old}[ Σ_t γ^t r_t A^old(s_t, a_t) ]
+
+Every quantity in it comes from π_old's batch, for any π we care to evaluate. At
+π = π_old every ratio is 1 and L = η; the gradient of r_t with respect to θ at
+θ = θ_old is ∇log π_θ(a_t|s_t), so the gradient of L there is the policy gradient of
+lecture 1. L is a first-order model of η around π_old.
+
+We check that on a real batch: PPO trains CartPole for a few iterations (so that the
+advantages mean something), collects one more rollout and saves the network, the
+optimizer and the minibatch order (`lectures/_saved_update.py`): the start every update
+of this lecture, and of lecture 5, is repeated from. On that rollout we take the
+gradient of the mean of r_t Â_t and of the mean of log π_θ(a_t|s_t) Â_t (Â_t the
+trainer's GAE advantages, as the rollout stores them), both at θ_old, by autograd.
+"""
+
+# %%
+start = saved_start(lecture)
+trainer, config = start.trainer, start.trainer.config
+batch = config.batch_size
+# the rollout's tensors were made in inference mode; autograd needs ordinary copies of them
+obs = trainer.buffer.obs.reshape(batch, -1).clone()
+actions = trainer.buffer.actions.reshape(batch).clone()
+old_log_probs = trainer.buffer.log_probs.reshape(batch).clone()
+rollout_advantages = start.advantages.reshape(batch).clone()
+parameters = list(trainer.model.parameters())
+log_probs, _, _ = trainer.model.evaluate_actions(obs, actions)
+surrogate = ((log_probs - old_log_probs).exp() * rollout_advantages).mean()
+policy_objective = (log_probs * rollout_advantages).mean()
+gradients = [torch.autograd.grad(objective, parameters, retain_graph=True, allow_unused=True)
+             for objective in (surrogate, policy_objective)]
+surrogate_gradient, policy_gradient = (torch.cat([g.flatten() for g in grads if g is not None]) for grads in gradients)
+largest_ratio_error = float((log_probs.detach() - old_log_probs).exp().sub(1).abs().max())
+relative_difference = float((surrogate_gradient - policy_gradient).norm() / policy_gradient.norm())
+print(f"rollout of {batch} samples: largest |r − 1| at θ_old {largest_ratio_error:.1e}; "
+      f"|∇L − ∇(policy gradient objective)| / |∇(policy gradient objective)| = {relative_difference:.1e} "
+      f"over {surrogate_gradient.numel():,} policy parameters")
+lecture.claim("at π_old every ratio is 1 and the gradient of the surrogate is the policy gradient "
+              "(they differ by less than 1e-5 of its norm, float32 rounding)",
+              largest_ratio_error < 1e-5 and relative_difference < 1e-5,
+              measured=f"largest |r − 1| {largest_ratio_error:.1e}, relative difference {relative_difference:.1e}")
+
+# %% [markdown]
+"""
+## How far the surrogate can be trusted: the TRPO bound, the KL constraint, the natural gradient
+
+Away from π_old the states π visits differ from π_old's, and L can be wrong. How wrong is
+bounded (Schulman et al. 2015, TRPO, Theorem 1, which extends Kakade & Langford's bound
+for mixtures of policies to any pair of policies):
+
+    η(π) ≥ L_{π_old}(π) − C · max_s KL(π_old(·|s) ‖ π(·|s)),    C = 4 γ max_{s,a} |A^old(s,a)| / (1 − γ)²
+
+(Achiam et al. 2017 prove a bound of the same kind in terms of the *mean* KL over π_old's
+states, under a square root: closer to what TRPO constrains.) Maximising the right-hand
+side improves η at every step — the bound is an equality at π = π_old, so a π whose
+right-hand side exceeds η(π_old) has a higher η — but C is enormous: with γ = 0.99,
+1/(1 − γ)² = 10⁴. The steps it allows are tiny.
+
+**TRPO** (Schulman et al. 2015) therefore keeps L and replaces the penalty by a
+constraint, a *trust region*: maximise L_{π_old}(π) subject to the mean KL over visited
+states, E_s[KL(π_old(·|s) ‖ π(·|s))], being at most δ (0.01 in the paper). Expand L to
+first order in Δθ = θ − θ_old (its gradient g, the policy gradient above) and the KL to
+second order (its Hessian at θ_old is the Fisher information matrix F of the policy):
+
+    maximise gᵀΔθ   subject to   ½ ΔθᵀFΔθ ≤ δ     →     Δθ = √(2δ / gᵀF⁻¹g) · F⁻¹g
+
+F⁻¹g is the **natural gradient** (Kakade 2001): the steepest-ascent direction when
+distance is measured by the KL between the policies rather than the Euclidean distance
+between their parameters, so the step does not depend on how the policy is
+parametrised. F has as many rows as the network has parameters; TRPO never forms it,
+but solves F x = g by conjugate gradient from products F v (each one a second
+backward pass through the KL), then follows the step with a line search that shrinks it
+until the true KL is below δ and L has improved. (Exercises 4.2 and 4.3 write the solver
+and the step.)
+
+## PPO-clip: a first-order stand-in
+
+PPO (Schulman et al. 2017) keeps the surrogate and drops the second-order machinery:
+plain first-order (Adam) steps, several epochs of minibatches on one batch, on
+
+    L^CLIP(θ) = E[ min( r_t(θ) Â_t,  clip(r_t(θ), 1 − ε, 1 + ε) Â_t ) ]
+
+Where the advantage favours moving r_t away from 1, the clip removes the incentive to go
+beyond 1 ± ε. It computes no F and bounds no KL: it only removes the reason to go
+further, and keeps the ratios, and with them the KL, small if the step size is small
+enough. Lecture 5 takes L^CLIP apart; here we measure what it buys against the
+question of this lecture: does the surrogate still predict the return after the update?
+"""
+
+# %% [markdown]
+"""
+## The surrogate's prediction against the return, measured
+
+L_{π_old}(π) − η(π_old) is the gain in return the surrogate *predicts* for a new policy
+π; η(π) − η(π_old) is the change that happens. We measure both for one PPO update on the
+saved rollout — K = 10 epochs of 4 minibatches, from the saved start each time — at
+three learning rates (the step size) and ε ∈ {0.1, 0.2, ∞} (∞: no clip, plain
+maximisation of the surrogate):
+
+- **predicted**: on fresh episodes of π_old (not the update's own rollout), the
+  sample mean over episodes of Σ_t γ^t (r_t − 1) Â_t, with Â_t = G_t − V_old(s_t), the
+  discounted return from t minus the critic. (Â's expectation over π_old's actions is
+  A^old's, because E_{a~π_old}[r − 1] = 0 removes V's bias.)
+- **measured**: η(π) − η(π_old), the mean discounted return from the start state of
+  π's episodes minus π_old's. Both policies play the same episodes' random numbers
+  (the same start states, the same uniforms U in the Gumbel-max sampler of
+  `CategoricalDistribution.sample`), so their episodes differ only where their actions
+  do: common random numbers, which shrink the standard error of the difference.
+
+Units: discounted return with γ = 0.99, at most 1/(1 − γ) = 100. The table also gives
+each update's mean KL(π_old ‖ π) over π_old's states (TRPO's constraint; the paper's
+δ = 0.01) and the penalty C · max KL of the TRPO bound, with max|A| taken as the
+largest |Â| of the episodes.
+"""
+
+
+# %%
+HORIZON = 500  # CartPole-v1's time limit
+EPSILONS = (0.1, 0.2, math.inf)
+EPISODE_SEED = 2024
+
+
+@torch.no_grad()
+def play_episodes(model, uniforms: torch.Tensor, seed: int) -> dict[str, torch.Tensor]:
+    """One episode in each of M copies of CartPole, actions sampled with the given uniforms (H, M, 2);
+    steps after a copy's episode ended are masked. Returns obs (T, M, 4), actions, alive mask and
+    G_t = Σ_k γ^(k−t) r_k, the discounted return from each step, all (T, M)."""
+    copies = uniforms.shape[1]
+    envs = make_torch_vec_env(config.env_id, copies, seed=seed)
+    obs, alive, steps = envs.reset(seed=seed), torch.ones(copies, dtype=torch.bool), []
+    for uniform in uniforms:
+        action = model.distribution(obs).sample(uniform)
+        result = envs.step(action)
+        steps.append((obs, action, result.reward * alive, alive))
+        alive = alive & ~(result.terminated | result.truncated)
+        obs = result.obs
+        if not alive.any():
+            break
+    observations, actions, rewards, mask = (torch.stack(column) for column in zip(*steps))
+    discounted = torch.zeros_like(rewards)  # (T, M)
+    running = torch.zeros(copies)
+    for t in reversed(range(len(steps))):
+        running = rewards[t] + config.gamma * running
+        discounted[t] = running
+    return {"obs": observations, "actions": actions, "alive": mask, "returns": discounted}
+
+
+@torch.no_grad()
+def log_probs_of(model, episodes: dict[str, torch.Tensor]) -> torch.Tensor:
+    """log π(a_t | s_t) of the model for the episodes' steps, (T, M)."""
+    steps, copies = episodes["actions"].shape
+    log_probs, _, _ = model.evaluate_actions(episodes["obs"].reshape(steps * copies, -1), episodes["actions"].reshape(-1))
+    return log_probs.reshape(steps, copies)
+
+
+def predicted_against_measured(start, copies: int, learning_rates: list[float]) -> list[dict]:
+    """For each step size and ε, the saved update from `start`: its mean KL over π_old's states,
+    the gain the surrogate predicts on `copies` fresh episodes of π_old and the change in η
+    measured on the same random numbers, each with its standard error, and the bound's penalty."""
+    model = start.trainer.model
+    uniforms = torch.rand(HORIZON, copies, 2, generator=torch.Generator().manual_seed(EPISODE_SEED))
+    start.restore()  # π_old: the network before any of the updates
+    old_episodes = play_episodes(model, uniforms, EPISODE_SEED)
+    old_log_probs_fresh = log_probs_of(model, old_episodes)
+    alive = old_episodes["alive"]
+    steps_played = alive.shape[0]
+    with torch.no_grad():
+        old_values = model.value(old_episodes["obs"].reshape(steps_played * copies, -1)).reshape(steps_played, copies)
+    fresh_advantages = (old_episodes["returns"] - old_values) * alive  # (T, M) Â_t = G_t − V_old(s_t)
+    discounts = config.gamma ** torch.arange(steps_played, dtype=torch.float32).unsqueeze(1)  # (T, 1) γ^t
+    penalty_factor = 4 * config.gamma * float(fresh_advantages.abs().max()) / (1 - config.gamma) ** 2  # C of the bound
+    print(f"π_old of training seed {start.trainer.config.seed} on {copies} fresh episodes: "
+          f"η(π_old) = {float(old_episodes['returns'][0].mean()):.2f} (mean length "
+          f"{float(alive.sum(0).float().mean()):.1f} steps); the bound's C = {penalty_factor:,.0f}")
+    rows = []
+    for learning_rate in learning_rates:
+        for epsilon in EPSILONS:
+            start.update(epsilon, learning_rate)
+            log_ratio = (log_probs_of(model, old_episodes) - old_log_probs_fresh) * alive  # (T, M)
+            per_episode_prediction = (discounts * (log_ratio.exp() - 1) * fresh_advantages).sum(0)  # (M,)
+            kl_per_step = (log_ratio.exp() - 1) - log_ratio  # k3 estimate of KL(π_old ‖ π) at each state
+            new_episodes = play_episodes(model, uniforms, EPISODE_SEED)
+            change = new_episodes["returns"][0] - old_episodes["returns"][0]  # (M,) per start state
+            rows.append({
+                "lr": learning_rate, "ε": "∞" if math.isinf(epsilon) else epsilon,
+                "mean KL": float(kl_per_step[alive].mean()),
+                "predicted": float(per_episode_prediction.mean()),
+                "± se": float(per_episode_prediction.std() / math.sqrt(copies)),
+                "measured": float(change.mean()),
+                "± se ": float(change.std() / math.sqrt(copies)),
+                "bound's penalty C·max KL": penalty_factor * float(kl_per_step[alive].max()),
+            })
+    return rows
+
+
+COPIES = lecture.choose(full=1024, quick=128)
+LEARNING_RATES = lecture.choose(full=[3e-4, 1e-3, 3e-3], quick=[1e-3])
+trust_rows = predicted_against_measured(start, COPIES, LEARNING_RATES)
+print_table(trust_rows, title="One update from the same start: the gain the surrogate predicts against the change in η "
+                              "(discounted return, γ = 0.99)")
+
+# %%
+figure, axis = plt.subplots(figsize=(6.5, 5))
+colours = {0.1: "tab:blue", 0.2: "tab:green", "∞": "tab:red"}  # colour: ε; marker: learning rate
+markers = dict(zip(LEARNING_RATES, ("o", "s", "^")))
+for row in trust_rows:
+    axis.errorbar([row["predicted"]], [row["measured"]], xerr=[2 * row["± se"]], yerr=[2 * row["± se "]],
+                  fmt=markers[row["lr"]], color=colours[row["ε"]], capsize=3, markersize=6)
+for epsilon, colour in colours.items():
+    axis.plot([], [], "-", color=colour, lw=3, label=f"ε = {epsilon}")
+for learning_rate, marker in markers.items():
+    axis.plot([], [], marker, color="0.3", linestyle="none", label=f"lr {learning_rate:g}")
+extent = [min(min(row["predicted"], row["measured"]) for row in trust_rows) - 2,
+          max(max(row["predicted"], row["measured"]) for row in trust_rows) + 2]
+axis.plot(extent, extent, color="black", lw=0.8, ls=":", label="measured = predicted")
+axis.axhline(0, color="grey", lw=0.5)
+axis.set_xlabel("predicted gain L(π) − η(π_old) (discounted return)")
+axis.set_ylabel("measured change η(π) − η(π_old) (discounted return)")
+axis.set_title("The surrogate's prediction against the return (bars: ±2 se)")
+axis.legend(fontsize=8, loc="upper left")
+lecture.save_figure(figure, "predicted_against_measured.png")
+
+
+def prediction_error(row: dict) -> float:
+    return abs(row["predicted"] - row["measured"])
+
+
+def standard_error(row: dict) -> float:
+    """Of predicted − measured, the two standard errors combined as if independent."""
+    return math.hypot(row["± se"], row["± se "])
+
+
+by_step = {lr: [row for row in trust_rows if row["lr"] == lr] for lr in LEARNING_RATES}
+clipped_rows = [row for row in trust_rows if row["ε"] != "∞"]
+unclipped_rows = [row for row in trust_rows if row["ε"] == "∞"]
+lecture.claim("every clipped update's prediction is within 2.5 of the measured change (discounted returns go up to 100)",
+              all(prediction_error(row) <= 2.5 for row in clipped_rows),
+              measured="; ".join(f"lr {row['lr']:g}, ε {row['ε']}: {prediction_error(row):.2f} "
+                                 f"({prediction_error(row) / standard_error(row):.1f} se)" for row in clipped_rows),
+              quick=False)
+lecture.claim("at every step size the unclipped update's prediction is the furthest off, and too optimistic",
+              all(max(rows, key=prediction_error)["ε"] == "∞" for rows in by_step.values())
+              and all(row["predicted"] > row["measured"] for row in unclipped_rows),
+              measured="; ".join(f"lr {lr:g}: errors " + ", ".join(f"{prediction_error(row):.2f}" for row in rows)
+                                 for lr, rows in by_step.items()), quick=False)
+lecture.claim("the unclipped updates' mean KL exceeds TRPO's δ = 0.01 at every step size; every clipped one stays below it",
+              all(row["mean KL"] > 0.01 for row in unclipped_rows) and all(row["mean KL"] < 0.01 for row in clipped_rows),
+              measured="unclipped " + ", ".join(f"{row['mean KL']:.4f}" for row in unclipped_rows)
+                       + f"; clipped at most {max(row['mean KL'] for row in clipped_rows):.4f}", quick=False)
+lowered = [row for row in clipped_rows if row["measured"] < 0]
+lecture.claim("with the clip, every predicted gain has the sign of the measured change, the one clipped update that "
+              "lowered the return (lr 0.003, ε = 0.1) included",
+              all((row["predicted"] > 0) == (row["measured"] > 0) for row in clipped_rows)
+              and [(row["lr"], row["ε"]) for row in lowered] == [(0.003, 0.1)],
+              measured="; ".join(f"lr {row['lr']:g}, ε {row['ε']}: predicted {row['predicted']:+.2f}, measured "
+                                 f"{row['measured']:+.2f}" for row in clipped_rows), quick=False)
+wrong_sign = [row["lr"] for row in unclipped_rows if row["predicted"] > 0 > row["measured"]]
+lecture.claim("without the clip, at lr 0.001 and 0.003 the surrogate predicts a gain and the return falls",
+              wrong_sign == [0.001, 0.003],
+              measured="; ".join(f"lr {row['lr']:g}: predicted {row['predicted']:+.2f}, measured {row['measured']:+.2f}"
+                                 for row in unclipped_rows), quick=False)
+smallest_penalty = min(row["bound's penalty C·max KL"] for row in trust_rows)
+lecture.claim("in every row the bound's penalty exceeds 100, the largest discounted return there is: it guarantees nothing",
+              smallest_penalty > 1 / (1 - config.gamma), measured=f"smallest penalty {smallest_penalty:,.0f}")
+
+# %% [markdown]
+"""
+Read the table and the figure together. Where the update stays near π_old — every
+clipped row, mean KL below TRPO's δ = 0.01 — the points lie near the diagonal: the
+surrogate's prediction is within 2.5 of the measured change, on returns of up to 100
+(the bars and the `± se` columns show how much of that is sampling noise). That
+is the first-order model working inside its trust region. Without the clip the same
+step sizes move the policy much further (KL above δ at every step size), and there the
+surrogate is too optimistic and the furthest off of the three: it credits the new
+policy with π_old's states, which the new policy no longer visits. Whether an update
+raises the return at all depends on the rollout it learned from (the update maximises
+the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
+negative); with the clip, the prediction says so: every clipped update's predicted gain
+has the sign of the measured change, the one clipped update that lowered the return
+(lr 0.003, ε = 0.1, the blue triangle below 0) included. Without the clip it does not:
+at lr 0.001 and 0.003 the surrogate predicts a large gain and the return falls (the red
+square and triangle). The TRPO bound is true but useless
+here: its penalty C · max KL exceeds 100, the largest discounted return CartPole can
+give, in every row. This is why TRPO constrains the mean KL instead, and why PPO
+settles for a clip that keeps the ratios, and so the KL, small.
+
+All of this is one update from one start (training seed 1). Which of it is the theory,
+and which is this start?
+
+## From other starts
+
+The same measurement from four other saved starts, training seeds 8–11, each on 512
+fresh episodes, at the same three step sizes and three ε: 36 more updates, pooled with
+the 9 above. (The sentences of this section were written on seeds 2–7; seeds 8–11 are
+new to them.) The theory says what should hold whatever the start: the further an update
+moves the policy from π_old, the less its surrogate's prediction is worth. The figure
+plots each update's prediction error |predicted − measured| against its mean KL, both
+on log scales, with TRPO's δ marked; the table groups the updates by their mean KL.
+"""
+
+# %%
+OTHER_SEEDS = lecture.choose(full=[8, 9, 10, 11], quick=[8])
+OTHER_COPIES = lecture.choose(full=512, quick=128)
+pooled_rows = [{"seed": 1, **row} for row in trust_rows]
+for seed in OTHER_SEEDS:
+    pooled_rows += [{"seed": seed, **row} for row in predicted_against_measured(saved_start(lecture, seed=seed),
+                                                                               OTHER_COPIES, LEARNING_RATES)]
+for row in pooled_rows:
+    row["|error|"] = prediction_error(row)
+
+KL_BANDS = (("below δ = 0.01", 0.0, 0.01), ("0.01 to 0.1", 0.01, 0.1), ("above 0.1", 0.1, math.inf))
+band_rows = []
+for name, low, high in KL_BANDS:
+    rows = [row for row in pooled_rows if low <= row["mean KL"] < high]
+    errors = sorted(row["|error|"] for row in rows)
+    band_rows.append({
+        "mean KL": name, "updates": len(rows), "of them clipped": sum(row["ε"] != "∞" for row in rows),
+        "median |error|": statistics.median(errors) if errors else math.nan,
+        "largest |error|": max(errors, default=math.nan),
+        "predicted > measured": sum(row["predicted"] > row["measured"] for row in rows),
+    })
+print_table(band_rows, title=f"{len(pooled_rows)} updates from {1 + len(OTHER_SEEDS)} starts, grouped by how far "
+                             "they moved the policy (|error| = |predicted − measured|, discounted return)")
+other_clipped = [row for row in pooled_rows if row["seed"] != 1 and row["ε"] != "∞"]
+print(f"clipped updates from the other starts: |error| up to {max(row['|error|'] for row in other_clipped):.2f}; "
+      f"predicted and measured change of opposite sign in "
+      f"{sum((row['predicted'] > 0) != (row['measured'] > 0) for row in other_clipped)} of {len(other_clipped)}")
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Rank correlation: Pearson's correlation of the ranks (no ties among measured floats)."""
+    ranks = [torch.tensor(values).argsort().argsort().float() for values in (xs, ys)]
+    return float(torch.corrcoef(torch.stack(ranks))[0, 1])
+
+
+figure, axis = plt.subplots(figsize=(8.5, 5))
+for row in pooled_rows:
+    axis.plot(row["mean KL"], row["|error|"], markers[row["lr"]], color=colours[row["ε"]], markersize=6,
+              fillstyle="full" if row["seed"] == 1 else "none")
+for epsilon, colour in colours.items():
+    axis.plot([], [], "-", color=colour, lw=3, label=f"ε = {epsilon}")
+for learning_rate, marker in markers.items():
+    axis.plot([], [], marker, color="0.3", linestyle="none", label=f"lr {learning_rate:g}")
+axis.plot([], [], "o", color="0.3", fillstyle="none", linestyle="none",
+          label=f"hollow: seeds {OTHER_SEEDS[0]}–{OTHER_SEEDS[-1]}; filled: seed 1")
+axis.axvline(0.01, color="black", lw=0.8, ls=":", label="TRPO's δ = 0.01")
+axis.set_xscale("log")
+axis.set_yscale("log")
+axis.set_xlabel("mean KL(π_old ‖ π) over π_old's states (nats)")
+axis.set_ylabel("|predicted − measured| (discounted return)")
+axis.set_title("The further an update moves, the less its prediction is worth")
+axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # outside: the points fill the corners
+lecture.save_figure(figure, "error_against_kl.png")
+
+correlation = spearman([row["mean KL"] for row in pooled_rows], [row["|error|"] for row in pooled_rows])
+below, _, above = band_rows
+far, outside = ([row for row in pooled_rows if row["mean KL"] >= kl] for kl in (0.1, 0.01))
+lecture.claim("over all the updates, the larger the mean KL the larger the prediction error: rank correlation above 0.5",
+              correlation > 0.5, measured=f"Spearman {correlation:.2f} over {len(pooled_rows)} updates", quick=False)
+lecture.claim("the updates above KL 0.1 missed by a median more than 5 times that of the updates below δ",
+              len(far) > 0 and above["median |error|"] > 5 * below["median |error|"],
+              measured=f"median |error| {above['median |error|']:.2f} above 0.1, {below['median |error|']:.2f} below δ",
+              quick=False)
+lecture.claim("every update that left the trust region, mean KL above δ, over-predicted the change",
+              len(outside) > 0 and all(row["predicted"] > row["measured"] for row in outside),
+              measured=f"predicted > measured in {sum(row['predicted'] > row['measured'] for row in outside)} "
+                       f"of {len(outside)}", quick=False)
+inside = [row for row in pooled_rows if row["mean KL"] < 0.01]
+lecture.claim("more than half of the updates below δ over-predicted too, by a median miss under 2",
+              2 * below["predicted > measured"] > len(inside) and below["median |error|"] < 2,
+              measured=f"{below['predicted > measured']} of {len(inside)} over-predicted, median |error| "
+                       f"{below['median |error|']:.2f}", quick=False)
+clipped_pooled = [row for row in pooled_rows if row["ε"] != "∞"]
+large_unclipped = [row for row in pooled_rows if row["ε"] == "∞" and row["lr"] >= 1e-3]
+lecture.claim("at least 3 in 4 clipped updates stay below δ, and no unclipped update at lr 0.001 or 0.003 does",
+              4 * sum(row["mean KL"] < 0.01 for row in clipped_pooled) >= 3 * len(clipped_pooled)
+              and all(row["mean KL"] >= 0.01 for row in large_unclipped),
+              measured=f"clipped below δ: {sum(row['mean KL'] < 0.01 for row in clipped_pooled)} of "
+                       f"{len(clipped_pooled)}; unclipped at lr ≥ 0.001 below δ: "
+                       f"{sum(row['mean KL'] < 0.01 for row in large_unclipped)} of {len(large_unclipped)}", quick=False)
+
+# %% [markdown]
+"""
+Pooled over the five starts, the theory's picture holds: the further an update moved
+the policy, the further off its prediction — in the figure the points climb from left to
+right, and the rank correlation between mean KL and |error| (printed with the claims
+above) is above 0.5. It is a trend, not a guarantee for each update: a point far to the
+right can still land low, near its prediction, by luck. The updates that moved by a mean KL above 0.1 missed by a median
+more than 5 times that of the updates that stayed below δ (the table's `median |error|`
+column), and every update that left the trust region, mean KL above δ, over-predicted
+the change (the last column: all of the two lower rows). The surrogate leans optimistic
+inside the trust region too — more than half of the updates below δ over-predicted
+(the first row), by a median miss under 2 — since the update was chosen to make the
+surrogate large on its own rollout; outside it the lean grows into the whole error, as
+the surrogate credits the new policy with π_old's states. The clip keeps
+most updates inside: at least 3 in 4 clipped updates stayed below δ, while no unclipped
+update at lr 0.001 or 0.003 did. What does not carry over from seed 1 is the detail:
+below δ the prediction is a first-order estimate with sampling noise, not an exact one
+(the largest |error| below δ is in the table's first row), and the line under the table
+gives the largest error of a clipped update from the other starts and how many clipped
+updates predicted a change of the wrong sign — compare with the 2.5 and the agreement
+in sign of seed 1's table.
+
+## What to take away
+
+One batch of π_old's data defines a surrogate for every nearby policy, exact to first
+order at π_old; the further an update moves the policy, the less its prediction is worth,
+and the bound that would guarantee improvement is far too loose to use. A trust region
+keeps the update where the surrogate can be believed: TRPO by a KL constraint and a
+natural-gradient step, PPO by a clip on the ratio and first-order steps. The tables show
+the clip doing that job, on most updates rather than all: it bounds no KL. Lecture 5 shows
+how it does it — which samples it stops, where its gradient is zero, and how far the
+ratios move anyway.
+"""
+
+# %%
+lecture.finish()
