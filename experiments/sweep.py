@@ -99,6 +99,7 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     Each run's folder is claimed in `claims` (experiments.run_folder), which the caller releases."""
     from experiments.cli import GracefulStop, INTERRUPTED_EXIT_CODE, configure_process
     from experiments.presets import build_config
+    from ppo.seed_batch import check_batchable
 
     for name in ("env_id", "env_backend", "device"):
         if isinstance(flags.get(name), SweepValues):
@@ -111,6 +112,8 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     defaults = build_config({name: value for name, value in fixed.items()
                              if name in ("env_id", "env_backend")}, preset)
     settings = [(setting, build_config({**fixed, **setting}, preset)) for setting in grid]  # all checked first
+    for _, config in settings:
+        check_batchable(config)  # before any run folder is claimed
     plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting)))
              for seed in seeds] for setting, config in settings]
     threshold = success_threshold(settings[0][1].env_id, threshold)

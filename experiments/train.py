@@ -185,11 +185,11 @@ def _fresh_trainer(args, flags: dict, world, claims: RunFolderClaims):
     """(trainer, evaluation episodes) of a new run. The env, the spaces and the device are
     checked before the run folder is claimed, so a refused command leaves no folder."""
     from experiments.presets import build_config
-    from ppo.trainer import PPO
+    from ppo.recurrent_trainer import trainer_class
 
     config = build_config(flags, args.preset or "auto")
     configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
-    trainer = PPO(config, training_envs(config, world), progress=not args.no_progress, world=world)
+    trainer = trainer_class(config)(config, training_envs(config, world), progress=not args.no_progress, world=world)
     default = Path("runs") / run_folder_name(config, _defaults(flags, args.preset))
     # process 0 claims the folder and names it for all; the trainer was built without one
     trainer.run_dir = claim_on_process_zero(world, lambda: claims.new_run(args.run_dir, default))
@@ -202,7 +202,7 @@ def _fresh_trainer(args, flags: dict, world, claims: RunFolderClaims):
 def _resumed_trainer(args, flags: dict, world, claims: RunFolderClaims):
     """(trainer, evaluation episodes) continuing the run in --resume; refused while that run
     is still training, or when the budget leaves nothing to train."""
-    from ppo.trainer import PPO
+    from ppo.recurrent_trainer import resume_run
 
     unexpected = sorted(set(flags) - {"total_timesteps"})
     unexpected += ["run_dir"] if args.run_dir is not None else []
@@ -212,7 +212,7 @@ def _resumed_trainer(args, flags: dict, world, claims: RunFolderClaims):
                           f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
     run_dir = args.resume
     claim_on_process_zero(world, lambda: claims.resumed(run_dir))
-    trainer = PPO.resume(run_dir, lambda config: training_envs(config, world), flags.get("total_timesteps"),
+    trainer = resume_run(run_dir, lambda config: training_envs(config, world), flags.get("total_timesteps"),
                          progress=not args.no_progress, world=world)
     if trainer.iteration >= trainer.total_iterations:
         done, step = trainer.global_step, trainer.config.batch_size

@@ -261,8 +261,10 @@ class BaseTrainer:
         except (OSError, ValueError):
             raise CheckpointError(f"{config_path} is unreadable; the run folder is damaged") from None
         ours = config.to_dict()
+        # a field newer than the folder's config.json counts as its default, as the checkpoint's config does
+        defaults = type(config).from_dict({}).to_dict()
         differing = sorted(name for name in ours if name != cls.budget_field
-                           and json.dumps(folder_config.get(name)) != json.dumps(ours[name]))
+                           and json.dumps(folder_config.get(name, defaults[name])) != json.dumps(ours[name]))
         if differing:
             shown = ", ".join(f"{name} {folder_config.get(name)!r} vs {ours[name]!r}" for name in differing[:3])
             raise CheckpointError(f"checkpoint {checkpoint_path} does not belong to the run in {config_path.parent} "

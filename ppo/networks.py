@@ -157,6 +157,12 @@ def make_policy_head(action_space: gym.Space, in_dim: int, ortho_init: bool, log
     raise ValueError(f"action space {action_space} is not supported; allowed: Discrete, 1-D Box")
 
 
+def network_settings(config) -> dict:
+    """ActorCritic's keyword arguments from a PPOConfig's network fields."""
+    return dict(hidden_sizes=tuple(config.hidden_sizes), activation=config.activation, shared=config.shared_network,
+                ortho_init=config.ortho_init, log_std_init=config.log_std_init)
+
+
 class ActorCritic(nn.Module):
     """π_θ(a | s) and V(s) for flat Box observations; see the module docstring."""
 
@@ -181,15 +187,7 @@ class ActorCritic(nn.Module):
     @classmethod
     def from_config(cls, config, observation_space: gym.Space, action_space: gym.Space) -> "ActorCritic":
         """The network a PPOConfig's network fields describe (hidden_sizes, activation, ...)."""
-        return cls(
-            observation_space,
-            action_space,
-            hidden_sizes=tuple(config.hidden_sizes),
-            activation=config.activation,
-            shared=config.shared_network,
-            ortho_init=config.ortho_init,
-            log_std_init=config.log_std_init,
-        )
+        return cls(observation_space, action_space, **network_settings(config))
 
     def distribution(self, obs: torch.Tensor) -> Distribution:
         return self.policy_head(self.actor_body(obs))

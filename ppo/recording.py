@@ -57,6 +57,7 @@ def run_rendered_episode(
     env = make_env()
     try:
         obs, _ = env.reset(seed=seed)
+        policy.reset_state()  # a recurrent policy starts the episode from a zero state
         try:
             frames = [env.render()]
         except (gym.error.DependencyNotInstalled, ImportError) as error:

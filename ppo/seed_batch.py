@@ -41,7 +41,8 @@ metrics.csv, TensorBoard events, checkpoint.pt in `PPO`'s format), so `ppo-eval`
 it and `ppo-train --resume` continues it as a single run. On a CPU the batched
 arithmetic takes as long per member as a run's own; what the batch saves is the Python
 overhead of S separate loops, their start-up, and (with `num_threads` > 1) idle cores;
-on a GPU it fills the device (`experiments/benchmark_seeds.py`).
+on a GPU it fills the device (`experiments/benchmark_seeds.py`). Recurrent policies
+(config.recurrent) are not batched: `check_batchable` refuses them.
 """
 
 from __future__ import annotations
@@ -92,6 +93,13 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def check_batchable(config: PPOConfig) -> None:
+    """ConfigError (one line) for a config a seed batch cannot train: a recurrent network."""
+    if config.recurrent != "none":
+        raise ConfigError(f"recurrent = {config.recurrent!r}: several seeds or a sweep train as one seed batch, "
+                          "which supports feed-forward networks only; train each seed on its own (--seed N)")
+
+
 class SeedBatchPPO(StepsEnvs):
     """S runs of PPO-Clip on one config, differing only in their seeds (see the module docstring)."""
 
@@ -101,6 +109,7 @@ class SeedBatchPPO(StepsEnvs):
                  progress: bool = True):
         """`envs`: S·N copies with `reset(seed=[...])` (a `StackedVecEnv` of each member's own envs)."""
         config = config.validate()
+        check_batchable(config)
         self.seeds = list(seeds)
         self.num_members = S = len(self.seeds)
         if S == 0:

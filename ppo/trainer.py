@@ -111,7 +111,7 @@ class PPO(BaseTrainer, StepsEnvs):
         self.bind_envs(envs, config.env_id)
         observation_space, action_space = self.observation_space, self.action_space
 
-        self.model = ActorCritic.from_config(config, observation_space, action_space).to(self.device)
+        self.model = self.build_model(observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
         if world.distributed:
@@ -127,20 +127,26 @@ class PPO(BaseTrainer, StepsEnvs):
             if config.normalize_reward
             else None
         )
-        self.buffer = RolloutBuffer(
-            config.num_steps,
-            self.local_num_envs,
-            obs_shape,
-            tuple(action_space.shape),
-            torch.float32 if self.continuous else torch.int64,
-            self.device,
-        )
+        self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
+                                        torch.float32 if self.continuous else torch.int64)
         self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
         self.shuffle_generator = torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
 
         self.global_step = 0  # environment steps of the whole run, all processes together
         self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._start_episodes()
+
+    def build_model(self, observation_space: gym.Space, action_space: gym.Space) -> ActorCritic:
+        """The feed-forward ActorCritic; a recurrent config needs ppo.recurrent_trainer.RecurrentPPO."""
+        if self.config.recurrent != "none":
+            raise ConfigError(f"recurrent = {self.config.recurrent!r}: {type(self).__name__} trains feed-forward "
+                              "networks; use ppo.recurrent_trainer.RecurrentPPO (ppo-train picks it)")
+        return ActorCritic.from_config(self.config, observation_space, action_space)
+
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+                     action_dtype: torch.dtype) -> RolloutBuffer:
+        return RolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape, action_dtype,
+                             self.device)
 
     @property
     def total_iterations(self) -> int:
@@ -182,7 +188,7 @@ class PPO(BaseTrainer, StepsEnvs):
         finished_returns, finished_lengths = [], []
         while not buffer.full:
             obs = self.next_obs
-            action, log_prob, value = self.model.act(obs)
+            action, log_prob, value = self.act(obs)
             result = self.envs.step(self.env_action(action))
             dones = result.terminated | result.truncated
 
@@ -200,17 +206,31 @@ class PPO(BaseTrainer, StepsEnvs):
                 terminated, truncated = dones, torch.zeros_like(dones)
             final_obs = self._observe(result.final_obs, update_statistics=False)
             buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs)
+            self.after_step(final_obs, truncated, dones)
             self.next_obs = self._observe(result.obs)
             self.global_step += config.num_envs
         return torch.cat(finished_returns), torch.cat(finished_lengths)
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(a ~ π(· | s), log π(a | s), V(s)) for one rollout step of every env."""
+        return self.model.act(obs)
+
+    def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
+        """Called after each rollout step is stored; a recurrent trainer keeps its state here."""
+
+    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(V(next obs) (N,), V(final obs) (T, N) where truncated, else 0): the values GAE bootstraps from."""
+        buffer = self.buffer
+        last_value = self.model.value(self.next_obs)
+        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
+        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
+        return last_value, final_values
 
     @torch.inference_mode()
     def compute_advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE over the buffer, bootstrapping the rollout's end from V(next obs)."""
         buffer, config = self.buffer, self.config
-        last_value = self.model.value(self.next_obs)
-        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
-        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
+        last_value, final_values = self.bootstrap_values()
         next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
         return compute_gae(
             buffer.rewards,
@@ -230,6 +250,11 @@ class PPO(BaseTrainer, StepsEnvs):
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """L = L_policy − c_e·H + c_v·L_value on b transitions, with log π_θ, H, V recomputed."""
         new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
+        return self.transitions_loss(new_log_probs, entropy, new_values, minibatch)
+
+    def transitions_loss(self, new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
+                         minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """L and log r_t(θ) from log π_θ, H and V recomputed for the minibatch's b transitions (b,)."""
         advantages = minibatch["advantages"]
         if self.config.norm_adv:  # over the whole minibatch, all processes' shares together
             advantages = self.world.whiten(advantages)
@@ -239,9 +264,18 @@ class PPO(BaseTrainer, StepsEnvs):
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatch steps on the clipped-surrogate loss (ppo.update)."""
-        config, buffer = self.config, self.buffer
-        batch = config.num_steps * self.local_num_envs  # this process's share of the batch
-        samples = {  # (B, ...) the rollout's T·N transitions
+        config = self.config
+        samples = self.update_samples(advantages, returns)
+        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
+                             world=self.world, **update_settings(config, self.clip_coef))
+        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
+        return metrics
+
+    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What run_update shuffles and cuts into minibatches: (B, ...) the rollout's T·N transitions."""
+        buffer = self.buffer
+        batch = self.config.num_steps * self.local_num_envs  # this process's share of the batch
+        return {
             "obs": buffer.obs.reshape(batch, *buffer.obs.shape[2:]),
             "actions": buffer.actions.reshape(batch, *buffer.actions.shape[2:]),
             "log_probs": buffer.log_probs.reshape(batch),
@@ -249,10 +283,6 @@ class PPO(BaseTrainer, StepsEnvs):
             "advantages": advantages.reshape(batch),
             "returns": returns.reshape(batch),
         }
-        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
-                             world=self.world, **update_settings(config, self.clip_coef))
-        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
-        return metrics
 
     # ------------------------------------------------------------------ one iteration
     def run_iteration(self) -> dict[str, float]:
@@ -358,7 +388,7 @@ class PPO(BaseTrainer, StepsEnvs):
         if self.device.type == "cuda" and own.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(own["cuda_rng"], self.device)
         self.shuffle_generator.set_state(own["shuffle_rng"])
-        if own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None)):
+        if self.continues_episodes(own):
             self.envs.load_state_dict(own["envs"])
             self.next_obs = own["next_obs"].to(self.device)
             self.episode_return = own["episode_return"].to(self.device)
@@ -367,6 +397,10 @@ class PPO(BaseTrainer, StepsEnvs):
                 self.reward_scaler.returns = own["return_accumulator"].to(self.device, torch.float64).clone()
         else:
             self._start_episodes()  # normalised with the loaded statistics, not the constructor's fresh ones
+
+    def continues_episodes(self, own: dict) -> bool:
+        """Whether a checkpoint's episodes go on here: its envs were saved and these envs can load them."""
+        return own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None))
 
     @classmethod
     def resume(

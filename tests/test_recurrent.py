@@ -1,0 +1,467 @@
+"""Recurrent PPO (ppo.recurrent_trainer), one test per way it is known to go wrong.
+
+The env is CartPole with only (x, θ) observed (`PositionsOnly`, defined here), a task
+whose episodes end inside a rollout, so every rollout holds episode starts and carries
+a state across its boundary.
+"""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from envs.classic import make_torch_vec_env
+from experiments import train
+from ppo.checkpoint import load_checkpoint
+from ppo.config import ConfigError, PPOConfig
+from ppo.distributed import World
+from ppo.evaluation import Policy, evaluate_policy
+from ppo.losses import kl_per_sample
+from ppo.networks import ActorCritic
+from ppo.optim import FlatAdam
+from ppo.recurrent_networks import RecurrentActorCritic
+from ppo.recurrent_trainer import RecurrentPPO, columns, resume_run
+from ppo.seed_batch import SeedBatchPPO
+from ppo.trainer import PPO
+from ppo.vec_env import StepResult
+
+KEPT = [0, 2]  # x and θ of CartPole's (x, ẋ, θ, θ̇)
+
+# As in tests/test_trainer.py: the rollout scores N observations per call and the replay
+# T·b at once, so a CPU's matmul kernels may round the MLP's dot products in another
+# order; each such rounding moves a log-prob by an ulp or so, and the GRU carries it
+# through at most T steps without growing it (its state is a convex mix of bounded values).
+# 32 ulps of 1.0 bound that with room; replaying a trained policy from a wrong state moves
+# r by 1e-3 or more (test_replaying_from_a_zero_state_instead_of_the_stored_one_breaks_ratio_one).
+RATIO_ONE_TOLERANCE = 32 * torch.finfo(torch.float32).eps
+
+
+class PositionsOnly:
+    """The batched torch CartPole with the velocities removed from every observation."""
+
+    def __init__(self, num_envs: int):
+        self.envs = make_torch_vec_env("CartPole-v1", num_envs)
+        self.num_envs, self.device = num_envs, self.envs.device
+        self.single_action_space = self.envs.single_action_space
+        box = self.envs.single_observation_space
+        self.single_observation_space = spaces.Box(box.low[KEPT], box.high[KEPT], dtype=np.float32)
+
+    def reset(self, seed=None):
+        return self.envs.reset(seed=seed)[:, KEPT]
+
+    def step(self, actions):
+        result = self.envs.step(actions)
+        return StepResult(result.obs[:, KEPT], result.reward, result.terminated, result.truncated,
+                          result.final_obs[:, KEPT])
+
+    def state_dict(self):
+        return self.envs.state_dict()
+
+    def load_state_dict(self, state):
+        self.envs.load_state_dict(state)
+
+    def close(self):
+        self.envs.close()
+
+
+SMALL = dict(env_id="CartPole-v1", env_backend="torch", num_envs=8, num_steps=32, num_minibatches=4, update_epochs=2,
+             total_timesteps=8 * 32 * 3, learning_rate=1e-3, tensorboard=False, recurrent="gru")
+
+
+def recurrent_trainer(**overrides) -> RecurrentPPO:
+    config = PPOConfig(**{**SMALL, **overrides})
+    return RecurrentPPO(config, PositionsOnly(config.num_envs), progress=False)
+
+
+def torch_cell(model: RecurrentActorCritic, core: int) -> nn.Module:
+    """torch's own nn.GRUCell / nn.LSTMCell holding the weights of `model`'s core `core` (0 actor, 1 critic)."""
+    cores = model.cores
+    cell = (nn.GRUCell if cores.cell == "gru" else nn.LSTMCell)(cores.weight_ih.shape[2], cores.hidden_size)
+    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+        getattr(cell, name).data.copy_(getattr(cores, name)[core])
+    return cell
+
+
+def replay_one_env(model: RecurrentActorCritic, obs, actions, starts, state):
+    """A slow reference: env by env, step by step, h ← 0 where an episode starts, then one
+    call of torch's GRUCell per core; returns (log π(a_t), H_t, V_t) per step (T,)."""
+    actor_cell, critic_cell = torch_cell(model, 0), torch_cell(model, 1)
+    log_probs, entropies, values = [], [], []
+    for t in range(len(starts)):
+        if starts[t]:
+            state = torch.zeros_like(state)
+        actor_hidden = actor_cell(model.actor_body(obs[t:t + 1]), state[:, 0])
+        critic_hidden = critic_cell(model.critic_body(obs[t:t + 1]), state[:, 1])
+        state = torch.stack([actor_hidden, critic_hidden], dim=1)
+        dist = model.policy_head(actor_hidden)
+        log_probs.append(dist.log_prob(actions[t:t + 1]))
+        entropies.append(dist.entropy())
+        values.append(model.value_head(critic_hidden).squeeze(-1))
+    return torch.cat(log_probs), torch.cat(entropies), torch.cat(values)
+
+
+# ---------------------------------------------------------------- the cells are torch's cells
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_both_cores_step_as_torchs_own_cells(cell):
+    torch.manual_seed(1)
+    model = RecurrentActorCritic(spaces.Box(-1, 1, (3,)), spaces.Discrete(2), cell=cell, recurrent_size=5,
+                                 ortho_init=False)
+    with torch.no_grad():  # biases that are not zero, so a misplaced one shows
+        model.cores.bias_hh.uniform_(-1, 1)
+        model.cores.bias_ih.uniform_(-1, 1)
+    inputs, state = torch.randn(2, 4, 64), torch.randn(2, 4, model.state_width)
+    new_state = model.cores.step(model.cores.input_gates(inputs), state)
+    for core in range(2):
+        reference = torch_cell(model, core)
+        if cell == "gru":
+            expected = reference(inputs[core], state[core])
+        else:
+            expected = torch.cat(reference(inputs[core], (state[core, :, :5], state[core, :, 5:])), dim=1)
+        torch.testing.assert_close(new_state[core], expected, rtol=0, atol=1e-6)
+
+
+# ---------------------------------------------------------------- the state is zeroed at every episode start
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_unroll_zeroes_the_state_before_an_episodes_first_observation(cell):
+    torch.manual_seed(0)
+    model = RecurrentActorCritic(spaces.Box(-1, 1, (2,)), spaces.Discrete(2), cell=cell, recurrent_size=8)
+    obs = torch.randn(5, 3, 2)
+    starts = torch.zeros(5, 3, dtype=torch.bool)
+    starts[3, 1] = True
+    state = torch.randn(3, 2, model.state_width)  # a state carried in from before the rollout
+    actor, critic, _ = model.unroll(obs, state, starts)
+    fresh_starts = torch.tensor([[True], [False]])  # env 1 alone, from t = 3, from a zero state
+    fresh_actor, fresh_critic, _ = model.unroll(obs[3:, 1:2], model.initial_state(1), fresh_starts)
+    torch.testing.assert_close(actor[3:, 1:2], fresh_actor, rtol=0, atol=1e-6)  # env 1 forgot its past at t = 3
+    torch.testing.assert_close(critic[3:, 1:2], fresh_critic, rtol=0, atol=1e-6)
+    carried, _, _ = model.unroll(obs[:, 1:2], state[1:2], torch.zeros(5, 1, dtype=torch.bool))
+    assert (actor[3, 1] - carried[3, 0]).abs().max() > 1e-3  # without the reset the past shows
+
+
+def test_rollout_marks_the_first_reset_and_every_autoreset_step_as_an_episode_start():
+    trainer = recurrent_trainer()
+    starts_seen, dones_seen = [], []
+    for _ in range(2):
+        trainer.collect_rollout()
+        starts_seen.append(trainer.buffer.episode_starts.clone())
+        dones_seen.append(trainer.buffer.terminated | trainer.buffer.truncated)
+    first, second = starts_seen
+    assert first[0].all()  # the reset before the first rollout
+    assert torch.equal(first[1:], dones_seen[0][:-1])  # SAME_STEP: the step after a done reads the next episode
+    assert torch.equal(second[0], dones_seen[0][-1])  # across the rollout boundary
+    assert torch.equal(second[1:], dones_seen[1][:-1])
+    assert dones_seen[0].any() and dones_seen[1].any()  # episodes did end inside the rollouts
+
+
+def test_the_rollouts_log_prob_at_an_episode_start_is_that_of_a_zero_state():
+    trainer = recurrent_trainer()
+    trainer.collect_rollout()
+    trainer.collect_rollout()  # the second: its starts follow episodes that ran before them
+    buffer, model = trainer.buffer, trainer.model
+    steps, envs = torch.nonzero(buffer.episode_starts, as_tuple=True)
+    assert len(steps) >= 4
+    with torch.no_grad():
+        log_probs, _, values = model.evaluate_actions(buffer.obs[steps, envs].unsqueeze(0),
+                                                      buffer.actions[steps, envs].unsqueeze(0),
+                                                      model.initial_state(len(steps)),
+                                                      torch.ones(1, len(steps), dtype=torch.bool))
+    torch.testing.assert_close(log_probs[0], buffer.log_probs[steps, envs], rtol=0, atol=1e-6)
+    torch.testing.assert_close(values[0], buffer.values[steps, envs], rtol=0, atol=1e-5)
+
+
+# ---------------------------------------------------------------- the stored initial states are replayed
+
+@pytest.mark.parametrize("cell, shared", [("gru", False), ("gru", True), ("lstm", False)])
+def test_first_minibatch_of_every_update_has_ratio_one_to_rounding(cell, shared):
+    trainer = recurrent_trainer(recurrent=cell, shared_network=shared)
+    errors, initial_states = [], []
+
+    def record(ppo, metrics):
+        errors.append(metrics["first_minibatch_ratio_error"])
+        initial_states.append(ppo.buffer.initial_state.abs().max())
+
+    trainer.train(callback=record)
+    assert len(errors) == 3
+    assert initial_states[0] == 0 and min(initial_states[1:]) > 0.01  # later rollouts start from a carried state
+    assert max(errors) <= RATIO_ONE_TOLERANCE
+
+
+def test_replaying_from_a_zero_state_instead_of_the_stored_one_breaks_ratio_one():
+    """The planted bug the ratio test exists for: the update forgets the initial states."""
+    trainer = recurrent_trainer(learning_rate=1e-2, total_timesteps=8 * 32 * 4)
+    trainer.train(callback=lambda ppo, metrics: ppo.iteration == 3)  # a policy that has left the uniform one
+    trainer.collect_rollout()
+    advantages, returns = trainer.compute_advantages()
+    samples = trainer.update_samples(advantages, returns)
+    stored = trainer.minibatch_loss(samples).log_ratio.abs().max()
+    forgotten = trainer.minibatch_loss({**samples, "initial_state": torch.zeros_like(samples["initial_state"])})
+    assert stored <= RATIO_ONE_TOLERANCE < 1e-3 < forgotten.log_ratio.abs().max()
+
+
+# ---------------------------------------------------------------- sequence minibatches
+
+def test_an_epochs_minibatches_are_whole_env_sequences_each_env_once_in_order():
+    trainer = recurrent_trainer(num_envs=8, num_minibatches=4, update_epochs=3)
+    seen = []
+    loss = trainer.minibatch_loss
+    trainer.minibatch_loss = lambda minibatch: (seen.append({k: v.clone() for k, v in minibatch.items()}),
+                                                loss(minibatch))[1]
+    trainer.collect_rollout()
+    trainer.collect_rollout()
+    trainer.update(*trainer.compute_advantages())
+    obs_columns, start_columns = columns(trainer.buffer.obs), columns(trainer.buffer.episode_starts)
+    assert len(seen) == 3 * 4
+    for epoch in range(3):
+        envs_in_epoch = []
+        for minibatch in seen[epoch * 4:(epoch + 1) * 4]:
+            assert minibatch["obs"].shape == (2, 32, 2)  # 8 / 4 envs, all T = 32 steps each
+            for row in range(2):
+                matches = [n for n in range(8) if torch.equal(minibatch["obs"][row], obs_columns[n])]
+                assert len(matches) == 1  # a whole column, its steps in order
+                n = matches[0]
+                assert torch.equal(minibatch["episode_starts"][row], start_columns[n])
+                assert torch.equal(minibatch["initial_state"][row], trainer.buffer.initial_state[n])
+                envs_in_epoch.append(n)
+        assert sorted(envs_in_epoch) == list(range(8))  # every step once per epoch
+    assert [m["obs"][0, 0, 0] for m in seen[:4]] != [m["obs"][0, 0, 0] for m in seen[4:8]]  # reshuffled
+
+
+def test_num_envs_must_divide_into_the_minibatches_of_sequences():
+    with pytest.raises(ConfigError, match="num_envs = 6 is not divisible by num_minibatches = 4"):
+        PPOConfig(**{**SMALL, "num_envs": 6, "total_timesteps": 6 * 32}).validate()
+    PPOConfig(**{**SMALL, "num_envs": 6, "total_timesteps": 6 * 32, "recurrent": "none"}).validate()  # transitions: 192 / 4
+
+
+# ---------------------------------------------------------------- diagnostics over real steps only
+
+def test_update_diagnostics_are_means_over_exactly_the_real_steps():
+    """approx KL, clip fraction and entropy against a slow env-by-env replay with the
+    parameters each minibatch saw: one entry per real step, none more, none less."""
+    trainer = recurrent_trainer(num_envs=4, num_minibatches=2, update_epochs=2, learning_rate=3e-2)
+    trainer.collect_rollout()
+    trainer.collect_rollout()
+    buffer = trainer.buffer
+    references = []  # per minibatch: (log ratio, entropy) from the slow replay
+    loss = trainer.minibatch_loss
+
+    def recording_loss(minibatch):
+        for row in range(len(minibatch["obs"])):
+            n = next(n for n in range(4) if torch.equal(minibatch["obs"][row], columns(buffer.obs)[n]))
+            with torch.no_grad():
+                log_probs, entropy, _ = replay_one_env(trainer.model, buffer.obs[:, n], buffer.actions[:, n],
+                                                       buffer.episode_starts[:, n], buffer.initial_state[n:n + 1])
+            references.append((log_probs - buffer.log_probs[:, n], entropy))
+        return loss(minibatch)
+
+    trainer.minibatch_loss = recording_loss
+    metrics = trainer.update(*trainer.compute_advantages())
+    log_ratio = torch.cat([ratio for ratio, _ in references])  # 2 epochs × 4 envs × 32 steps
+    entropy = torch.cat([entropy for _, entropy in references])
+    assert log_ratio.numel() == 2 * 4 * 32
+    assert metrics["approx_kl"] > 1e-4  # the later minibatches moved: the check is not of zeros
+    assert metrics["approx_kl"] == pytest.approx(float(kl_per_sample(log_ratio, "k3").mean()), rel=1e-4, abs=1e-8)
+    clipped = float(((log_ratio.exp() - 1).abs() > trainer.clip_coef).float().mean())
+    assert metrics["clip_fraction"] == pytest.approx(clipped, abs=1.5 / log_ratio.numel())
+    assert metrics["entropy"] == pytest.approx(float(entropy.mean()), rel=1e-5)
+
+
+# ---------------------------------------------------------------- cut recurrence = feed-forward
+
+class ZeroStateGRU(nn.Module):
+    """A GRU cell's output from a zero state, written out (torch's gate order r, z, n):
+    r = σ(W_ir x + b_ir + b_hr), z = σ(W_iz x + b_iz + b_hz), n = tanh(W_in x + b_in + r ⊙ b_hn),
+    h' = (1 − z) ⊙ n + z ⊙ 0."""
+
+    def __init__(self, model: RecurrentActorCritic, core: int):
+        super().__init__()
+        self.weight_ih = nn.Parameter(model.cores.weight_ih[core].detach().clone())
+        self.bias_ih = nn.Parameter(model.cores.bias_ih[core].detach().clone())
+        self.bias_hh = nn.Parameter(model.cores.bias_hh[core].detach().clone())
+
+    def forward(self, x):
+        input_r, input_z, input_n = (x @ self.weight_ih.T + self.bias_ih).chunk(3, dim=-1)
+        hidden_r, hidden_z, hidden_n = self.bias_hh.chunk(3)
+        r = torch.sigmoid(input_r + hidden_r)
+        z = torch.sigmoid(input_z + hidden_z)
+        return (1 - z) * torch.tanh(input_n + r * hidden_n)
+
+
+def feed_forward_twin(model: RecurrentActorCritic, observation_space, action_space) -> ActorCritic:
+    """A feed-forward ActorCritic computing what `model` computes from a zero state:
+    the same input layers and heads, the GRU cells as ZeroStateGRU."""
+    import copy
+
+    twin = ActorCritic(observation_space, action_space)
+    twin.actor_body = nn.Sequential(copy.deepcopy(model.actor_body), ZeroStateGRU(model, 0))
+    twin.critic_body = nn.Sequential(copy.deepcopy(model.critic_body), ZeroStateGRU(model, 1))
+    twin.policy_head = copy.deepcopy(model.policy_head)
+    twin.value_head = copy.deepcopy(model.value_head)
+    return twin
+
+
+def cut_recurrence(model: RecurrentActorCritic) -> None:
+    """The planted cut: the state is zeroed before every step, as if every step began an episode."""
+    model.state_kept = lambda episode_starts: torch.zeros(episode_starts.shape)
+
+
+def test_with_the_recurrence_cut_the_network_is_its_feed_forward_twin():
+    torch.manual_seed(3)
+    observation_space, action_space = spaces.Box(-1, 1, (4,)), spaces.Discrete(2)
+    model = RecurrentActorCritic(observation_space, action_space)
+    twin = feed_forward_twin(model, observation_space, action_space)
+    obs = torch.randn(6, 5, 4)
+    actions = torch.randint(0, 2, (6, 5))
+    state = torch.randn(5, 2, 64)
+    cut_recurrence(model)
+    log_probs, entropy, values = model.evaluate_actions(obs, actions, state, torch.zeros(6, 5, dtype=torch.bool))
+    twin_log_probs, twin_entropy, twin_values = twin.evaluate_actions(obs.reshape(30, 4), actions.reshape(30))
+    torch.testing.assert_close(log_probs.reshape(30), twin_log_probs, rtol=0, atol=1e-6)
+    torch.testing.assert_close(entropy.reshape(30), twin_entropy, rtol=0, atol=1e-6)
+    torch.testing.assert_close(values.reshape(30), twin_values, rtol=0, atol=1e-6)
+
+
+def test_recurrent_ppo_with_the_recurrence_cut_trains_as_feed_forward_ppo_on_full_cartpole():
+    """CartPole with its full observation needs no memory. One minibatch per epoch, so both
+    update on the same samples (shuffled differently: the means differ only in rounding)."""
+    settings = {**SMALL, "num_minibatches": 1, "update_epochs": 3, "learning_rate": 3e-3}
+    recurrent = RecurrentPPO(PPOConfig(**settings), make_torch_vec_env("CartPole-v1", 8), progress=False)
+    cut_recurrence(recurrent.model)
+    feed_forward = PPO(PPOConfig(**{**settings, "recurrent": "none"}), make_torch_vec_env("CartPole-v1", 8),
+                       progress=False)
+    feed_forward.model = feed_forward_twin(recurrent.model, recurrent.observation_space, recurrent.action_space)
+    feed_forward.optimizer = FlatAdam(feed_forward.model.parameters(), lr=settings["learning_rate"], eps=1e-5)
+    initial = [parameter.detach().clone() for parameter in feed_forward.model.parameters()]
+    runs = []
+    for trainer in (recurrent, feed_forward):
+        torch.manual_seed(11)  # the same action draws
+        rows = []
+        trainer.train(callback=lambda ppo, metrics: rows.append(metrics))
+        runs.append(rows)
+    names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "episode_return_mean",
+             "explained_variance")
+    for recurrent_row, feed_forward_row in zip(*runs):
+        for name in names:  # rounding apart (float32 sums in another order), nothing more
+            assert recurrent_row[name] == pytest.approx(feed_forward_row[name], rel=1e-3, abs=1e-6), name
+    twin_after = feed_forward_twin(recurrent.model, recurrent.observation_space, recurrent.action_space)
+    moved = max(float((trained.detach() - start).abs().max()) for trained, start in zip(twin_after.parameters(), initial))
+    assert moved > 1e-2  # the networks moved, and moved alike
+    for trained, expected in zip(feed_forward.model.parameters(), twin_after.parameters()):
+        torch.testing.assert_close(trained, expected, rtol=0, atol=1e-4)
+
+
+# ---------------------------------------------------------------- checkpoints and resuming
+
+def test_resumed_run_continues_bit_for_bit_with_the_hidden_states_in_the_checkpoint(tmp_path):
+    config = PPOConfig(**{**SMALL, "total_timesteps": 8 * 32 * 4, "checkpoint_every": 2})
+    straight = RecurrentPPO(config, PositionsOnly(8), run_dir=tmp_path / "straight", progress=False)
+    straight_rows = []
+    straight.train(callback=lambda ppo, metrics: straight_rows.append(metrics))
+
+    first = RecurrentPPO(config, PositionsOnly(8), run_dir=tmp_path / "resumed", progress=False)
+    first.train(callback=lambda ppo, metrics: ppo.iteration == 2)
+    state = load_checkpoint(tmp_path / "resumed", required_keys=("recurrent_state", "episode_start"))  # weights_only
+    assert state["recurrent_state"].shape == (8, 2, 64) and state["recurrent_state"].abs().max() > 0.01
+    resumed = resume_run(tmp_path / "resumed", lambda config: PositionsOnly(config.num_envs), progress=False)
+    assert isinstance(resumed, RecurrentPPO)
+    assert torch.equal(resumed.recurrent_state, first.recurrent_state)
+    resumed_rows = []
+    resumed.train(callback=lambda ppo, metrics: resumed_rows.append(metrics))
+
+    def comparable(row):
+        return {k: v for k, v in row.items() if k not in ("time_s", "steps_per_second")
+                and not (isinstance(v, float) and math.isnan(v))}
+
+    assert [comparable(row) for row in resumed_rows] == [comparable(row) for row in straight_rows[2:]]
+    for name, tensor in straight.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], tensor)
+
+
+# ---------------------------------------------------------------- evaluation carries the state
+
+class PositionsOnlyObservation(gym.ObservationWrapper):
+    def __init__(self, env):
+        super().__init__(env)
+        box = env.observation_space
+        self.observation_space = spaces.Box(box.low[KEPT], box.high[KEPT], dtype=np.float32)
+
+    def observation(self, observation):
+        return observation[KEPT].astype(np.float32)
+
+
+def make_positions_only():
+    return PositionsOnlyObservation(gym.make("CartPole-v1"))
+
+
+def reference_episode_returns(policy: Policy, copies: int, per_copy: int, seed: int) -> list[float]:
+    """Copy i's episodes one after another (seeded seed + i, then reset without a seed, as
+    an autoreset does), each from a zero state, carried step by step."""
+    returns = []
+    for i in range(copies):
+        env = make_positions_only()
+        obs, _ = env.reset(seed=seed + i)
+        for _ in range(per_copy):
+            state, start, total, done = policy.model.initial_state(1), torch.ones(1, dtype=torch.bool), 0.0, False
+            while not done:
+                with torch.no_grad():
+                    action, state = policy.model.greedy_action(torch.as_tensor(obs)[None], state, start)
+                obs, reward, terminated, truncated, _ = env.step(int(action))
+                total, done, start = total + reward, terminated or truncated, torch.zeros(1, dtype=torch.bool)
+            returns.append(total)
+            obs, _ = env.reset()
+    return returns
+
+
+@pytest.mark.parametrize("mode", [gym.vector.AutoresetMode.SAME_STEP, gym.vector.AutoresetMode.NEXT_STEP])
+def test_evaluation_carries_the_state_through_each_episode_and_zeroes_it_at_the_next(mode):
+    torch.manual_seed(5)
+    config = PPOConfig(**SMALL)
+    model = RecurrentActorCritic.from_config(config, make_positions_only().observation_space, spaces.Discrete(2))
+    with torch.no_grad():
+        model.policy_head.logits.weight.mul_(300)  # a policy that acts on its state, not near-uniform logits
+    policy = Policy(model, config, None)
+
+    def make_env():
+        return make_positions_only()
+
+    make_env.make_vec = lambda n: gym.vector.SyncVectorEnv([make_positions_only] * n, autoreset_mode=mode)
+    returns = evaluate_policy(policy, make_env, episodes=6, seed=40, num_envs=2)
+    expected = reference_episode_returns(policy, copies=2, per_copy=3, seed=40)
+    assert sorted(returns.tolist()) == sorted(expected)
+    assert len(set(expected)) > 2  # episodes that differ: the check is not of one repeated number
+
+
+# ---------------------------------------------------------------- what refuses recurrence
+
+def test_feed_forward_trainers_refuse_a_recurrent_config_in_one_line():
+    config = PPOConfig(**SMALL)
+    with pytest.raises(ConfigError, match="recurrent = 'gru'.*RecurrentPPO"):
+        PPO(config, PositionsOnly(8), progress=False)
+    with pytest.raises(ConfigError, match="recurrent = 'gru'.*seed batch"):
+        SeedBatchPPO(config, [1, 2], PositionsOnly(16), progress=False)
+    with pytest.raises(ConfigError, match="recurrent = 'gru' is not supported under torchrun"):
+        RecurrentPPO(config.replace(num_envs=8), PositionsOnly(4), progress=False, world=World(rank=0, size=2))
+
+
+def test_ppo_train_refuses_several_recurrent_seeds_and_leaves_no_folder(tmp_path, capsys):
+    code = train.main(["--env-id", "CartPole-v1", "--recurrent", "gru", "--seeds", "1,2", "--run-dir",
+                       str(tmp_path / "runs"), "--no-progress"])
+    error = capsys.readouterr().err
+    assert code == 2 and error.count("\n") == 1 and "recurrent = 'gru'" in error
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_ppo_train_trains_evaluates_and_resumes_a_recurrent_run(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    flags = ["--env-id", "CartPole-v1", "--recurrent", "gru", "--num-envs", "8", "--num-steps", "16",
+             "--total-timesteps", "256", "--eval-episodes", "4", "--no-tensorboard", "--no-progress"]
+    assert train.main([*flags, "--run-dir", str(run_dir)]) == 0
+    assert "mean return" in capsys.readouterr().out
+    assert load_checkpoint(run_dir)["trainer"]["class"] == "RecurrentPPO"
+    assert train.main(["--resume", str(run_dir), "--total-timesteps", "512", "--no-progress"]) == 0
+    assert load_checkpoint(run_dir)["global_step"] == 512
