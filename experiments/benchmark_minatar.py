@@ -113,7 +113,8 @@ def _run(args) -> int:
     try:
         import minatar.gym  # noqa: F401
     except ImportError:
-        raise ValueError("the `minatar` package is not installed: pip install -c constraints.txt -e '.[minatar]'") from None
+        raise ValueError("the `minatar` package is not installed: "
+                         "pip install -c constraints.txt -e '.[minatar]'") from None
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {args.device}: CUDA is not available")
     for name in ("steps", "rounds"):

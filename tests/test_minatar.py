@@ -102,7 +102,8 @@ def plant_space_invaders(game, rng) -> None:
     game.alien_dir = int(rng.choice([-1, 1]))
     game.enemy_move_interval = int(rng.integers(6, 13))
     game.ramp_index = 12 - game.enemy_move_interval
-    game.alien_move_timer, game.alien_shot_timer = int(rng.integers(game.enemy_move_interval + 1)), int(rng.integers(11))
+    game.alien_move_timer = int(rng.integers(game.enemy_move_interval + 1))
+    game.alien_shot_timer = int(rng.integers(11))
     game.shot_timer, game.pos = int(rng.integers(5)), int(rng.integers(10))
 
 
@@ -234,8 +235,8 @@ def test_lockstep_long(reference, env_id):
 
 def test_lockstep_with_mask_autoreset(reference):
     """The mask autoreset (the default off CPU) restarts image observations correctly too."""
-    counts = events("MinAtar/Breakout-v1",
-                    run_lockstep(reference, "MinAtar/Breakout-v1", num_envs=10, steps=300, seed=3, reset_by_index=False))
+    transitions = run_lockstep(reference, "MinAtar/Breakout-v1", num_envs=10, steps=300, seed=3, reset_by_index=False)
+    counts = events("MinAtar/Breakout-v1", transitions)
     assert counts["terminations"] > 10
 
 

@@ -84,7 +84,8 @@ class TorchSpaceInvaders(TorchMinAtarEnv):
 
     def _transition(self, state, actions):
         cannon, direction, interval, move_timer, shot_timer, cooldown = state[:6]  # each (N,)
-        aliens, cannon_bullets, alien_bullets = state[self.ALIENS], state[self.CANNON_BULLETS], state[self.ALIEN_BULLETS]
+        aliens, cannon_bullets = state[self.ALIENS], state[self.CANNON_BULLETS]  # (10, N) bitboards
+        alien_bullets = state[self.ALIEN_BULLETS]
         zero_row = torch.zeros_like(cannon).unsqueeze(0)  # (1, N)
 
         # 1-2. The cannon fires or moves; its bullets rise, row 0's leave.
@@ -142,8 +143,8 @@ class TorchSpaceInvaders(TorchMinAtarEnv):
     def _observe(self, state):
         n = state.shape[1]
         observation = self._blank_observation(n)  # (n, 6, 10, 10)
-        self._mark_cells(observation, torch.zeros_like(state[self.CANNON_X]), torch.full_like(state[self.CANNON_X], GRID - 1),
-                         state[self.CANNON_X])
+        cannon = state[self.CANNON_X]
+        self._mark_cells(observation, torch.zeros_like(cannon), torch.full_like(cannon, GRID - 1), cannon)
         maps = self._bitboard_cells(state[self.ALIENS.start:]).view(n, 3, GRID, GRID)  # aliens, both bullets
         heading_left = (state[self.DIRECTION] < 0).to(torch.float32).view(n, 1, 1)
         observation[:, 1] = maps[:, 0]
