@@ -85,8 +85,8 @@ class TorchMinAtarEnv(TorchClassicEnv):
 
     def _uniform_per_copy(self) -> torch.Tensor:
         """(N,) uniform numbers in [0, 1), each seed group's block drawn with its own generator."""
-        return torch.cat([torch.rand(self.group_size, generator=generator, device=self.device)
-                          for generator in self.generators])
+        draws = [torch.rand(self.group_size, generator=generator, device=self.device) for generator in self.generators]
+        return draws[0] if self.groups == 1 else torch.cat(draws)
 
     def _blank_observation(self, n: int) -> torch.Tensor:
         """(n, C, 10, 10) float32 zeros, to be drawn on."""
