@@ -275,19 +275,18 @@ class PPOConfig(UpdateConfig):
     # --- network ----------------------------------------------------------------------
     hidden_sizes: tuple[int, ...] = field(default=(64, 64), metadata={"help": "hidden layer widths"})
     activation: str = field(default="tanh", metadata={"help": "hidden activation: tanh or relu"})
+    encoder: str = field(
+        default="auto",
+        metadata={"help": "what reads the observation: 'mlp', 'nature-cnn' (images ≥ 36×36), 'minatar-cnn' "
+                  "(small images such as MinAtar's 10×10), or 'auto' (a CNN for a 3-D Box, by its size; "
+                  "else the MLP) (ppo.encoders)"},
+    )
     shared_network: bool = field(
         default=False,
         metadata={"help": "one shared trunk with policy and value heads (off = separate actor and critic)"},
     )
     ortho_init: bool = field(default=True, metadata={"help": "orthogonal init (√2 hidden, 0.01 policy, 1 value)"})
     log_std_init: float = field(default=0.0, metadata={"help": "initial log σ of a Gaussian policy"})
-    recurrent: str = field(
-        default="none",
-        metadata={"help": "a recurrent core after the hidden layers: 'gru', 'lstm' or 'none' (feed-forward); "
-                  "recurrent runs minibatch whole env sequences, so num_envs must be divisible by num_minibatches "
-                  "(ppo.recurrent_trainer)"},
-    )
-    recurrent_hidden_size: int = field(default=64, metadata={"help": "width of the GRU / LSTM state"})
 
     # --- normalisation ----------------------------------------------------------------
     normalize_obs: bool = field(default=False, metadata={"help": "running mean/std observation normalisation"})
@@ -323,15 +322,11 @@ class PPOConfig(UpdateConfig):
                 f"(num_envs * num_steps = {self.batch_size})"
             )
         require_one_of("activation", self.activation, ACTIVATIONS)
+        require_one_of("encoder", self.encoder, ENCODERS)
         if not self.hidden_sizes or any(width <= 0 for width in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes = {list(self.hidden_sizes)} must be one or more positive widths")
-        require_one_of("recurrent", self.recurrent, RECURRENT_CORES)
-        require_count("recurrent_hidden_size", self.recurrent_hidden_size)
-        if self.recurrent != "none" and self.num_envs % self.num_minibatches != 0:
-            raise ConfigError(f"num_envs = {self.num_envs} is not divisible by num_minibatches = "
-                              f"{self.num_minibatches} (recurrent = {self.recurrent!r} minibatches whole env sequences)")
         return self
 
 
 ACTIVATIONS = ("tanh", "relu")
-RECURRENT_CORES = ("none", "gru", "lstm")
+ENCODERS = ("auto", "mlp", "nature-cnn", "minatar-cnn")

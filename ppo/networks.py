@@ -13,10 +13,17 @@ better on small tasks. Measured here on CartPole-v1 (the torch preset at 150k st
 1–5, greedy 100-episode evaluation): separate networks 500 in all 5 seeds,
 a shared trunk 175–301 in all 5 — so `shared_network` defaults to False.
 
-The policy head depends on the action space:
+The MLP is the encoder of flat observations; images get a CNN instead (ppo.encoders:
+the config's `encoder`, "auto" by default, picks it from the observation space).
+
+The policy head depends on the action space (the distributions are in ppo.distributions):
     Discrete(n):  logits z = W h + b,  π(a | s) = softmax(z)_a               (categorical)
+    MultiDiscrete(n_1..n_k):  Σ n_j logits, k independent categoricals        (log-probs summed)
     Box(d):       μ = W h + b, a state-independent log σ ∈ ℝ^d,
                   π(a | s) = Π_i N(a_i; μ_i, σ_i²)                           (diagonal Gaussian)
+An observation space with an action mask (a Dict, see ppo.encoders) makes the categorical
+heads mask: every method that reads π takes the batch's mask (B, number of logits) and
+gives invalid actions probability 0 (ppo.distributions).
 
 Orthogonal initialisation: hidden layers with gain √2, the policy head with gain 0.01
 (near-uniform / near-zero-mean first policy), the value head with gain 1; biases 0.
@@ -24,62 +31,26 @@ Orthogonal initialisation: hidden layers with gain √2, the policy head with ga
 
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Distribution, Independent, Normal
+from torch.distributions import Distribution
 
-ACTIVATION_LAYERS = {"tanh": nn.Tanh, "relu": nn.ReLU}
-
-
-def init_layer(layer: nn.Linear, gain: float, ortho_init: bool = True) -> nn.Linear:
-    """Orthogonal weights scaled by `gain` and zero bias (left as PyTorch's default if off)."""
-    if ortho_init:
-        nn.init.orthogonal_(layer.weight, gain)
-        nn.init.zeros_(layer.bias)
-    return layer
-
-
-def mlp(in_dim: int, hidden_sizes: tuple[int, ...], activation: str, ortho_init: bool) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for width in hidden_sizes:
-        layers += [init_layer(nn.Linear(in_dim, width), math.sqrt(2), ortho_init), ACTIVATION_LAYERS[activation]()]
-        in_dim = width
-    return nn.Sequential(*layers)
-
-
-class CategoricalDistribution:
-    """π(a | s) = softmax(z)_a for a batch of logits z (B, n), in as few tensor ops as possible.
-
-        log π(a | s) = z_a − logsumexp(z)        H = −Σ_a π(a | s) log π(a | s)
-
-    Sampling uses the Gumbel-max trick: argmax_a (z_a + g_a), g_a = −log(−log U_a), U ~ U(0, 1).
-    It has the interface of `torch.distributions.Categorical` that PPO uses, with a
-    fraction of its Python overhead (it matters when the network is this small).
-    """
-
-    def __init__(self, logits: torch.Tensor):
-        self.log_probs = torch.log_softmax(logits, dim=-1)  # (B, n)
-
-    def sample(self, uniform: torch.Tensor | None = None) -> torch.Tensor:
-        """One action per row; `uniform` (the U of the docstring, shaped like the logits)
-        is drawn from the global generator unless given."""
-        uniform = torch.rand_like(self.log_probs) if uniform is None else uniform
-        uniform = uniform.clamp(min=torch.finfo(self.log_probs.dtype).tiny)
-        return (self.log_probs - torch.log(-torch.log(uniform))).argmax(dim=-1)
-
-    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return self.log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-
-    def entropy(self) -> torch.Tensor:
-        return -(self.log_probs.exp() * self.log_probs).sum(dim=-1)
-
-    @property
-    def probs(self) -> torch.Tensor:
-        return self.log_probs.exp()
+from ppo.distributions import (  # noqa: F401  (re-exported: other modules import them from here)
+    CategoricalDistribution,
+    MultiCategoricalDistribution,
+    categorical,
+    diagonal_gaussian,
+    mask_logits,
+)
+from ppo.encoders import (  # noqa: F401  (re-exported)
+    ACTIVATION_LAYERS,
+    init_layer,
+    make_encoder,
+    mlp,
+    split_observation_space,
+)
 
 
 class CategoricalHead(nn.Module):
@@ -89,11 +60,27 @@ class CategoricalHead(nn.Module):
         super().__init__()
         self.logits = init_layer(nn.Linear(in_dim, num_actions), 0.01, ortho_init)
 
-    def forward(self, features: torch.Tensor) -> CategoricalDistribution:
-        return CategoricalDistribution(self.logits(features))
+    def forward(self, features: torch.Tensor, mask: torch.Tensor | None = None) -> CategoricalDistribution:
+        return categorical(self.logits(features), mask)
 
-    def greedy(self, features: torch.Tensor) -> torch.Tensor:
-        return self.logits(features).argmax(dim=-1)
+    def greedy(self, features: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.logits(features)
+        return (logits if mask is None else mask_logits(logits, mask)).argmax(dim=-1)
+
+
+class MultiCategoricalHead(nn.Module):
+    """MultiDiscrete(nvec) actions: Σ nvec logits → k independent categoricals; greedy = each one's argmax."""
+
+    def __init__(self, in_dim: int, nvec: tuple[int, ...], ortho_init: bool):
+        super().__init__()
+        self.nvec = tuple(int(n) for n in nvec)
+        self.logits = init_layer(nn.Linear(in_dim, sum(self.nvec)), 0.01, ortho_init)
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor | None = None) -> MultiCategoricalDistribution:
+        return MultiCategoricalDistribution(self.logits(features), self.nvec, mask)
+
+    def greedy(self, features: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.forward(features, mask).mode()
 
 
 class GaussianHead(nn.Module):
@@ -109,8 +96,7 @@ class GaussianHead(nn.Module):
         self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
 
     def forward(self, features: torch.Tensor) -> Distribution:
-        mean = self.mean(features)
-        return Independent(Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False), 1)
+        return diagonal_gaussian(self.mean(features), self.log_std)
 
     def greedy(self, features: torch.Tensor) -> torch.Tensor:
         return self.mean(features)
@@ -119,26 +105,42 @@ class GaussianHead(nn.Module):
 def spaces_to_dict(observation_space: gym.Space, action_space: gym.Space) -> dict:
     """The two spaces as plain lists and numbers, for a weights_only checkpoint."""
 
-    def box(space: gym.spaces.Box) -> dict:
-        return {"type": "box", "low": space.low.tolist(), "high": space.high.tolist(), "dtype": str(space.dtype)}
-
-    action = {"type": "discrete", "n": int(action_space.n)} if isinstance(action_space, gym.spaces.Discrete) else box(action_space)
-    return {"observation": box(observation_space), "action": action}
+    return {"observation": space_to_dict(observation_space), "action": space_to_dict(action_space)}
 
 
-def spaces_from_dict(data: dict) -> tuple[gym.spaces.Box, gym.Space]:
+def space_to_dict(space: gym.Space) -> dict:
+    """One space (Box of any shape, Discrete, MultiDiscrete, MultiBinary, Dict of these) as plain data."""
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "discrete", "n": int(space.n)}
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return {"type": "multi_discrete", "nvec": space.nvec.tolist()}
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"type": "multi_binary", "n": int(space.n)}
+    if isinstance(space, gym.spaces.Dict):
+        return {"type": "dict", "spaces": {key: space_to_dict(part) for key, part in space.spaces.items()}}
+    return {"type": "box", "low": space.low.tolist(), "high": space.high.tolist(), "dtype": str(space.dtype)}
+
+
+def space_from_dict(entry: dict) -> gym.Space:
+    """The inverse of `space_to_dict`; ValueError for an unknown type."""
+    if entry["type"] == "discrete":
+        return gym.spaces.Discrete(int(entry["n"]))
+    if entry["type"] == "multi_discrete":
+        return gym.spaces.MultiDiscrete(np.array(entry["nvec"], dtype=np.int64))
+    if entry["type"] == "multi_binary":
+        return gym.spaces.MultiBinary(int(entry["n"]))
+    if entry["type"] == "dict":
+        return gym.spaces.Dict({key: space_from_dict(part) for key, part in entry["spaces"].items()})
+    if entry["type"] == "box":
+        low, high = np.array(entry["low"], dtype=entry["dtype"]), np.array(entry["high"], dtype=entry["dtype"])
+        return gym.spaces.Box(low, high, dtype=low.dtype)
+    raise ValueError(f"unknown space type {entry['type']!r}")
+
+
+def spaces_from_dict(data: dict) -> tuple[gym.Space, gym.Space]:
     """(observation space, action space) from `spaces_to_dict`; ValueError if it is not one."""
-
-    def space(entry: dict) -> gym.Space:
-        if entry["type"] == "discrete":
-            return gym.spaces.Discrete(int(entry["n"]))
-        if entry["type"] == "box":
-            low, high = np.array(entry["low"], dtype=entry["dtype"]), np.array(entry["high"], dtype=entry["dtype"])
-            return gym.spaces.Box(low, high, dtype=low.dtype)
-        raise ValueError(f"unknown space type {entry['type']!r}")
-
     try:
-        return space(data["observation"]), space(data["action"])
+        return space_from_dict(data["observation"]), space_from_dict(data["action"])
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"not a description of two spaces ({error})") from None
 
@@ -152,9 +154,11 @@ def observation_dim(space: gym.Space) -> int:
 def make_policy_head(action_space: gym.Space, in_dim: int, ortho_init: bool, log_std_init: float) -> nn.Module:
     if isinstance(action_space, gym.spaces.Discrete):
         return CategoricalHead(in_dim, int(action_space.n), ortho_init)
+    if isinstance(action_space, gym.spaces.MultiDiscrete) and len(action_space.shape) == 1:
+        return MultiCategoricalHead(in_dim, tuple(action_space.nvec.tolist()), ortho_init)
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
         return GaussianHead(in_dim, action_space.shape[0], ortho_init, log_std_init)
-    raise ValueError(f"action space {action_space} is not supported; allowed: Discrete, 1-D Box")
+    raise ValueError(f"action space {action_space} is not supported; allowed: Discrete, 1-D MultiDiscrete, 1-D Box")
 
 
 def network_settings(config) -> dict:
@@ -164,7 +168,12 @@ def network_settings(config) -> dict:
 
 
 class ActorCritic(nn.Module):
-    """π_θ(a | s) and V(s) for flat Box observations; see the module docstring."""
+    """π_θ(a | s) and V(s); see the module docstring.
+
+    `observation_space` is a Box, or a Dict holding a Box and an action mask (ppo.encoders);
+    `encoder` names the encoder ("auto": from the Box). With a mask, every method that reads
+    π takes `mask` (B, number of logits) bool, True = valid; without one it is None.
+    """
 
     def __init__(
         self,
@@ -175,45 +184,55 @@ class ActorCritic(nn.Module):
         shared: bool = False,
         ortho_init: bool = True,
         log_std_init: float = 0.0,
+        encoder: str = "auto",
     ):
         super().__init__()
-        in_dim = observation_dim(observation_space)
+        box, mask_space = split_observation_space(observation_space)
+        if not isinstance(box, gym.spaces.Box) or not box.shape:
+            raise ValueError(f"observation space {observation_space} is not supported; allowed: Box")
+        self.action_masked = mask_space is not None
         self.shared = shared
-        self.actor_body = mlp(in_dim, hidden_sizes, activation, ortho_init)
-        self.critic_body = self.actor_body if shared else mlp(in_dim, hidden_sizes, activation, ortho_init)
-        self.policy_head = make_policy_head(action_space, hidden_sizes[-1], ortho_init, log_std_init)
-        self.value_head = init_layer(nn.Linear(hidden_sizes[-1], 1), 1.0, ortho_init)
+        self.actor_body = make_encoder(encoder, box, hidden_sizes, activation, ortho_init)
+        self.critic_body = self.actor_body if shared else make_encoder(encoder, box, hidden_sizes, activation,
+                                                                       ortho_init)
+        features = self.actor_body.out_dim
+        self.policy_head = make_policy_head(action_space, features, ortho_init, log_std_init)
+        self.value_head = init_layer(nn.Linear(features, 1), 1.0, ortho_init)
 
     @classmethod
     def from_config(cls, config, observation_space: gym.Space, action_space: gym.Space) -> "ActorCritic":
-        """The network a PPOConfig's network fields describe (hidden_sizes, activation, ...)."""
-        return cls(observation_space, action_space, **network_settings(config))
+        """The network a PPOConfig's network fields describe (hidden_sizes, activation, encoder, ...)."""
+        return cls(observation_space, action_space, **network_settings(config), encoder=config.encoder)
 
-    def distribution(self, obs: torch.Tensor) -> Distribution:
-        return self.policy_head(self.actor_body(obs))
+    def _policy(self, features: torch.Tensor, mask: torch.Tensor | None):
+        return self.policy_head(features) if mask is None else self.policy_head(features, mask)
+
+    def distribution(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Distribution:
+        return self._policy(self.actor_body(obs), mask)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.value_head(self.critic_body(obs)).squeeze(-1)  # (B,)
 
-    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample a ~ π(· | s); return (action, log π(a | s), V(s)) for a rollout step."""
         features = self.actor_body(obs)
-        dist = self.policy_head(features)
+        dist = self._policy(features, mask)
         action = dist.sample()
         critic_features = features if self.shared else self.critic_body(obs)
         value = self.value_head(critic_features).squeeze(-1)
         return action, dist.log_prob(action), value
 
     def evaluate_actions(
-        self, obs: torch.Tensor, actions: torch.Tensor
+        self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(log π_θ(a | s), H[π_θ(· | s)], V(s)) for stored actions, used by the update."""
+        """(log π_θ(a | s), H[π_θ(· | s)], V(s)) for stored actions (and the masks they were drawn under)."""
         features = self.actor_body(obs)
-        dist = self.policy_head(features)
+        dist = self._policy(features, mask)
         critic_features = features if self.shared else self.critic_body(obs)
         value = self.value_head(critic_features).squeeze(-1)
         return dist.log_prob(actions), dist.entropy(), value
 
-    def greedy_action(self, obs: torch.Tensor) -> torch.Tensor:
-        """The most likely action: argmax of the logits, or the Gaussian mean."""
-        return self.policy_head.greedy(self.actor_body(obs))
+    def greedy_action(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The most likely (valid) action: argmax of the logits, or the Gaussian mean."""
+        features = self.actor_body(obs)
+        return self.policy_head.greedy(features) if mask is None else self.policy_head.greedy(features, mask)

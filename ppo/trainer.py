@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from ppo.advantages import compute_gae, successor_values
@@ -33,6 +34,7 @@ from ppo.base_trainer import BaseTrainer
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.distributed import SINGLE_PROCESS, World
+from ppo.encoders import ImageEncoder, resolve_encoder, split_observation, split_observation_space
 from ppo.losses import clipped_surrogate_loss, explained_variance, transition_loss
 from ppo.networks import ActorCritic, spaces_to_dict
 from ppo.normalize import ObservationNormalizer, RewardScaler
@@ -56,13 +58,51 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: str) -> None:
-    if not (isinstance(observation_space, gym.spaces.Box) and observation_space.shape):
-        raise ConfigError(f"{env_id} has observation space {observation_space}; the trainer supports Box observations")
+def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: str, shaped: bool = True) -> None:
+    """ConfigError (one line) unless the trainer can learn with these spaces.
+
+    Observations: a Box of any shape (1-D: the MLP; 3-D: an image, read by a CNN), or a Dict
+    of a Box and an "action_mask" in the layout of ppo.encoders. Actions: Discrete,
+    MultiDiscrete (1-D, starting at 0) or a 1-D Box; a mask goes with the categorical kinds
+    and holds one entry per logit. The VecEnv interface carries no infos, so a mask must come
+    in the observation. `shaped=False` (seed batches) allows only 1-D Box observations and
+    Discrete or 1-D Box actions.
+    """
+    try:
+        box, mask_space = split_observation_space(observation_space)
+    except ValueError as error:
+        raise ConfigError(f"{env_id} has observation space {observation_space}: {error}") from None
+    if not (isinstance(box, gym.spaces.Box) and box.shape) or (not shaped and (mask_space or len(box.shape) != 1)):
+        allowed = ("Box observations (or a Dict of a Box and an 'action_mask')" if shaped
+                   else "1-D Box observations in a seed batch; train each seed on its own (--seed N)")
+        raise ConfigError(f"{env_id} has observation space {observation_space}; the trainer supports {allowed}")
     discrete = isinstance(action_space, gym.spaces.Discrete)
     flat_box = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
-    if not (discrete or flat_box):
-        raise ConfigError(f"{env_id} has action space {action_space}; the trainer supports Discrete and 1-D Box")
+    multi_discrete = (shaped and isinstance(action_space, gym.spaces.MultiDiscrete) and len(action_space.shape) == 1
+                      and not action_space.start.any())
+    if not (discrete or flat_box or multi_discrete):
+        allowed = "Discrete, MultiDiscrete (1-D, from 0) and 1-D Box" if shaped else "Discrete and 1-D Box in a seed batch"
+        raise ConfigError(f"{env_id} has action space {action_space}; the trainer supports {allowed}")
+    if mask_space is not None:
+        if flat_box:
+            raise ConfigError(f"{env_id} has an action_mask but action space {action_space}; a mask goes with "
+                              "Discrete and MultiDiscrete actions")
+        logits = int(action_space.n) if discrete else int(action_space.nvec.sum())
+        if logits != mask_space.shape[0]:
+            raise ConfigError(f"{env_id}'s action_mask has {mask_space.shape[0]} entries but action space "
+                              f"{action_space} needs one per action ({logits})")
+
+
+def check_network(config: PPOConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    """ConfigError (one line) for an encoder or normalisation that cannot read these spaces."""
+    box, _ = split_observation_space(observation_space)
+    try:
+        encoder = resolve_encoder(config.encoder, box)
+    except ValueError as error:
+        raise ConfigError(f"{config.env_id}: {error}") from None
+    if config.normalize_obs and encoder != "mlp" and box.dtype == np.uint8:
+        raise ConfigError(f"{config.env_id} gives uint8 images, which the CNN scales by 1/255; "
+                          "normalize_obs would standardise them first: turn it off")
 
 
 class StepsEnvs:
@@ -70,11 +110,13 @@ class StepsEnvs:
 
     device: torch.device
 
-    def bind_envs(self, envs: VecEnv, env_id: str) -> None:
+    def bind_envs(self, envs: VecEnv, env_id: str, shaped: bool = False) -> None:
+        """Keep the envs after `check_spaces` (`shaped`: images, masks and MultiDiscrete allowed)."""
         self.envs = envs
         observation_space, action_space = envs.single_observation_space, envs.single_action_space
-        check_spaces(observation_space, action_space, env_id)
-        self.observation_space, self.action_space = observation_space, action_space
+        check_spaces(observation_space, action_space, env_id, shaped)
+        self.observation_space, self.action_space = observation_space, action_space  # as the env gives them
+        self.obs_box, self.mask_space = split_observation_space(observation_space)  # what the encoder reads
         self.continuous = isinstance(action_space, gym.spaces.Box)
         if self.continuous:
             self.action_low = torch.as_tensor(action_space.low, dtype=torch.float32, device=self.device)
@@ -108,15 +150,16 @@ class PPO(BaseTrainer, StepsEnvs):
                               f"num_envs = {config.num_envs} / {world.size} processes = {self.local_num_envs}")
         if torch.device(envs.device).type != self.device.type:
             raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
-        self.bind_envs(envs, config.env_id)
+        self.bind_envs(envs, config.env_id, shaped=True)
         observation_space, action_space = self.observation_space, self.action_space
+        check_network(config, observation_space, action_space)
 
-        self.model = self.build_model(observation_space, action_space).to(self.device)
+        self.model = ActorCritic.from_config(config, observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
         if world.distributed:
             torch.manual_seed(world.seed(config.seed))  # each process samples its own actions
-        obs_shape = tuple(observation_space.shape)
+        obs_shape = tuple(self.obs_box.shape)
         self.obs_normalizer = (
             ObservationNormalizer(obs_shape, config.obs_clip, device=self.device, world=world)
             if config.normalize_obs
@@ -127,26 +170,23 @@ class PPO(BaseTrainer, StepsEnvs):
             if config.normalize_reward
             else None
         )
-        self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
-                                        torch.float32 if self.continuous else torch.int64)
+        images = isinstance(self.model.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
+        self.buffer = RolloutBuffer(
+            config.num_steps,
+            self.local_num_envs,
+            obs_shape,
+            tuple(action_space.shape),
+            torch.float32 if self.continuous else torch.int64,
+            self.device,
+            obs_dtype=torch.uint8 if images and self.obs_normalizer is None else torch.float32,  # the CNN scales them
+            mask_size=None if self.mask_space is None else self.mask_space.shape[0],  # an env's action masks, per step
+        )
         self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
         self.shuffle_generator = torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
 
         self.global_step = 0  # environment steps of the whole run, all processes together
         self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._start_episodes()
-
-    def build_model(self, observation_space: gym.Space, action_space: gym.Space) -> ActorCritic:
-        """The feed-forward ActorCritic; a recurrent config needs ppo.recurrent_trainer.RecurrentPPO."""
-        if self.config.recurrent != "none":
-            raise ConfigError(f"recurrent = {self.config.recurrent!r}: {type(self).__name__} trains feed-forward "
-                              "networks; use ppo.recurrent_trainer.RecurrentPPO (ppo-train picks it)")
-        return ActorCritic.from_config(self.config, observation_space, action_space)
-
-    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
-                     action_dtype: torch.dtype) -> RolloutBuffer:
-        return RolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape, action_dtype,
-                             self.device)
 
     @property
     def total_iterations(self) -> int:
@@ -162,11 +202,22 @@ class PPO(BaseTrainer, StepsEnvs):
 
     # ------------------------------------------------------------------ observation
     def _observe(self, raw_obs: torch.Tensor, update_statistics: bool = True) -> torch.Tensor:
-        """What the network sees: raw observations, normalised if configured (with statistics
-        that, when `update_statistics`, have merged `raw_obs` first)."""
+        """What the network sees: raw observations (a Dict's Box part), normalised if configured
+        (with statistics that, when `update_statistics`, have merged `raw_obs` first)."""
+        raw_obs, _ = split_observation(raw_obs)
         if self.obs_normalizer is None:
             return raw_obs
         return self.obs_normalizer(raw_obs) if update_statistics else self.obs_normalizer.normalize(raw_obs)
+
+    def _action_mask(self, raw_obs) -> torch.Tensor | None:
+        """(N, logits) bool, the valid actions of a raw observation (None without a mask);
+        ValueError naming the copies whose mask allows no action at all."""
+        _, mask = split_observation(raw_obs)
+        if mask is not None and not bool(mask.any(dim=-1).all()):
+            copies = torch.nonzero(~mask.any(dim=-1)).flatten().tolist()
+            raise ValueError(f"{self.config.env_id}'s action_mask allows no action in copies {copies[:5]}; "
+                             "every observation must leave at least one action valid")
+        return mask
 
     def _start_episodes(self) -> None:
         """Reset every copy, observe the first observations with the current statistics, and
@@ -176,7 +227,8 @@ class PPO(BaseTrainer, StepsEnvs):
         self.episode_length = torch.zeros(self.local_num_envs, dtype=torch.int64, device=self.device)
         if self.reward_scaler is not None:
             self.reward_scaler.returns.zero_()
-        self.next_obs = self._observe(self.envs.reset(seed=self.config.seed + self.world.rank * self.local_num_envs))
+        raw_obs = self.envs.reset(seed=self.config.seed + self.world.rank * self.local_num_envs)
+        self.next_obs, self.next_action_mask = self._observe(raw_obs), self._action_mask(raw_obs)
 
     # ------------------------------------------------------------------ rollout
     @torch.inference_mode()
@@ -188,7 +240,7 @@ class PPO(BaseTrainer, StepsEnvs):
         finished_returns, finished_lengths = [], []
         while not buffer.full:
             obs = self.next_obs
-            action, log_prob, value = self.act(obs)
+            action, log_prob, value = self.model.act(obs, self.next_action_mask)
             result = self.envs.step(self.env_action(action))
             dones = result.terminated | result.truncated
 
@@ -205,32 +257,18 @@ class PPO(BaseTrainer, StepsEnvs):
             else:  # the classic mistake, kept as an option for the lectures: cut = terminal
                 terminated, truncated = dones, torch.zeros_like(dones)
             final_obs = self._observe(result.final_obs, update_statistics=False)
-            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs)
-            self.after_step(final_obs, truncated, dones)
-            self.next_obs = self._observe(result.obs)
+            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs, self.next_action_mask)
+            self.next_obs, self.next_action_mask = self._observe(result.obs), self._action_mask(result.obs)
             self.global_step += config.num_envs
         return torch.cat(finished_returns), torch.cat(finished_lengths)
-
-    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(a ~ π(· | s), log π(a | s), V(s)) for one rollout step of every env."""
-        return self.model.act(obs)
-
-    def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
-        """Called after each rollout step is stored; a recurrent trainer keeps its state here."""
-
-    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(V(next obs) (N,), V(final obs) (T, N) where truncated, else 0): the values GAE bootstraps from."""
-        buffer = self.buffer
-        last_value = self.model.value(self.next_obs)
-        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
-        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
-        return last_value, final_values
 
     @torch.inference_mode()
     def compute_advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE over the buffer, bootstrapping the rollout's end from V(next obs)."""
         buffer, config = self.buffer, self.config
-        last_value, final_values = self.bootstrap_values()
+        last_value = self.model.value(self.next_obs)
+        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
+        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
         next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
         return compute_gae(
             buffer.rewards,
@@ -249,12 +287,8 @@ class PPO(BaseTrainer, StepsEnvs):
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """L = L_policy − c_e·H + c_v·L_value on b transitions, with log π_θ, H, V recomputed."""
-        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
-        return self.transitions_loss(new_log_probs, entropy, new_values, minibatch)
-
-    def transitions_loss(self, new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
-                         minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
-        """L and log r_t(θ) from log π_θ, H and V recomputed for the minibatch's b transitions (b,)."""
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"],
+                                                                         minibatch.get("action_masks"))
         advantages = minibatch["advantages"]
         if self.config.norm_adv:  # over the whole minibatch, all processes' shares together
             advantages = self.world.whiten(advantages)
@@ -264,18 +298,9 @@ class PPO(BaseTrainer, StepsEnvs):
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatch steps on the clipped-surrogate loss (ppo.update)."""
-        config = self.config
-        samples = self.update_samples(advantages, returns)
-        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
-                             world=self.world, **update_settings(config, self.clip_coef))
-        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
-        return metrics
-
-    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
-        """What run_update shuffles and cuts into minibatches: (B, ...) the rollout's T·N transitions."""
-        buffer = self.buffer
-        batch = self.config.num_steps * self.local_num_envs  # this process's share of the batch
-        return {
+        config, buffer = self.config, self.buffer
+        batch = config.num_steps * self.local_num_envs  # this process's share of the batch
+        samples = {  # (B, ...) the rollout's T·N transitions
             "obs": buffer.obs.reshape(batch, *buffer.obs.shape[2:]),
             "actions": buffer.actions.reshape(batch, *buffer.actions.shape[2:]),
             "log_probs": buffer.log_probs.reshape(batch),
@@ -283,6 +308,12 @@ class PPO(BaseTrainer, StepsEnvs):
             "advantages": advantages.reshape(batch),
             "returns": returns.reshape(batch),
         }
+        if buffer.action_masks is not None:  # the masks the actions were drawn under
+            samples["action_masks"] = buffer.action_masks.reshape(batch, -1)
+        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
+                             world=self.world, **update_settings(config, self.clip_coef))
+        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
+        return metrics
 
     # ------------------------------------------------------------------ one iteration
     def run_iteration(self) -> dict[str, float]:
@@ -343,6 +374,7 @@ class PPO(BaseTrainer, StepsEnvs):
             "shuffle_rng": self.shuffle_generator.get_state(),
             "envs": env_state(self.envs),
             "next_obs": self.next_obs,
+            "next_action_mask": self.next_action_mask,
             "episode_return": self.episode_return,
             "episode_length": self.episode_length,
             "return_accumulator": self.reward_scaler.returns if self.reward_scaler else None,
@@ -388,19 +420,17 @@ class PPO(BaseTrainer, StepsEnvs):
         if self.device.type == "cuda" and own.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(own["cuda_rng"], self.device)
         self.shuffle_generator.set_state(own["shuffle_rng"])
-        if self.continues_episodes(own):
+        if own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None)):
             self.envs.load_state_dict(own["envs"])
             self.next_obs = own["next_obs"].to(self.device)
+            mask = own.get("next_action_mask")
+            self.next_action_mask = None if mask is None else mask.to(self.device)
             self.episode_return = own["episode_return"].to(self.device)
             self.episode_length = own["episode_length"].to(self.device)
             if self.reward_scaler is not None and own.get("return_accumulator") is not None:
                 self.reward_scaler.returns = own["return_accumulator"].to(self.device, torch.float64).clone()
         else:
             self._start_episodes()  # normalised with the loaded statistics, not the constructor's fresh ones
-
-    def continues_episodes(self, own: dict) -> bool:
-        """Whether a checkpoint's episodes go on here: its envs were saved and these envs can load them."""
-        return own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None))
 
     @classmethod
     def resume(
