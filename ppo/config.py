@@ -287,6 +287,13 @@ class PPOConfig(UpdateConfig):
     )
     ortho_init: bool = field(default=True, metadata={"help": "orthogonal init (√2 hidden, 0.01 policy, 1 value)"})
     log_std_init: float = field(default=0.0, metadata={"help": "initial log σ of a Gaussian policy"})
+    recurrent: str = field(
+        default="none",
+        metadata={"help": "a recurrent core after the hidden layers: 'gru', 'lstm' or 'none' (feed-forward); "
+                  "recurrent runs minibatch whole env sequences, so num_envs must be divisible by num_minibatches "
+                  "(ppo.recurrent_trainer)"},
+    )
+    recurrent_hidden_size: int = field(default=64, metadata={"help": "width of the GRU / LSTM state"})
 
     # --- normalisation ----------------------------------------------------------------
     normalize_obs: bool = field(default=False, metadata={"help": "running mean/std observation normalisation"})
@@ -325,8 +332,14 @@ class PPOConfig(UpdateConfig):
         require_one_of("encoder", self.encoder, ENCODERS)
         if not self.hidden_sizes or any(width <= 0 for width in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes = {list(self.hidden_sizes)} must be one or more positive widths")
+        require_one_of("recurrent", self.recurrent, RECURRENT_CORES)
+        require_count("recurrent_hidden_size", self.recurrent_hidden_size)
+        if self.recurrent != "none" and self.num_envs % self.num_minibatches != 0:
+            raise ConfigError(f"num_envs = {self.num_envs} is not divisible by num_minibatches = "
+                              f"{self.num_minibatches} (recurrent = {self.recurrent!r} minibatches whole env sequences)")
         return self
 
 
 ACTIVATIONS = ("tanh", "relu")
 ENCODERS = ("auto", "mlp", "nature-cnn", "minatar-cnn")
+RECURRENT_CORES = ("none", "gru", "lstm")

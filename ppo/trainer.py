@@ -94,8 +94,8 @@ def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: 
 
 
 def check_network(config: PPOConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
-    """ConfigError (one line) for an encoder or normalisation that cannot read these spaces."""
-    box, _ = split_observation_space(observation_space)
+    """ConfigError (one line) for an encoder, normalisation or recurrent core that cannot read these spaces."""
+    box, mask_space = split_observation_space(observation_space)
     try:
         encoder = resolve_encoder(config.encoder, box)
     except ValueError as error:
@@ -103,6 +103,10 @@ def check_network(config: PPOConfig, observation_space: gym.Space, action_space:
     if config.normalize_obs and encoder != "mlp" and box.dtype == np.uint8:
         raise ConfigError(f"{config.env_id} gives uint8 images, which the CNN scales by 1/255; "
                           "normalize_obs would standardise them first: turn it off")
+    flat = len(box.shape) == 1 and mask_space is None and not isinstance(action_space, gym.spaces.MultiDiscrete)
+    if config.recurrent != "none" and not flat:
+        raise ConfigError(f"recurrent = {config.recurrent!r} supports 1-D Box observations without an action mask "
+                          f"and Discrete or Box actions; {config.env_id} has {observation_space} and {action_space}")
 
 
 class StepsEnvs:
@@ -154,7 +158,7 @@ class PPO(BaseTrainer, StepsEnvs):
         observation_space, action_space = self.observation_space, self.action_space
         check_network(config, observation_space, action_space)
 
-        self.model = ActorCritic.from_config(config, observation_space, action_space).to(self.device)
+        self.model = self.build_model(observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
         if world.distributed:
@@ -170,23 +174,31 @@ class PPO(BaseTrainer, StepsEnvs):
             if config.normalize_reward
             else None
         )
-        images = isinstance(self.model.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
-        self.buffer = RolloutBuffer(
-            config.num_steps,
-            self.local_num_envs,
-            obs_shape,
-            tuple(action_space.shape),
-            torch.float32 if self.continuous else torch.int64,
-            self.device,
-            obs_dtype=torch.uint8 if images and self.obs_normalizer is None else torch.float32,  # the CNN scales them
-            mask_size=None if self.mask_space is None else self.mask_space.shape[0],  # an env's action masks, per step
-        )
+        self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
+                                        torch.float32 if self.continuous else torch.int64)
         self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
         self.shuffle_generator = torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
 
         self.global_step = 0  # environment steps of the whole run, all processes together
         self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._start_episodes()
+
+    def build_model(self, observation_space: gym.Space, action_space: gym.Space) -> ActorCritic:
+        """The feed-forward ActorCritic; a recurrent config needs ppo.recurrent_trainer.RecurrentPPO."""
+        if self.config.recurrent != "none":
+            raise ConfigError(f"recurrent = {self.config.recurrent!r}: {type(self).__name__} trains feed-forward "
+                              "networks; use ppo.recurrent_trainer.RecurrentPPO (ppo-train picks it)")
+        return ActorCritic.from_config(self.config, observation_space, action_space)
+
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+                     action_dtype: torch.dtype) -> RolloutBuffer:
+        """The rollout buffer; uint8 images stay uint8 in it (the CNN scales them), and an env's action
+        masks are kept per step."""
+        images = isinstance(self.model.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
+        obs_dtype = torch.uint8 if images and self.obs_normalizer is None else torch.float32
+        mask_size = None if self.mask_space is None else self.mask_space.shape[0]
+        return RolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape, action_dtype,
+                             self.device, obs_dtype=obs_dtype, mask_size=mask_size)
 
     @property
     def total_iterations(self) -> int:
@@ -240,7 +252,7 @@ class PPO(BaseTrainer, StepsEnvs):
         finished_returns, finished_lengths = [], []
         while not buffer.full:
             obs = self.next_obs
-            action, log_prob, value = self.model.act(obs, self.next_action_mask)
+            action, log_prob, value = self.act(obs)
             result = self.envs.step(self.env_action(action))
             dones = result.terminated | result.truncated
 
@@ -258,17 +270,31 @@ class PPO(BaseTrainer, StepsEnvs):
                 terminated, truncated = dones, torch.zeros_like(dones)
             final_obs = self._observe(result.final_obs, update_statistics=False)
             buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs, self.next_action_mask)
+            self.after_step(final_obs, truncated, dones)
             self.next_obs, self.next_action_mask = self._observe(result.obs), self._action_mask(result.obs)
             self.global_step += config.num_envs
         return torch.cat(finished_returns), torch.cat(finished_lengths)
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(a ~ π(· | s), log π(a | s), V(s)) for one rollout step of every env (under its action mask)."""
+        return self.model.act(obs, self.next_action_mask)
+
+    def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
+        """Called after each rollout step is stored; a recurrent trainer keeps its state here."""
+
+    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(V(next obs) (N,), V(final obs) (T, N) where truncated, else 0): the values GAE bootstraps from."""
+        buffer = self.buffer
+        last_value = self.model.value(self.next_obs)
+        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
+        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
+        return last_value, final_values
 
     @torch.inference_mode()
     def compute_advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE over the buffer, bootstrapping the rollout's end from V(next obs)."""
         buffer, config = self.buffer, self.config
-        last_value = self.model.value(self.next_obs)
-        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
-        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
+        last_value, final_values = self.bootstrap_values()
         next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
         return compute_gae(
             buffer.rewards,
@@ -289,6 +315,11 @@ class PPO(BaseTrainer, StepsEnvs):
         """L = L_policy − c_e·H + c_v·L_value on b transitions, with log π_θ, H, V recomputed."""
         new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"],
                                                                          minibatch.get("action_masks"))
+        return self.transitions_loss(new_log_probs, entropy, new_values, minibatch)
+
+    def transitions_loss(self, new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
+                         minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """L and log r_t(θ) from log π_θ, H and V recomputed for the minibatch's b transitions (b,)."""
         advantages = minibatch["advantages"]
         if self.config.norm_adv:  # over the whole minibatch, all processes' shares together
             advantages = self.world.whiten(advantages)
@@ -298,9 +329,18 @@ class PPO(BaseTrainer, StepsEnvs):
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """K epochs of shuffled minibatch steps on the clipped-surrogate loss (ppo.update)."""
-        config, buffer = self.config, self.buffer
-        batch = config.num_steps * self.local_num_envs  # this process's share of the batch
-        samples = {  # (B, ...) the rollout's T·N transitions
+        config = self.config
+        samples = self.update_samples(advantages, returns)
+        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
+                             world=self.world, **update_settings(config, self.clip_coef))
+        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
+        return metrics
+
+    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What run_update shuffles and cuts into minibatches: (B, ...) the rollout's T·N transitions."""
+        buffer = self.buffer
+        batch = self.config.num_steps * self.local_num_envs  # this process's share of the batch
+        samples = {
             "obs": buffer.obs.reshape(batch, *buffer.obs.shape[2:]),
             "actions": buffer.actions.reshape(batch, *buffer.actions.shape[2:]),
             "log_probs": buffer.log_probs.reshape(batch),
@@ -310,10 +350,7 @@ class PPO(BaseTrainer, StepsEnvs):
         }
         if buffer.action_masks is not None:  # the masks the actions were drawn under
             samples["action_masks"] = buffer.action_masks.reshape(batch, -1)
-        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
-                             world=self.world, **update_settings(config, self.clip_coef))
-        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
-        return metrics
+        return samples
 
     # ------------------------------------------------------------------ one iteration
     def run_iteration(self) -> dict[str, float]:
@@ -420,7 +457,7 @@ class PPO(BaseTrainer, StepsEnvs):
         if self.device.type == "cuda" and own.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(own["cuda_rng"], self.device)
         self.shuffle_generator.set_state(own["shuffle_rng"])
-        if own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None)):
+        if self.continues_episodes(own):
             self.envs.load_state_dict(own["envs"])
             self.next_obs = own["next_obs"].to(self.device)
             mask = own.get("next_action_mask")
@@ -431,6 +468,10 @@ class PPO(BaseTrainer, StepsEnvs):
                 self.reward_scaler.returns = own["return_accumulator"].to(self.device, torch.float64).clone()
         else:
             self._start_episodes()  # normalised with the loaded statistics, not the constructor's fresh ones
+
+    def continues_episodes(self, own: dict) -> bool:
+        """Whether a checkpoint's episodes go on here: its envs were saved and these envs can load them."""
+        return own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None))
 
     @classmethod
     def resume(

@@ -156,6 +156,7 @@ def test_a_seed_batch_binds_only_flat_spaces():
 
 @pytest.mark.parametrize("overrides, message", [
     ({"normalize_obs": True}, "uint8 images.*normalize_obs"),
+    ({"recurrent": "gru"}, "recurrent = 'gru' supports 1-D Box"),
     ({"encoder": "nature-cnn"}, "nature-cnn.*at least 36"),
 ])
 def test_settings_that_cannot_read_images_are_refused(overrides, message):
