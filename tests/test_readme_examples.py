@@ -19,7 +19,6 @@ from pathlib import Path
 from _tiny_lm import tiny_sft
 from experiments import plot, rlhf, train
 from experiments.cli import given_flags
-from experiments.food_task import FoodTaskConfig
 from ppo.lm.rlhf_config import RLHFConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -94,10 +93,10 @@ def test_every_ppo_rlhf_example_gets_a_folder_named_after_what_it_changes():
     for _, *argv in fine_tunings():
         args = rlhf.build_parser().parse_args(argv)
         config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
-        names.append(rlhf.run_folder_name(config, FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()))
+        names.append(rlhf.run_folder_name(config, rlhf.task_from_flags(args).config))
     assert names[0] == "rlhf-pizza-rule__seed1" and len(set(names)) == len(names) >= 4, names
     assert "rlhf-pizza-rule__kltarget2__seed1" in names and "rlhf-pizza-model__seed1" in names
-    assert "rlhf-pizza-rule__rloo__seed1" in names
+    assert "rlhf-pizza-rule__rloo__seed1" in names and "rlhf-two-choice__seed1" in names
 
 
 def run_command(command: list[str], capsys) -> str:
