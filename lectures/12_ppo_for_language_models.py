@@ -48,6 +48,15 @@ Lecture 8 (defect 8) measures why a batch of one is a poor gradient. Here we tra
 batches of completions and measure ours — target rate, KL, entropy, well-formed rate —
 and set it next to π*.
 
+The pizza task has one decision: the first letter of the food settles everything, so it
+is a one-decision bandit, the clearest case for the mechanics (sections 1–6: one episode
+token by token, GAE along the tokens, the KL estimators and placements, π*). On it a
+critic, token-level credit and a critic-free group baseline have nothing to differ on.
+Section 7 therefore runs a second task with two decisions six tokens apart — a relation,
+"likes" or "hates", at the first token and a food at the seventh, paid only in the right
+combination — and there sets PPO's critic against RLOO's and GRPO's group baselines and
+against π*.
+
 **Prerequisites.** Lectures 3–8; lecture 8's defects 4–8 are the LM-side pitfalls.
 
 **Library.** `ppo/lm/` — `tokenizer.py`, `model.py` (a tiny GPT), `sampling.py`,
@@ -56,32 +65,44 @@ and set it next to π*.
 (each placement's exact expected gradient), `task.py` (`CompletionTask`), `rlhf_trainer.py`
 (`RLHFTrainer`), `optimum.py` (π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
 (the known distribution), `envs/token_task.py` (prompts and rule rewards),
-`experiments/food_task.py` (the two handed to the trainer); `ppo/update.py`,
-`ppo/losses.py` (`kl_per_sample`), `ppo/advantages.py` (`compute_gae`). Command line:
-`python -m experiments.rlhf`.
+`experiments/food_task.py` (the two handed to the trainer); for section 7
+`experiments/two_choice_task.py`, `ppo/lm/group_trainer.py` (RLOO and GRPO),
+`ppo/lm/optimum_distance.py` (distance to π*), `experiments/compare_lm_trainers.py`
+(`position_shares`, `first_reaching`) and `experiments/statistics.py` (IQM with confidence
+intervals); `ppo/update.py`, `ppo/losses.py` (`kl_per_sample`), `ppo/advantages.py`
+(`compute_gae`). Command lines: `python -m experiments.rlhf`, `python -m
+experiments.compare_lm_trainers`.
 """
 
 # %%
 import math
+import statistics
 
+import numpy as np
 import torch
 from matplotlib.ticker import MaxNLocator
 
 from _common import Lecture, plt, print_table
 from envs import corpus
+from experiments.compare_lm_trainers import first_reaching, position_shares
 from experiments.food_task import FoodTaskConfig, food_task
+from experiments.grpo_biases import difficulty_bias, print_difficulty
+from experiments.statistics import interval_estimates
+from experiments.two_choice_task import ANSWERS, TwoChoiceTaskConfig, two_choice_task
 from ppo.advantages import compute_gae
 from ppo.lm.diagnostics import critic_values_along, plot_critic_values
 from ppo.lm.evaluation import evaluate_lm_policy
+from ppo.lm.group_trainer import trainer_class
 from ppo.lm.kl_gradients import enumerated_batch, placement_gradients
 from ppo.lm.kl_penalty import KL_PENALTIES
 from ppo.lm.model import GPT, GPTConfig, next_token_log_probs
 from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.optimum_distance import total_variation
 from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
 from ppo.lm.rewards import per_token_kl
 from ppo.lm.rlhf_config import RLHFConfig
 from ppo.lm.rlhf_trainer import RLHFTrainer
-from ppo.lm.rollout import collect_rollout
+from ppo.lm.rollout import collect_rollout, repeat_prompts
 from ppo.lm.sampling import sample_texts
 
 lecture = Lecture("12_ppo_for_language_models", __doc__)
@@ -386,11 +407,10 @@ the first character. The food task is a one-decision bandit: the first token set
 food, the value of every later state is settled with it (the critic's V ≈ 1 after "pizz",
 ≈ 0 after "sala", above), and what a critic adds is a baseline for the one state s_0,
 which the mean reward of the batch provides as well. Token-level credit assignment, a
-learned critic against a critic-free baseline (lecture 13's GRPO and RLOO), λ = 0.95
-against λ = 1: none of these has anything to differ on here. They part on a task whose
-reward depends on a decision taken in mid-sequence, which this lecture does not run
-(`experiments/two_choice_task.py` is one: its reward depends on a relation chosen at the
-first token and a food chosen six tokens later).
+learned critic against a critic-free baseline (RLOO and GRPO), λ = 0.95 against λ = 1:
+none of these has anything to differ on here. Section 7 runs the task where they can:
+its reward depends on a relation chosen at the first token and a food chosen six tokens
+later.
 """
 
 # %% [markdown]
@@ -415,7 +435,9 @@ left is the noise of which prefixes a completion visits); k3's spread is larger 
 times the share of its mean that k1's do (the right panel's far-right dots). k1's sample
 mean lies within three standard errors of the exact one; k3's rests on how many of those
 rare completions a sample happens to catch. The left panel: at least 99% of the exact KL
-is spent at t = 0 (the bandit of section 4).
+is spent at t = 0 (the bandit of section 4; section 7 sets the two-choice task's shares
+beside it). The estimators are compared on this policy because it has moved two nats
+from π_ref, where k3's tail shows; no credit across tokens is involved.
 """
 
 # %%
@@ -590,7 +612,9 @@ actions of different value, Q(s, on the path) = V(next state) and 0 off it, so a
 them π(on|s) = β·q/(μ − V) and π(off|s) = β·(1 − q)/μ with q = π_ref(on|s) and μ the
 Lagrange multiplier that makes them sum to 1 (μ, not λ: λ is GAE's), solved backwards from
 the score at EOS; everywhere else
-π = π_ref.
+π = π_ref. This comparison stays on the pizza task because only there, with one path
+carrying the whole reward, can loss-k3's fixed point be solved by hand; section 7 shows
+k3 in the loss on the two-choice task against π*.
 """
 
 # %%
@@ -755,14 +779,488 @@ lecture.save_figure(figure, "training_curves.png")
 
 # %% [markdown]
 """
+## 7. A decision in mid-sequence: the two-choice task
+
+`experiments/two_choice_task.py`. The prompt is a name — eight prompts, "ravin ",
+"maya ", …, one per person of the corpus — and the SFT model completes it with a relation
+and a food: "likes donuts", "hates lettuce". The relation is decided at the completion's
+first token (t = 0, "l" or "h"), the food at t = 6 (and at t = 7 among soda, salad and
+sushi, which share their first letter). The rule pays only the right combination: 1 for a
+healthy food liked (lettuce, salad, apples, sushi), 0.5 for an unhealthy one hated (soda,
+donuts, cookies, ice cream), 0 for anything else. Neither word pays on its own: what
+"likes" is worth depends on the food that follows it six tokens later.
+
+π* stays exact: r is constant on each of the 20 answers "relation food", so per prompt
+π*_β(y) ∝ π_ref(y)·exp(r(y)/β) is a distribution over 20 answers and the rest. So is the
+value of every state under π*: V*_β(s) = β·log Σ_y π_ref(y|s)·exp(r(y)/β), summed over the
+completions that continue s — the total reward r − β·Σ_t KL_t that π* collects from s on,
+which is what a critic learns to predict once the policy is π*. The table gives it after
+"ravin ", "ravin likes " and "ravin hates ": V*_β is about 0.54 after 'ravin likes ' and
+0.14 after 'ravin hates '. From either state the SFT model rarely adds a paid food
+(second column), but "likes" is paid twice as much, and the exponential tilt of π*
+multiplies the difference.
+
+The runs here use β = 0.25, not the 0.15 of the pizza runs: π*_β says 'hates' about one
+time in six at β = 0.25 (at 0.15, one in twenty-five), so both branches stay visited and
+a critic has data on each.
+"""
+
+# %%
+TWO_CHOICE = TwoChoiceTaskConfig()
+TWO_TASK = two_choice_task(TWO_CHOICE)
+TWO_PROMPT = TWO_TASK.prompts[0]  # "ravin "
+TWO_BETA = 0.25
+TWO_SCORES = TWO_CHOICE.answer_scores()  # r of the 20 answers, and 0 for MALFORMED (here: everything else)
+
+
+def answer_probabilities(model, prompt: str) -> dict[str, float]:
+    """π(answer + EOS | prompt) for the 20 answers, exact; MALFORMED lumps the rest (malformed or no EOS)."""
+    return completion_probabilities(model, tokenizer, prompt, ANSWERS)
+
+
+def gold(probabilities: dict[str, float]) -> float:
+    """E_π[r] over the answers, the rest counted 0."""
+    return sum(p * TWO_SCORES[group] for group, p in probabilities.items())
+
+
+def likes_share(probabilities: dict[str, float]) -> float:
+    return sum(p for group, p in probabilities.items() if group.startswith("likes "))
+
+
+def state_groups(model, said: str) -> dict[str, float]:
+    """π(g | TWO_PROMPT + said) over the answers that continue `said`, the rest one group (MALFORMED): exact."""
+    continuations = [answer[len(said):] for answer in ANSWERS if answer.startswith(said)]
+    return completion_probabilities(model, tokenizer, TWO_PROMPT + said, continuations)
+
+
+def soft_values(model, said: str) -> tuple[float, float]:
+    """(V^π(s), V*_β(s)) at s = TWO_PROMPT + said, over state_groups (the rest scored 0):
+    V^π(s) = Σ_g π(g|s)·(r(g) − β·log(π(g|s)/π_ref(g|s))) and V*_β(s) = β·log Σ_g π_ref(g|s)·exp(r(g)/β)."""
+    reference, policy = state_groups(sft, said), state_groups(model, said)
+    scores = {group: TWO_SCORES.get(said + group, 0.0) for group in reference}
+    value = sum(p * (scores[g] - TWO_BETA * math.log(p / reference[g])) for g, p in policy.items() if p > 0)
+    return value, kl_regularised_optimum(reference, scores, TWO_BETA).objective
+
+
+two_reference = {prompt: answer_probabilities(sft, prompt) for prompt in TWO_TASK.prompts}
+two_optimum = {prompt: kl_regularised_optimum(two_reference[prompt], TWO_SCORES, TWO_BETA) for prompt in TWO_TASK.prompts}
+sft_gold = statistics.fmean(gold(two_reference[p]) for p in TWO_TASK.prompts)
+optimum_gold = statistics.fmean(o.expected_score for o in two_optimum.values())
+optimum_likes = statistics.fmean(likes_share(o.probabilities) for o in two_optimum.values())
+likes_at_015 = statistics.fmean(likes_share(kl_regularised_optimum(two_reference[p], TWO_SCORES, 0.15).probabilities)
+                                for p in TWO_TASK.prompts)
+exact_rows = []
+for said in ("", "likes ", "hates "):
+    paid = sum(p for group, p in state_groups(sft, said).items() if TWO_SCORES.get(said + group, 0.0) > 0)
+    exact_rows.append({"state s": repr(TWO_PROMPT + said), "π_ref(a paid answer | s)": paid,
+                       "V*_β(s)": soft_values(sft, said)[1]})
+print_table(exact_rows, title=f"The two-choice task after {TWO_PROMPT!r}, exact, β = {TWO_BETA}")
+v_star = {row["state s"]: row["V*_β(s)"] for row in exact_rows}
+sft_likes = statistics.fmean(likes_share(two_reference[p]) for p in TWO_TASK.prompts)
+print(f"over the {len(TWO_TASK.prompts)} prompts: SFT gold {sft_gold:.3f}, 'likes' {sft_likes:.1%}; "
+      f"π*_β gold {optimum_gold:.3f}, 'likes' {optimum_likes:.1%}, "
+      f"KL {statistics.fmean(o.kl for o in two_optimum.values()):.3f} "
+      f"nats (at β = 0.15 π* says 'likes' {likes_at_015:.1%})")
+lecture.claim("π*_β says 'hates' about one time in six at β = 0.25 (at 0.15, one in twenty-five)",
+              0.12 < 1 - optimum_likes < 0.22 and 1 - likes_at_015 < 0.05,
+              measured=f"π*_0.25 'hates' {1 - optimum_likes:.1%}, π*_0.15 'hates' {1 - likes_at_015:.1%}", quick=False)
+likes_value, hates_value = v_star[repr(TWO_PROMPT + "likes ")], v_star[repr(TWO_PROMPT + "hates ")]
+lecture.claim("V*_β is about 0.54 after 'ravin likes ' and 0.14 after 'ravin hates '",
+              abs(likes_value - 0.54) < 0.01 and abs(hates_value - 0.14) < 0.01,
+              measured=f"{likes_value:.3f} and {hates_value:.3f}", quick=False)
+
+# %% [markdown]
+"""
+### Four trainers, ten seeds each
+
+    PPO                    a critic V(s_t) and GAE along the tokens; k1 in the reward
+    RLOO                   Â_i = R_i − mean of the other G − 1 completions of the prompt; k1 in the reward
+    RLOO, k3 in the loss   the same baseline; β·k3 differentiated in the loss
+    GRPO                   Â_i = (R_i − mean_j R_j) / std_j R_j over the group; β·k3 in the loss, as published
+
+(`ppo/lm/group_trainer.py`: RLOO is Ahmadian et al. 2024's leave-one-out baseline, GRPO
+Shao et al. 2024's group-normalised one; lecture 13 works one group by hand.) Each row
+differs from the one above in one thing: the critic gives way to a group baseline, then
+k1 in the reward to k3 in the loss, then the plain difference to one divided by the
+group's std. A group baseline gives every token of completion i the same Â_i; PPO's
+critic gives each token its own. Every run: β = 0.25, 30 iterations of 64 completions
+(eight groups of eight, one group per prompt), the library's other defaults, seeds 1–10.
+Measured exactly over the 20 answers (the rest, malformed or unfinished, one group scored
+0), mean over the eight prompts: the gold E[r], the total variation to π*_β, the share of
+"likes" and of the rest; and as sample efficiency, the completions a run samples until
+two consecutive training batches' mean score is half-way from the SFT model's gold to
+π*'s (`first_reaching`). Each summary is an IQM over the ten seeds with a 95% stratified
+bootstrap interval (lecture 7).
+
+What the run shows (the table, and the figure's three panels). Every run of every method
+gets half-way from the SFT model's gold to π*'s, and the four intervals of the
+completions it takes overlap: on this task, at this size, the critic buys no sample
+efficiency over the group baselines. If anything the contrary: past half-way PPO's
+batches trail RLOO's and GRPO's: over the last two thirds of the run their mean score is
+lower than both, its interval below GRPO's (left panel, the blue band under the orange
+and red ones; the gap to RLOO, a few hundredths, varies with the seeds).
+The likely reason is the critic itself, still being learned: its errors (below, up to a
+third) enter every Â, while a group baseline is computed afresh from each group. Where
+a run lands is decided by the KL term. PPO and RLOO, with k1 in the reward,
+land closest to π*_β: their TV intervals overlap each other and lie below those of both
+runs with k3 in the loss (middle panel), and their gold is within 0.04 of π*'s. RLOO with
+k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*: k3
+in the loss has its own fixed point (section 5), not π*. GRPO says 'likes' more often
+than π* and than each of the three others (right panel). Its one difference from the
+row above is the division by the group's std, and the std of r over one prompt's
+completions is below 0.45 both under the SFT model and under π*: dividing by it
+multiplies the score's pull, about twofold or more (computed exactly below), while the
+β·k3 term keeps its size, as a smaller β would. GRPO leaves the most mass malformed or unfinished, about 2%, more than
+PPO and RLOO (about 1%); RLOO with k3 in the loss lies between. The next table shows
+where.
+"""
+
+# %%
+TWO_METHODS = {  # name: (algorithm, KL placement)
+    "PPO": ("ppo", "reward-k1"),
+    "RLOO": ("rloo", "reward-k1"),
+    "RLOO, k3 in the loss": ("rloo", "loss-k3"),
+    "GRPO": ("grpo", "loss-k3"),
+}
+METHOD_COLOURS = {"PPO": "tab:blue", "RLOO": "tab:orange", "RLOO, k3 in the loss": "tab:green", "GRPO": "tab:red"}
+TWO_SEEDS = lecture.choose(full=list(range(1, 11)), quick=[1])
+TWO_CONFIG = RLHFConfig(sample_every=0, tensorboard=False, kl_coef=TWO_BETA, batch_size=64, group_size=8,
+                        iterations=lecture.choose(full=30, quick=2))
+POSITION_SAMPLES = lecture.choose(full=512, quick=64)  # fresh completions per run for the KL's position shares
+CRITIC_STATES = ("", "likes ", "hates ", "likes a", "likes d")  # completion prefixes after TWO_PROMPT
+halfway_level = (sft_gold + optimum_gold) / 2
+
+
+@torch.no_grad()
+def two_choice_measures(trainer: RLHFTrainer, seed: int) -> dict:
+    """Exact answer shares against π*_β, the KL's position shares on fresh samples, the learning curve."""
+    policy = {prompt: answer_probabilities(trainer.policy, prompt) for prompt in TWO_TASK.prompts}
+    fresh = collect_rollout(trainer.policy, trainer.reference, None, tokenizer,
+                            repeat_prompts(TWO_TASK.prompts, POSITION_SAMPLES), TWO_CONFIG.max_new_tokens,
+                            TWO_CONFIG.temperature, torch.Generator().manual_seed(40_000 + seed), with_values=False)
+    curve = [metrics["score"] for metrics in trainer.history]
+    shares = position_shares(fresh.exact_kl)  # share at t = 0, 1–5, 6, 7, ≥ 8
+    return {"gold": statistics.fmean(gold(policy[p]) for p in TWO_TASK.prompts),
+            "likes": statistics.fmean(likes_share(policy[p]) for p in TWO_TASK.prompts),
+            "rest": statistics.fmean(policy[p][MALFORMED] for p in TWO_TASK.prompts),
+            "tv": statistics.fmean(total_variation(policy[p], two_optimum[p].probabilities) for p in TWO_TASK.prompts),
+            "kl_shares": shares, "late_kl": shares[-1], "curve": curve,
+            "late_score": statistics.fmean(curve[len(curve) // 3:]),  # the training batches, last two thirds
+            "halfway": first_reaching(curve, halfway_level, TWO_CONFIG.batch_size)}
+
+
+two_trainers = {name: [] for name in TWO_METHODS}
+for name, (algorithm, placement) in TWO_METHODS.items():
+    for seed in TWO_SEEDS:
+        config = TWO_CONFIG.replace(algorithm=algorithm, kl_penalty=placement, seed=seed)
+        two_trainers[name].append(trainer_class(algorithm)(config, sft, tokenizer, TWO_TASK, progress=False))
+        two_trainers[name][-1].train()
+    print(f"trained {name}: {len(TWO_SEEDS)} seeds of {TWO_CONFIG.iterations} iterations × "
+          f"{TWO_CONFIG.batch_size} completions")
+two_runs = {name: [two_choice_measures(trainer, seed) for trainer, seed in zip(trainers, TWO_SEEDS)]
+            for name, trainers in two_trainers.items()}
+
+critic_runs = [{said: (critic_values_along(ppo_run.value_model, tokenizer, TWO_PROMPT + said)[-1],  # (V, V^π, V*)
+                       *soft_values(ppo_run.policy, said)) for said in CRITIC_STATES}
+               for ppo_run in two_trainers["PPO"]]
+
+BOOTSTRAP_REPS = lecture.choose(full=2000, quick=100)
+completions_run = TWO_CONFIG.iterations * TWO_CONFIG.batch_size
+
+
+def per_seed(name: str, key: str) -> np.ndarray:
+    """One number per seed; a run that never got half-way counts as the run's length (censored)."""
+    return np.array([completions_run if run[key] is None else run[key] for run in two_runs[name]], dtype=float)
+
+
+MEASURES = {"gold": "gold E[r]", "tv": "TV to π*", "likes": "'likes'", "rest": "rest", "halfway": "half-way at",
+            "late_score": "batches, last ⅔"}
+two_estimates = {key: interval_estimates({name: per_seed(name, key) for name in TWO_METHODS}, reps=BOOTSTRAP_REPS,
+                                         seed=0) for key in (*MEASURES, "late_kl")}
+
+
+def iqm_cell(key: str, name: str, digits: int = 3) -> str:
+    row = two_estimates[key][name]
+    return f"{row['iqm']:.{digits}f} [{row['iqm_low']:.{digits}f}, {row['iqm_high']:.{digits}f}]"
+
+
+sft_distance = statistics.fmean(total_variation(two_reference[p], two_optimum[p].probabilities) for p in TWO_TASK.prompts)
+sft_rest = statistics.fmean(two_reference[p][MALFORMED] for p in TWO_TASK.prompts)
+optimum_rest = statistics.fmean(o.probabilities[MALFORMED] for o in two_optimum.values())
+comparison_rows = [{"method": "SFT (π_ref), exact", "gold E[r]": f"{sft_gold:.3f}", "TV to π*": f"{sft_distance:.3f}",
+                    "'likes'": f"{sft_likes:.3f}", "rest": f"{sft_rest:.4f}", "half-way at": "", "batches, last ⅔": "",
+                    "reached half-way": ""}]
+for name in TWO_METHODS:
+    reached = sum(run["halfway"] is not None for run in two_runs[name])
+    comparison_rows.append({"method": name, **{column: iqm_cell(key, name, 0 if key == "halfway" else 3)
+                                               for key, column in MEASURES.items()},
+                            "reached half-way": f"{reached}/{len(TWO_SEEDS)}"})
+comparison_rows.append({"method": "π*_β, exact", "gold E[r]": f"{optimum_gold:.3f}", "TV to π*": "0",
+                        "'likes'": f"{optimum_likes:.3f}", "rest": f"{optimum_rest:.4f}"})
+print_table(comparison_rows, title=f"The two-choice task at β = {TWO_BETA}: IQM [95% CI] over seeds {TWO_SEEDS[0]}–"
+                                   f"{TWO_SEEDS[-1]}, {completions_run} completions per run; exact over the answers, "
+                                   f"mean over the {len(TWO_TASK.prompts)} prompts")
+
+
+def interval_order(key: str, first: str, second: str) -> str:
+    """'below' / 'above' when first's IQM interval lies wholly below / above second's, else 'overlaps'."""
+    a, b = two_estimates[key][first], two_estimates[key][second]
+    return "below" if a["iqm_high"] < b["iqm_low"] else "above" if a["iqm_low"] > b["iqm_high"] else "overlaps"
+
+
+def measured_intervals(key: str) -> str:
+    return ", ".join(f"{name} {iqm_cell(key, name, 0 if key == 'halfway' else 3)}" for name in TWO_METHODS)
+
+
+all_halfway = [run["halfway"] for runs in two_runs.values() for run in runs]
+method_pairs = [(a, b) for i, a in enumerate(TWO_METHODS) for b in list(TWO_METHODS)[i + 1:]]
+lecture.claim("every run of every method gets half-way from the SFT model's gold to π*'s, and the four intervals of the "
+              "completions it takes overlap",
+              None not in all_halfway and all(interval_order("halfway", a, b) == "overlaps" for a, b in method_pairs),
+              measured=f"{measured_intervals('halfway')}; single runs {min(h or 0 for h in all_halfway)} to "
+                       f"{max(h or 0 for h in all_halfway)}", quick=False)
+late_scores = {name: two_estimates["late_score"][name]["iqm"] for name in TWO_METHODS}
+lecture.claim("past half-way PPO's batches trail RLOO's and GRPO's: over the last two thirds of the run their mean score "
+              "is lower than both, its interval below GRPO's",
+              late_scores["PPO"] < min(late_scores["RLOO"], late_scores["GRPO"])
+              and interval_order("late_score", "PPO", "GRPO") == "below",
+              measured=measured_intervals("late_score"), quick=False)
+reward_k1, loss_k3 = ("PPO", "RLOO"), ("RLOO, k3 in the loss", "GRPO")
+lecture.claim("PPO and RLOO, with k1 in the reward, land closest to π*_β: their TV intervals overlap each other and lie "
+              "below those of both runs with k3 in the loss",
+              interval_order("tv", "PPO", "RLOO") == "overlaps"
+              and all(interval_order("tv", a, b) == "below" for a in reward_k1 for b in loss_k3),
+              measured=measured_intervals("tv"), quick=False)
+lecture.claim("their gold is within 0.04 of π*'s", all(abs(two_estimates["gold"][name]["iqm"] - optimum_gold) < 0.04
+                                                       for name in reward_k1),
+              measured=f"{measured_intervals('gold')}; π* {optimum_gold:.3f}", quick=False)
+lecture.claim("RLOO with k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*",
+              all(interval_order("gold", loss_k3[0], b) == "below" for b in TWO_METHODS if b != loss_k3[0])
+              and two_estimates["likes"]["RLOO, k3 in the loss"]["iqm_high"] < optimum_likes,
+              measured=f"gold {measured_intervals('gold')}; 'likes' {measured_intervals('likes')}, π* {optimum_likes:.3f}",
+              quick=False)
+lecture.claim("GRPO says 'likes' more often than π* and than each of the three others",
+              two_estimates["likes"]["GRPO"]["iqm_low"] > optimum_likes
+              and all(interval_order("likes", "GRPO", b) == "above" for b in TWO_METHODS if b != "GRPO"),
+              measured=f"{measured_intervals('likes')}, π* {optimum_likes:.3f}", quick=False)
+
+
+def score_spread(probabilities: dict[str, float]) -> float:
+    """The std of r over one prompt's completions, exact over the groups."""
+    mean = gold(probabilities)
+    return math.sqrt(sum(p * (TWO_SCORES[g] - mean) ** 2 for g, p in probabilities.items()))
+
+
+spread_sft = statistics.fmean(score_spread(two_reference[p]) for p in TWO_TASK.prompts)
+spread_optimum = statistics.fmean(score_spread(o.probabilities) for o in two_optimum.values())
+print(f"std of r over one prompt's completions (exact, mean over prompts): SFT {spread_sft:.3f}, π*_β {spread_optimum:.3f}")
+lecture.claim("the std of r over one prompt's completions is below 0.45 both under the SFT model and under π*",
+              spread_sft < 0.45 and spread_optimum < 0.45,
+              measured=f"SFT {spread_sft:.3f}, π* {spread_optimum:.3f}", quick=False)
+rests = {name: two_estimates["rest"][name]["iqm"] for name in TWO_METHODS}
+lecture.claim("GRPO leaves the most mass malformed or unfinished, about 2%, more than PPO and RLOO (about 1%)",
+              max(rests, key=rests.get) == "GRPO" and 0.015 < rests["GRPO"] < 0.03
+              and all(interval_order("rest", "GRPO", b) == "above" and rests[b] < 0.012 for b in reward_k1),
+              measured=measured_intervals("rest"), quick=False)
+
+figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+for index, (name, runs) in enumerate(two_runs.items()):
+    colour = METHOD_COLOURS[name]
+    curves = torch.tensor([run["curve"] for run in runs], dtype=torch.float64)  # (seeds, iterations)
+    completions = [(i + 1) * TWO_CONFIG.batch_size for i in range(curves.shape[1])]
+    mean = curves.mean(0)
+    half_width = 1.96 * curves.std(0) / math.sqrt(len(runs)) if len(runs) > 1 else torch.zeros_like(mean)
+    axes[0].plot(completions, mean.tolist(), color=colour, label=name)
+    axes[0].fill_between(completions, (mean - half_width).tolist(), (mean + half_width).tolist(), color=colour, alpha=0.15)
+    for axis, key in ((axes[1], "tv"), (axes[2], "likes")):
+        values = per_seed(name, key)
+        jitter = (np.arange(len(values)) - (len(values) - 1) / 2) * 0.03
+        axis.scatter(index + jitter, values, color=colour, s=18, alpha=0.7)
+        row = two_estimates[key][name]
+        axis.plot([index, index], [row["iqm_low"], row["iqm_high"]], color="black", lw=2)
+        axis.plot([index], [row["iqm"]], marker="_", color="black", ms=16)
+axes[0].axhline(optimum_gold, color="black", ls="--", lw=1, label="π*_β (exact)")
+axes[0].axhline(sft_gold, color="gray", ls=":", lw=1, label="SFT (exact)")
+axes[0].set_xlabel("completions sampled")
+axes[0].set_ylabel("training batch's mean score")
+axes[0].set_title("Learning curves (mean over seeds, 95% band)")
+axes[0].legend(fontsize=8, loc="lower right")
+axes[2].axhline(optimum_likes, color="black", ls="--", lw=1, label="π*_β (exact)")
+axes[2].legend(fontsize=8, loc="lower left")
+for axis, title, ylabel in ((axes[1], "Where each lands: distance to π*_β", "TV(π, π*_β), mean over prompts"),
+                            (axes[2], "How often the first word is 'likes'", "π('likes …'), mean over prompts")):
+    axis.set_xticks(range(len(TWO_METHODS)), list(TWO_METHODS), fontsize=8)
+    axis.set_title(title + " (dots: seeds; bar: IQM, 95% CI)", fontsize=9)
+    axis.set_ylabel(ylabel)
+lecture.save_figure(figure, "two_choice_comparison.png")
+
+# %% [markdown]
+"""
+### GRPO's division by the group's std, exactly
+
+How much does the division weigh? `experiments/grpo_biases.py` computes it exactly for a
+score that is 1 with probability p and 0 otherwise (ours has three levels, so this gives
+the shape, not our exact factor): summed over the binomial number of successes in a group
+of G = 8, the expected gradient of one completion's term is c(p)·∇p, and the table sets
+c(p) with the group's std against c(p) without any division (Dr. GRPO's choice,
+`advantage_scale none`). At p = ½ the division multiplies the pull by about two; towards
+p = 0 or 1 by more (about 2.6 at p = 0.05 and 0.95), because the group's std shrinks when
+nearly all its scores agree, which is also when most groups tie: at p = 0.95 two groups
+in three tie and get Â = 0. The β·k3 term is divided by nothing, so GRPO trains as if β
+were two to three times smaller, the more so on prompts it nearly always or never gets
+right. (The runs above average the loss over tokens, `loss_averaging token`, the
+library's default; published GRPO averages per completion, and the same module computes
+the length bias that choice brings.)
+"""
+
+# %%
+GRPO_SUCCESS_RATES = (0.05, 0.2, 0.5, 0.8, 0.95)
+difficulty = difficulty_bias(list(GRPO_SUCCESS_RATES), TWO_CONFIG.group_size)
+print_difficulty(difficulty)
+pull = {row["p"]: row["c_group-std"] / row["c_none"] for row in difficulty["rows"]}  # the division's factor at p
+ties = {row["p"]: row["tie_share"] for row in difficulty["rows"]}
+lecture.claim("at p = ½ the division multiplies the pull by about two; towards p = 0 or 1 by more (about 2.6 at p = 0.05 "
+              "and 0.95)", 1.9 < pull[0.5] < 2.1 and pull[0.5] < pull[0.2] < pull[0.05] and pull[0.5] < pull[0.8] < pull[0.95]
+              and all(2.5 < pull[p] < 2.7 for p in (0.05, 0.95)),
+              measured=", ".join(f"p = {p}: ×{factor:.3f}" for p, factor in pull.items()))
+lecture.claim("at p = 0.95 two groups in three tie and get Â = 0", 0.6 < ties[0.95] < 0.7,
+              measured=f"tie share at p = 0.95: {ties[0.95]:.3f} (G = {TWO_CONFIG.group_size})")
+
+# %% [markdown]
+"""
+### Where the KL is spent
+
+The same measurement as section 5's left panel, now for every run: the exact per-state
+KL along fresh completions, as shares of its sum over positions. On the pizza task all of
+it was at t = 0. Here PPO spends between a fifth and a third of its KL at t = 0 on every
+seed, and more than three fifths at t = 6 and 7, where the food is chosen, and almost
+nothing between them (t = 1–5 spell out a relation already chosen): two decisions, two
+places where the policy leaves π_ref. The two runs with k3 in the loss spend the largest
+shares of their KL past t = 7, GRPO the most, more than PPO, with a wide spread over
+seeds. Past t = 7 the SFT model spells the food out letter by letter, so KL spent there
+is a misspelling in the making: the malformed mass above. One reading: with k1 in the
+reward a misspelt letter is charged its log-ratio, many nats where π_ref all but never
+misspells; k3 in the loss charges the reverse KL at the state, small while the right
+letter keeps most of the mass; and GRPO's division by the std enlarges every step.
+"""
+
+# %%
+POSITION_COLUMNS = ("t = 0", "t = 1–5", "t = 6", "t = 7", "t ≥ 8")
+food_shares = [float(by_position[start:end].sum()) for start, end in ((0, 1), (1, 6), (6, 7), (7, 8), (8, None))]
+position_rows = [{"method": "PPO on the pizza task (§5)",
+                  **{column: f"{share:.1%}" for column, share in zip(POSITION_COLUMNS, food_shares)}}]
+mean_shares = {}
+for name, runs in two_runs.items():
+    mean_shares[name] = [statistics.fmean(run["kl_shares"][i] for run in runs) for i in range(len(POSITION_COLUMNS))]
+    position_rows.append({"method": name, **{column: f"{share:.1%}"
+                                             for column, share in zip(POSITION_COLUMNS, mean_shares[name])}})
+print_table(position_rows, title=f"Where the KL is spent: share of E_π[Σ_t KL(π(·|s_t) ‖ π_ref(·|s_t))] at completion "
+                                 f"position t, mean over seeds ({POSITION_SAMPLES} fresh completions per run)")
+figure, axis = plt.subplots(figsize=(9, 4))
+width = 0.8 / (len(TWO_METHODS) + 1)
+axis.bar(np.arange(len(POSITION_COLUMNS)) - 0.4 + width / 2, food_shares, width, color="0.6",
+         label="PPO, pizza task (§5)")
+for index, (name, shares) in enumerate(mean_shares.items()):
+    axis.bar(np.arange(len(POSITION_COLUMNS)) - 0.4 + (index + 1.5) * width, shares, width, color=METHOD_COLOURS[name],
+             label=f"{name}, two-choice task")
+axis.set_xticks(range(len(POSITION_COLUMNS)), ["t = 0\n(relation)", "t = 1–5", "t = 6\n(food)",
+                                                "t = 7\n(s…: which food)",
+                                                "t ≥ 8\n(rest of the food, EOS)"])
+axis.set_ylabel("share of the sequence KL (mean over seeds)")
+axis.set_xlabel("completion position")
+axis.set_title("Where the KL is spent along the completion")
+axis.legend(fontsize=8)
+lecture.save_figure(figure, "two_choice_kl_positions.png")
+ppo_shares = [run["kl_shares"] for run in two_runs["PPO"]]
+lecture.claim("PPO spends between a fifth and a third of its KL at t = 0 on every seed, and more than three fifths at "
+              "t = 6 and 7, where the food is chosen, and almost nothing between them",
+              all(0.2 <= shares[0] <= 1 / 3 and shares[2] + shares[3] > 0.6 and shares[1] < 0.02 for shares in ppo_shares),
+              measured=f"t = 0: {min(s[0] for s in ppo_shares):.1%} to {max(s[0] for s in ppo_shares):.1%}; t = 6–7: "
+                       f"{min(s[2] + s[3] for s in ppo_shares):.1%} to {max(s[2] + s[3] for s in ppo_shares):.1%}; "
+                       f"t = 1–5 at most {max(s[1] for s in ppo_shares):.1%}", quick=False)
+late = {name: two_estimates["late_kl"][name]["iqm"] for name in TWO_METHODS}
+lecture.claim("the two runs with k3 in the loss spend the largest shares of their KL past t = 7, GRPO the most, more "
+              "than PPO, with a wide spread over seeds",
+              set(sorted(late, key=late.get)[-2:]) == set(loss_k3) and max(late, key=late.get) == "GRPO"
+              and interval_order("late_kl", "GRPO", "PPO") == "above"
+              and two_estimates["late_kl"]["GRPO"]["iqm_high"] - two_estimates["late_kl"]["GRPO"]["iqm_low"] > 0.05,
+              measured=", ".join(f"{name} {iqm_cell('late_kl', name)}" for name in TWO_METHODS), quick=False)
+
+# %% [markdown]
+"""
+### What the critic says
+
+The pizza task left the critic one thing to learn; here it has to price the first word
+by the food that will follow it. The table sets PPO's critic after training beside the
+exact value of the same seed's trained policy, V^π(s) = Σ_g π(g|s)·(r(g) − β·log(π(g|s) /
+π_ref(g|s))) over the answers that continue s (what the critic regresses on: the total
+reward from s on), and beside V*_β(s).
+
+What the run shows. Where the trained policy goes — the prompt, 'likes ', 'likes a' —
+the critic's errors have either sign and stay within 0.2 of the exact V^π on every seed.
+After 'ravin hates ' and 'ravin likes d' it is too high on every seed, by up to a third:
+the trained policy says 'hates' in about one completion in seven, and seldom adds donuts
+to "likes", so the critic is trained on few of those states. Yet it ranks 'likes ' above
+'hates ' on every seed, by less than the exact gap. That gap is the credit the critic
+hands the first token, ten or more tokens before the reward arrives: GAE's Â_0 starts
+from V(s_1) − V(s_0), larger after "l" than after "h", while RLOO and GRPO give the "l"
+of a completion the same Â as its food. On this task that finer credit did not make PPO
+faster (the table above); what a critic adds over the group baselines is the
+per-token value, not speed, here.
+"""
+
+# %%
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}, {max(values):.2f}]"
+
+
+critic_table = []
+for said in CRITIC_STATES:
+    critic_table.append({"state s": repr(TWO_PROMPT + said),
+                         "critic V(s)": spread([run[said][0] for run in critic_runs]),
+                         "exact V^π(s)": spread([run[said][1] for run in critic_runs]),
+                         "V*_β(s)": f"{critic_runs[0][said][2]:.2f}"})
+print_table(critic_table, title="PPO's critic after training against the exact values (median [min, max] over seeds)")
+
+
+errors = {said: [run[said][0] - run[said][1] for run in critic_runs] for said in CRITIC_STATES}  # critic V − exact V^π
+visited, seldom = ("", "likes ", "likes a"), ("hates ", "likes d")
+lecture.claim("where the trained policy goes — the prompt, 'likes ', 'likes a' — the critic's errors have either sign and "
+              "stay within 0.2 of the exact V^π on every seed",
+              all(abs(e) < 0.2 for said in visited for e in errors[said])
+              and min(e for said in visited for e in errors[said]) < 0 < max(e for said in visited for e in errors[said]),
+              measured=", ".join(f"{TWO_PROMPT + said!r}: {min(errors[said]):+.2f} to {max(errors[said]):+.2f}"
+                                 for said in visited), quick=False)
+lecture.claim("after 'ravin hates ' and 'ravin likes d' it is too high on every seed, by up to a third",
+              all(0 < e < 1 / 3 for said in seldom for e in errors[said]),
+              measured=", ".join(f"{TWO_PROMPT + said!r}: {min(errors[said]):+.2f} to {max(errors[said]):+.2f}"
+                                 for said in seldom), quick=False)
+ppo_hates = 1 - two_estimates["likes"]["PPO"]["iqm"]
+lecture.claim("the trained policy says 'hates' in about one completion in seven", 1 / 8 < ppo_hates < 1 / 6,
+              measured=f"PPO's 'hates' share (IQM over seeds) {ppo_hates:.1%}", quick=False)
+credit = [run["likes "][0] - run["hates "][0] for run in critic_runs]
+exact_credit = [run["likes "][1] - run["hates "][1] for run in critic_runs]
+lecture.claim("yet it ranks 'likes ' above 'hates ' on every seed, by less than the exact gap",
+              all(0 < c < e for c, e in zip(credit, exact_credit)),
+              measured=f"critic's gap {min(credit):.2f} to {max(credit):.2f}, exact {min(exact_credit):.2f} to "
+                       f"{max(exact_credit):.2f}", quick=False)
+
+# %% [markdown]
+"""
 ## What to take away
 
 * A language model is a policy over tokens; the episode ends at EOS; the score arrives
   once, at the last real token, and the KL penalty arrives at every token. The rest —
   ratio, clip, GAE, value loss — is imported unchanged from the CartPole library.
-* The KL is where the policy decided something: here all of it at t = 0, which makes the
-  food task a one-decision bandit, on which the critic and token-level GAE have nothing
-  to do.
+* The KL is where the policy decided something: on the pizza task all of it at t = 0, a
+  one-decision bandit on which the critic and token-level GAE have nothing to do; on the
+  two-choice task a fifth to a third at the relation and most of the rest at the food (§7).
+* A token-level critic prices a word by what follows it: on the two-choice task it ranks
+  "likes " above "hates " where the reward comes ten or more tokens later, and errs where
+  the policy seldom goes. At this size it bought no sample efficiency over RLOO's and
+  GRPO's group baselines; where a run lands was set by the KL term (k1 in the reward lands
+  near π*, k3 in the loss elsewhere) and by GRPO's division by the group's std, which
+  acts like a smaller β.
 * Compare PPO's rate and KL with π*'s in the table: the gap is the optimiser's, not the
   objective's. If a run ends far above π*'s KL or below its well-formed rate, something
   other than the objective is at work (too few completions per update, too large
