@@ -2,17 +2,21 @@
 """
 # Lecture 5 — The clipped surrogate objective
 
-**What it teaches.** Lecture 4 ended with a table: one PPO update repeated from the same
-start with and without the clip, and for each, the gain in return the surrogate
-predicted against the change measured on fresh episodes, and how far (in KL) the update
-moved the policy. This lecture takes the clip apart. With the probability ratio
+**What it teaches.** Lecture 4 repeated one PPO update from the same start with and
+without the clip and measured, for each, the gain in return the surrogate predicted
+against the change measured on fresh episodes, and how far (in KL) the update moved the
+policy: the further it moved, the less the prediction was worth, and the clip kept the
+updates close. This lecture takes the clip apart. With the probability ratio
 r_t(θ) = π_θ(a_t | s_t) / π_old(a_t | s_t):
 
     L^PG(θ)   = E[ r_t(θ) Â_t ]          (same gradient as REINFORCE at θ = θ_old)
     L^CLIP(θ) = E[ min( r_t(θ) Â_t,  clip(r_t(θ), 1 − ε, 1 + ε) Â_t ) ]
 
-Maximising L^PG alone rewards pushing r_t as far as the (noisy) advantage says, with
-nothing to stop it; the data then no longer describes the policy being updated. The
+L^PG is lecture 4's surrogate as PPO computes it: a mean over the rollout's samples,
+without the γ^t weights (lecture 1: every implementation drops them). Maximising L^PG
+alone rewards pushing r_t as far as the (noisy) advantage says, with nothing to stop it;
+the data then no longer describes the policy being updated, and lecture 4 measured what
+that does to the surrogate's prediction. The
 clip removes the incentive to move r_t beyond 1 ± ε *in the direction the advantage
 favours*, and the min keeps the unclipped value whenever it is the worse of the two, so
 the objective is a pessimistic (lower) bound.
@@ -36,6 +40,7 @@ import torch
 
 from _common import Lecture, plt, print_table
 from _saved_update import saved_start
+from ppo.config import PPOConfig
 from ppo.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages
 
 lecture = Lecture("05_clipped_surrogate", __doc__)
@@ -59,7 +64,7 @@ for axis, advantage in zip(axes, (1.0, -1.0)):
     axis.plot(ratios, [r * advantage for r in ratios], "--", color="grey", label="r·Â (unclipped)")
     axis.plot(ratios, [clipped_objective(r, advantage) for r in ratios], color="tab:blue", lw=2, label="L^CLIP")
     for edge in (1 - EPSILON, 1 + EPSILON):
-        axis.axvline(edge, color="tab:red", lw=0.8, ls=":")
+        axis.axvline(edge, color="black", lw=0.8, ls=":", label="r = 1 ± ε" if edge > 1 else None)
     axis.axvline(1.0, color="black", lw=0.5)
     axis.set_xlabel("ratio r = π_θ(a|s) / π_old(a|s)")
     axis.set_ylabel("objective (to maximise)")
@@ -119,8 +124,10 @@ the update can always undo a mistake.
 We take lecture 4's update: PPO trained on CartPole for a few iterations, one more
 rollout, and the network, optimizer and minibatch order saved (`lectures/_saved_update.py`).
 We run the same update — same rollout, same minibatch order — once for each ε, restoring
-the saved state in between. A large learning rate and K = 10 epochs make the policy want
-to move far, so the clip has work to do. After each update we compare the new policy with
+the saved state in between. A large learning rate (1e-3, four times the library's
+default) and K = 10 epochs on 1,024 samples make the policy want to move far, so the
+clip has work to do; that is why this start departs from the library's CartPole preset,
+which is set to learn quickly over a whole run, not to stress one update. After each update we compare the new policy with
 the one that collected the data on every sample of the rollout.
 
 Which samples count as "good"? The update does not see the raw Â: with `norm_adv` (the
@@ -152,6 +159,10 @@ for rows in split:
 sign_flips = float((minibatch_signs != signs).float().mean())
 print(f"whitened per minibatch ({config.num_minibatches} random minibatches) instead of over the rollout: "
       f"{sign_flips:.1%} of the samples change sign")
+default_learning_rate = PPOConfig.__dataclass_fields__["learning_rate"].default
+lecture.claim("the update's learning rate, 1e-3, is four times the library's default",
+              config.learning_rate == 1e-3 and math.isclose(config.learning_rate, 4 * default_learning_rate),
+              measured=f"{config.learning_rate:g} against the default {default_learning_rate:g}")
 lecture.claim("while returns are still growing, most raw advantages are positive", raw_positive > 0.5,
               measured=f"{raw_positive:.1%} of the raw advantages positive")
 lecture.claim("whitening per minibatch instead of over the rollout flips the sign of under 10% of the samples",
@@ -167,7 +178,7 @@ for epsilon in (0.1, 0.2, 0.3, math.inf):
     ratios_after[label] = ratio
     update_rows.append({
         "policy loss": label,
-        "clip fraction in update": metrics["clip_fraction"] if not math.isinf(epsilon) else 0.0,
+        "clip fraction in update": metrics["clip_fraction"],
         "outside [0.8, 1.2] after": float(clip_fraction(new_log_probs, old_log_probs, 0.2)),
         "min r": float(ratio.min()),
         "max r": float(ratio.max()),
@@ -208,15 +219,36 @@ for axis, label in zip(axes, ("ε = 0.2", "no clip")):
     axis.hist(ratio[signs].tolist(), bins=bins, histtype="step", lw=1.5, color="tab:green", label="whitened Â > 0")
     axis.hist(ratio[~signs].tolist(), bins=bins, histtype="step", lw=1.5, color="tab:red", label="whitened Â ≤ 0")
     for edge in (0.8, 1.2):
-        axis.axvline(edge, color="black", lw=0.8, ls=":")
+        axis.axvline(edge, color="black", lw=0.8, ls=":", label="r = 1 ± 0.2" if edge > 1 else None)
     axis.set_xlabel("ratio π_new / π_old after the update (clamped at 2.5)")
     axis.set_title(label)
     axis.legend(fontsize=8)
 axes[0].set_ylabel("samples")
 lecture.save_figure(figure, "ratios_after_one_update.png")
+unclipped_ratio = ratios_after["no clip"]
+pushed_down_good = float((unclipped_ratio[signs] < 0.8).float().mean())
+pushed_up_bad = float((unclipped_ratio[~signs] > 1.2).float().mean())
+print(f"no clip: {pushed_down_good:.1%} of the samples with whitened Â > 0 end with r < 0.8, "
+      f"{pushed_up_bad:.1%} of those with whitened Â ≤ 0 with r > 1.2")
+lecture.claim("with ε = 0.2, fewer than 2% of the ratios end outside [0.8, 1.2]",
+              clipped_row["outside [0.8, 1.2] after"] < 0.02,
+              measured=f"{clipped_row['outside [0.8, 1.2] after']:.2%} outside")
+lecture.claim("without the clip, more than 1 in 5 of the samples of either sign end on the wrong side of the band "
+              "(r < 0.8 with whitened Â > 0, r > 1.2 with whitened Â ≤ 0)",
+              pushed_down_good > 0.2 and pushed_up_bad > 0.2,
+              measured=f"{pushed_down_good:.1%} and {pushed_up_bad:.1%}", quick=False)
 
 # %% [markdown]
 """
+The histograms show the same update with and without the clip. With ε = 0.2 (left)
+the ratios stay in a narrow peak around 1: fewer than 2% of them end outside
+[0.8, 1.2]. Without the clip (right) they spread over the whole range for both colours,
+and more than 1 in 5 of the samples of either sign end on the wrong side of the band:
+a good action (green) whose probability fell below 0.8 of π_old's, a bad one (red)
+whose probability rose above 1.2 of it. The network cannot move one sample's
+probability alone; ten epochs of unclipped steps that push some samples far drag
+others, of both signs, along with them.
+
 ## What to take away
 
 In the table, read the rows from top to bottom: how far the ratios spread and how
