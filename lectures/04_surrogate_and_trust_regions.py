@@ -28,7 +28,7 @@ policy (table, plot).
 
 **Library.** `ppo/trainer.py` — `PPO.update`, K epochs of minibatch steps on one
 rollout; `ppo/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
-`ppo/networks.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
+`ppo/distributions.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
 argument. `lectures/_saved_update.py` saves the update's start so that it can be repeated.
 """
 
