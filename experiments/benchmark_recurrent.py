@@ -13,7 +13,9 @@ noisy machine slows both alike. The last line is the ratio of the medians.
 With sb3-contrib installed (the optional extra 'benchmarks'), a second table times
 sb3-contrib's RecurrentPPO (an LSTM) against this library's RecurrentPPO with an LSTM on
 gymnasium's CartPoleNoVel-v1 (the same env object type for both: gymnasium's vector env
-of N Python copies), the same sizes; without it the table is skipped with a note.
+of N Python copies), the same sizes; without it the table is skipped with a note. The
+layouts differ: here two 64 tanh layers before the LSTM, in sb3-contrib's default policy
+its 64-64 layers after it (separate actor and critic LSTMs in both).
 """
 
 from __future__ import annotations

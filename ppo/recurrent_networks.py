@@ -24,8 +24,9 @@ A GRU (the default) rather than an LSTM: one state instead of two, three gates i
 four, and fewer operations per step. Both are stepped in a Python loop over t, one step
 of both cores (actor and critic) as one batched computation (`RecurrentCores`): the loop
 needs no cutting of sequences at episode starts and no padding, and the input side of
-every step is one matmul before it. (Two nn.GRUCell calls per step ran the update about
-twice as slowly; the fused nn.GRU over whole sequences cannot zero the state inside them.)
+every step is one matmul before it. (Two nn.GRUCell calls per step ran the update 1.3 to
+2.5 times as slowly, side by side; the fused nn.GRU over whole sequences cannot zero the
+state inside them.)
 
 The state of a batch of B envs is one tensor (B, K, S): K = 2 cores (actor, critic) or 1
 shared; S = H for a GRU and 2H for an LSTM (h and c side by side), H = recurrent_hidden_size.
