@@ -87,6 +87,10 @@ FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
         "leave_one_out_advantages": ("ppo.lm",),
         "predict_best_of_n_kl": ("ppo.lm.best_of_n",),
     },
+    "lecture_15": {
+        "masked_gru_step": ("ppo.recurrent_networks", "torch.nn.GRUCell", "torch.nn.GRU", "torch.gru_cell"),
+        "linear_probe_r2": ("sklearn",),
+    },
     "derivations": {
         "expected_gradient": ("torch.autograd", "torch.func", ".backward", "torch.distributions"),
         "score_function": ("torch.autograd", "torch.func", ".backward", "torch.distributions"),
