@@ -20,10 +20,10 @@ as in Sutton & Barto's REINFORCE with baseline (§13.4). (`shared=True` gives on
 with a policy head and a value head; then the critic's loss also moves the policy's
 features — lecture 8 compares the two.)
 
-**What it shows.** (1) REINFORCE on whole episodes with and without the learned
-baseline, over ten seeds and three learning rates: learning curves, and the return of
-each method at each learning rate with bootstrap confidence intervals (the fair
-comparison puts each method at its own best rate). (2) The variance of the gradient
+**What it shows.** (1) REINFORCE on whole episodes with no baseline, the learned
+baseline and a constant one, over ten seeds and three learning rates: learning curves,
+and the return of each method at each learning rate with bootstrap confidence
+intervals (the fair comparison puts each method at its own best rate). (2) The variance of the gradient
 estimate with and without the learned baseline (and with a constant one), measured over
 many rollouts at a fixed network — printed as a ratio, next to the critic's explained
 variance.
@@ -65,7 +65,7 @@ EPISODES_PER_UPDATE = 4
 GAMMA = 0.99
 BOOTSTRAP_REPS = lecture.choose(full=2000, quick=200)
 VARIANCE_BATCHES = lecture.choose(full=64, quick=8)  # rollouts per variance measurement
-WEIGHT_NAMES = ("R", "R − V")  # the two methods: no baseline, learned baseline
+WEIGHT_NAMES = ("R", "R − V", "R − mean R")  # the weights compared: no baseline, learned, constant
 COLORS = {"R": "tab:red", "R − mean R": "tab:grey", "R − V": "tab:blue"}  # one colour per weight, in every panel
 OBSERVATION_SPACE = gym.spaces.Box(-math.inf, math.inf, (4,))
 ACTION_SPACE = gym.spaces.Discrete(2)
@@ -81,16 +81,20 @@ two losses, for the actor θ and the critic w, are
 
     L(θ) = −(1/E) Σ_episodes Σ_t log π_θ(a_t | s_t) · w_t          L(w) = ½ mean_t (V_w(s_t) − G_t)²
 
-with weight w_t = G_t (no baseline: lecture 1's REINFORCE) or w_t = G_t − V_w(s_t) (the
-learned baseline), computed without gradient: the baseline is a fixed number for the
+with weight w_t = G_t (no baseline: lecture 1's REINFORCE), w_t = G_t − V_w(s_t) (the
+learned baseline) or w_t = G_t − mean G (a constant baseline: the mean of G_t over the
+update's samples), computed without gradient: the baseline is a fixed number for the
 actor's update. Each loss has its own Adam: the actor's at the learning rate being
-compared, the critic's at 0.01. With no baseline the critic is trained too, but its V
-is not used.
+compared, the critic's at 0.01. Without the learned baseline the critic is trained
+too, but its V is not used.
 
 Every (learning rate, weight, seed) is one independent run; `StackedActorCritic`
 stacks all of them into one batched network, and `StackedAdam` gives each its own Adam
-(one per learning rate). A seed's two runs, with and without the baseline, start from
-the same network; each run plays its own CartPole copies.
+(one per learning rate). A seed's runs, one per weight, start from the same network;
+each run plays its own CartPole copies. All runs draw their actions from one random
+stream, so a run's episodes depend on the whole batch: the lecture gives the same
+numbers every time, but a run's numbers change when the batch changes (another grid,
+other seeds).
 """
 
 
@@ -141,15 +145,19 @@ def rewards_to_go(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return returns
 
 
-def reinforce_losses(model: StackedActorCritic, episodes: dict, returns: torch.Tensor, use_baseline: torch.Tensor):
-    """Each member's actor loss L(θ) and critic loss L(w), both (M,), for its (T, M, E) episodes."""
+def reinforce_losses(model: StackedActorCritic, episodes: dict, returns: torch.Tensor, weight_names: list[str]):
+    """Each member's actor loss L(θ) and critic loss L(w), both (M,), for its (T, M, E) episodes;
+    member m's weight is weight_names[m]."""
     def as_samples(x: torch.Tensor) -> torch.Tensor:  # (T, M, E, ...) → (M, T·E, ...)
         return x.transpose(0, 1).reshape(model.num_members, -1, *x.shape[3:])
 
     obs, actions = (as_samples(episodes[key]) for key in ("obs", "actions"))
     returns, alive = as_samples(returns), as_samples(episodes["alive"]).float()
     values = model.value(obs)  # (M, T·E)
-    weights = returns - use_baseline.unsqueeze(1) * values.detach()
+    learned = torch.tensor([float(name == "R − V") for name in weight_names]).unsqueeze(1)
+    constant = torch.tensor([float(name == "R − mean R") for name in weight_names]).unsqueeze(1)
+    mean_return = (returns * alive).sum(1, keepdim=True) / alive.sum(1, keepdim=True)  # over the member's batch
+    weights = returns - learned * values.detach() - constant * mean_return
     log_probs = model.distribution(obs).log_prob(actions)
     actor_loss = -(log_probs * weights * alive).sum(1) / EPISODES_PER_UPDATE
     critic_loss = 0.5 * ((values - returns).pow(2) * alive).sum(1) / alive.sum(1)
@@ -164,7 +172,7 @@ def train_all() -> tuple[torch.Tensor, list[StackedActorCritic]]:
     num_members = sum(model.num_members for model in models)
     envs = make_torch_vec_env("CartPole-v1", num_members * EPISODES_PER_UPDATE, seed=0, groups=num_members)
     torch.manual_seed(0)  # the actions' random stream
-    use_baseline = torch.tensor([float(name == "R − V") for name in WEIGHT_NAMES for _ in SEEDS])
+    weight_names = [name for name in WEIGHT_NAMES for _ in SEEDS]  # of the members of one learning rate
     curves = torch.zeros(UPDATES, len(LEARNING_RATES), len(WEIGHT_NAMES), len(SEEDS))
     for update in range(UPDATES):
         episodes = play_episodes(models, envs)
@@ -173,7 +181,7 @@ def train_all() -> tuple[torch.Tensor, list[StackedActorCritic]]:
         for rate, (model, actor_optimizer, critic_optimizer) in enumerate(runs):
             members = slice(rate * model.num_members, (rate + 1) * model.num_members)
             part = {key: values[:, members] for key, values in episodes.items()}
-            actor_loss, critic_loss = reinforce_losses(model, part, returns[:, members], use_baseline)
+            actor_loss, critic_loss = reinforce_losses(model, part, returns[:, members], weight_names)
             actor_optimizer.zero_grad()
             critic_optimizer.zero_grad()
             # the members' parameters are disjoint, so the gradient of the sum is each member's own
@@ -221,7 +229,7 @@ best_rate = {w: max(range(len(LEARNING_RATES)), key=lambda r: estimates["area"][
 paired = scores["area"][:, 1] - scores["area"][:, 0]  # (rates, seeds): with baseline − without, seed by seed
 print_table([{"seed": seed, **{f"lr {rate:g}": float(paired[r, i]) for r, rate in enumerate(LEARNING_RATES)}}
              for i, seed in enumerate(SEEDS)],
-            title="Area with the baseline minus area without, seed by seed (same initial network)")
+            title="Area with the learned baseline minus area without a baseline, seed by seed (same initial network)")
 
 # %%
 figure, axes = plt.subplots(1, 3, figsize=(16, 4.4))
@@ -229,19 +237,19 @@ shown_rate = best_rate[0]  # the curves at the rate that is best for REINFORCE w
 for w, name in enumerate(WEIGHT_NAMES):
     runs = curves[:, shown_rate, w, :]  # (updates, seeds)
     low, high = runs.quantile(0.25, dim=1), runs.quantile(0.75, dim=1)
-    axes[0].fill_between(range(UPDATES), low, high, color=COLORS[name], alpha=0.2,
-                         label=f"w = {name}, middle half of {len(SEEDS)} seeds")
-    axes[0].plot(runs.median(dim=1).values, color=COLORS[name], lw=2, label=f"w = {name}, median")
+    axes[0].fill_between(range(UPDATES), low, high, color=COLORS[name], alpha=0.2)
+    axes[0].plot(runs.median(dim=1).values, color=COLORS[name], lw=2, label=f"w = {name}")
 axes[0].set_xlabel(f"update (each on {EPISODES_PER_UPDATE} fresh episodes)")
 axes[0].set_ylabel("mean return of the update's episodes (steps)")
 axes[0].set_ylim(0, 520)
 axes[0].set_title(f"Learning curves at actor lr {LEARNING_RATES[shown_rate]:g}")
-axes[0].legend(fontsize=8, loc="lower right")
+axes[0].legend(fontsize=8, loc="upper left", title=f"median, band: middle half\nof {len(SEEDS)} seeds",
+               title_fontsize=8)
 for w, name in enumerate(WEIGHT_NAMES):
     rows = [estimates["area"][setting(r, w)] for r in range(len(LEARNING_RATES))]
     axes[1].fill_between(LEARNING_RATES, [row["iqm_low"] for row in rows], [row["iqm_high"] for row in rows],
-                         color=COLORS[name], alpha=0.2, label=f"w = {name}, 95% CI")
-    axes[1].plot(LEARNING_RATES, [row["iqm"] for row in rows], "o-", color=COLORS[name], lw=2, label=f"w = {name}, IQM")
+                         color=COLORS[name], alpha=0.2)
+    axes[1].plot(LEARNING_RATES, [row["iqm"] for row in rows], "o-", color=COLORS[name], lw=2, label=f"w = {name}")
 axes[1].set_xscale("log")
 axes[1].set_xticks(LEARNING_RATES, [f"{rate:g}" for rate in LEARNING_RATES])
 axes[1].minorticks_off()
@@ -249,7 +257,7 @@ axes[1].set_xlabel("actor's learning rate (Adam step size, log scale)")
 axes[1].set_ylabel("mean return over all updates (steps)")
 axes[1].set_ylim(0, 520)
 axes[1].set_title(f"Return against learning rate ({len(SEEDS)} seeds)")
-axes[1].legend(fontsize=8, loc="upper left")
+axes[1].legend(fontsize=8, loc="upper left", title="IQM, band: 95% CI", title_fontsize=8)
 
 # %% [markdown]
 """
@@ -345,14 +353,20 @@ def interval_text(kind: str, rate: int, weight: int) -> str:
     return "{iqm:.1f} [{iqm_low:.1f}, {iqm_high:.1f}]".format(**estimates[kind][setting(rate, weight)])
 
 
+def interval_above_constant(rate: int) -> bool:
+    """The learned baseline's area interval lies wholly above the constant baseline's."""
+    return estimates["area"][setting(rate, 1)]["iqm_low"] > estimates["area"][setting(rate, 2)]["iqm_high"]
+
+
 def interval_above(kind: str, rate_high: int, rate_low: int) -> bool:
     """The baseline's interval (at rate_high) lies wholly above the no-baseline one's (at rate_low)."""
     return estimates[kind][setting(rate_high, 1)]["iqm_low"] > estimates[kind][setting(rate_low, 0)]["iqm_high"]
 
 
-lecture.claim("both methods do best at lr 0.003 of the three rates",
-              0.003 in rate_index and best_rate[0] == best_rate[1] == rate_index[0.003],
-              measured=f"best: {LEARNING_RATES[best_rate[0]]:g} (R), {LEARNING_RATES[best_rate[1]]:g} (R − V)",
+lecture.claim("all three weights do best at lr 0.003 of the three rates",
+              0.003 in rate_index and all(best == rate_index[0.003] for best in best_rate.values()),
+              measured="best: " + ", ".join(f"{LEARNING_RATES[best_rate[w]]:g} ({name})"
+                                            for w, name in enumerate(WEIGHT_NAMES)),
               quick=False)
 lecture.claim("each method at its own best learning rate, the baseline's interval lies above the interval without",
               interval_above("area", best_rate[1], best_rate[0]),
@@ -384,13 +398,26 @@ r = rate_index.get(0.01)
 overlap = r is not None and not interval_above("area", r, r) and not (
     estimates["area"][setting(r, 0)]["iqm_low"] > estimates["area"][setting(r, 1)]["iqm_high"])
 wide = r is not None and all(estimates["area"][setting(r, w)]["iqm_high"] - estimates["area"][setting(r, w)]["iqm_low"]
-                             > 100 for w in range(len(WEIGHT_NAMES)))
-lecture.claim("at lr 0.01 the baseline does not help: the two intervals overlap, both are over 100 steps wide, and "
-              "the baseline scores higher on some seeds and lower on others",
+                             > 100 for w in (0, 1))
+lecture.claim("at lr 0.01 the learned baseline does not help: its interval and the one without overlap, both are "
+              "over 100 steps wide, and the baseline scores higher on some seeds and lower on others",
               overlap and wide and 0 < int((paired[r] > 0).sum()) < len(SEEDS),
               measured="not run" if r is None else f"{interval_text('area', r, 1)} against "
                                                    f"{interval_text('area', r, 0)}; higher on "
                                                    f"{int((paired[r] > 0).sum())} of {len(SEEDS)}", quick=False)
+
+r = rate_index.get(0.003)
+constant_over_none = (r is not None and
+                      estimates["area"][setting(r, 2)]["iqm_low"] > estimates["area"][setting(r, 0)]["iqm_high"])
+learned_over_constant = r is not None and interval_above_constant(r)
+lecture.claim("at lr 0.003 the constant baseline's interval lies above the interval without a baseline",
+              constant_over_none, measured="not run" if r is None else
+              f"{interval_text('area', r, 2)} against {interval_text('area', r, 0)}", quick=False)
+lecture.claim("at lr 0.003 the learned baseline's interval and the constant one's overlap",
+              r is not None and not learned_over_constant and not (
+                  estimates["area"][setting(r, 2)]["iqm_low"] > estimates["area"][setting(r, 1)]["iqm_high"]),
+              measured="not run" if r is None else
+              f"{interval_text('area', r, 1)} (R − V) against {interval_text('area', r, 2)} (R − mean R)", quick=False)
 
 untrained_row, trained_row = rows
 lecture.claim("at the untrained network, R − V is no less noisy than R (ratio R / (R − V) between 0.9 and 1.1)",
@@ -413,20 +440,26 @@ lecture.claim("and the trained critic's explained variance is between −0.1 and
 """
 ## What to take away
 
-**What the baseline buys in return.** Both methods do best at lr 0.003 of the three
-rates (the peaks in the middle panel). Each method at its own best learning rate, the
-baseline's interval lies above the interval without: with the baseline the runs learn
-faster. The left panel shows it at lr 0.003: the blue median (R − V) reaches 475 and the
-red one (R) never does in the 100 updates. The comparison is
-seed by seed too: at lr 0.001 and at lr 0.003 the baseline's interval lies above the
-interval without, and the baseline's run scores higher on at least nine of the ten
-seeds (the table of differences; a seed's two runs start from the same network). At lr
+**What the baseline buys in return.** All three weights do best at lr 0.003 of the
+three rates (the peaks in the middle panel). Each method at its own best learning
+rate, the learned baseline's interval lies above the interval without a baseline: with
+the baseline the runs learn faster. The left panel shows it at lr 0.003: the blue
+median (R − V) reaches 475 and the red one (R) never does in the 100 updates. The
+comparison holds seed by seed too: at lr 0.001 and at lr 0.003 the learned baseline's
+interval lies above the interval without, and its run scores higher on at least nine
+of the ten seeds (the table of differences; a seed's runs start from the same network). At lr
 0.003 the final returns' intervals do not overlap either, and more seeds end with a
 final return of at least 475 with the baseline than without (the last column of the
 first table).
 
-**Where it does not.** At lr 0.01 the baseline does not help: the two intervals
-overlap, both are over 100 steps wide, and the baseline scores higher on some seeds and
+**A constant does most of it.** At lr 0.003 the constant baseline's interval lies above
+the interval without a baseline, and at lr 0.003 the learned baseline's interval and
+the constant one's overlap (the grey and blue points of the middle panel): on this
+budget ten seeds cannot tell the learned baseline from the batch's mean return. The
+variance measurement, two paragraphs down, says why.
+
+**Where it does not.** At lr 0.01 the learned baseline does not help: its interval
+and the one without a baseline overlap, both are over 100 steps wide, and the baseline scores higher on some seeds and
 lower on others (the wide, crossing bands at the right end of the middle panel). There
 the trouble is the step's size, which a better estimate of the gradient does not cure.
 So a comparison at one learning rate can show anything from a clear gain (0.001, 0.003)
@@ -452,9 +485,7 @@ Var[R − mean R]). A likely reason: a policy that balances earns a return that 
 on how many steps are left before the time limit or the rollout's end, which the state
 does not show. The batch mean is not free either: it depends on the batch's own
 returns, so it is not exactly unbiased, and it needs a batch of many episodes, where
-V(s) works one step at a time — what lecture 3's advantages need. Whether the batch
-mean alone would also learn faster than no baseline, this lecture leaves open: to find
-out, add a third weight, R − mean R, to `reinforce_losses` and `train_all`.
+V(s) works one step at a time — what lecture 3's advantages need.
 
 **Explained variance.** It compares V(s_t) with each R_t, one sample at a time; the
 gradient's variance is what the update feels, each weight multiplied by its score
@@ -462,8 +493,8 @@ gradient's variance is what the update feels, each weight multiplied by its scor
 is learning, not as a measure of what the baseline buys.
 
 Advantage normalisation (lecture 8) subtracts the batch mean of the advantages: a
-constant baseline on top of the learned one — the combination the last paragraph
-suggests.
+constant baseline on top of the learned one — the combination the variance
+measurement suggests.
 
 Next, lecture 3 asks how to form the advantage from the critic: the full return minus V
 (λ = 1, used here) or V's own predictions a few steps ahead (λ < 1).
