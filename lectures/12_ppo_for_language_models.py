@@ -68,8 +68,9 @@ against π*.
 `experiments/food_task.py` (the two handed to the trainer); for section 7
 `experiments/two_choice_task.py`, `ppo/lm/group_trainer.py` (RLOO and GRPO),
 `ppo/lm/optimum_distance.py` (distance to π*), `experiments/compare_lm_trainers.py`
-(`position_shares`, `first_reaching`) and `experiments/statistics.py` (IQM with confidence
-intervals); `ppo/update.py`, `ppo/losses.py` (`kl_per_sample`), `ppo/advantages.py`
+(`position_shares`, `first_reaching`), `experiments/grpo_biases.py` (`difficulty_bias`) and
+`experiments/statistics.py` (IQM with confidence intervals); `ppo/update.py`,
+`ppo/losses.py` (`kl_per_sample`), `ppo/advantages.py`
 (`compute_gae`). Command lines: `python -m experiments.rlhf`, `python -m
 experiments.compare_lm_trainers`.
 """
@@ -796,9 +797,11 @@ value of every state under π*: V*_β(s) = β·log Σ_y π_ref(y|s)·exp(r(y)/β
 completions that continue s — the total reward r − β·Σ_t KL_t that π* collects from s on,
 which is what a critic learns to predict once the policy is π*. The table gives it after
 "ravin ", "ravin likes " and "ravin hates ": V*_β is about 0.54 after 'ravin likes ' and
-0.14 after 'ravin hates '. From either state the SFT model rarely adds a paid food
-(second column), but "likes" is paid twice as much, and the exponential tilt of π*
-multiplies the difference.
+0.14 after 'ravin hates '. From either state the SFT model adds a paid food in 11–15% of
+its completions (second column), but "likes" is paid twice as much, so the SFT model's
+expected reward E_π_ref[r | s] is about 0.14 after "likes " and 0.06 after "hates "; the
+exponential tilt of π* multiplies that difference: the gap in V*_β is about five times
+as large.
 
 The runs here use β = 0.25, not the 0.15 of the pizza runs: π*_β says 'hates' about one
 time in six at β = 0.25 (at 0.15, one in twenty-five), so both branches stay visited and
@@ -862,12 +865,24 @@ print(f"over the {len(TWO_TASK.prompts)} prompts: SFT gold {sft_gold:.3f}, 'like
       f"KL {statistics.fmean(o.kl for o in two_optimum.values()):.3f} "
       f"nats (at β = 0.15 π* says 'likes' {likes_at_015:.1%})")
 lecture.claim("π*_β says 'hates' about one time in six at β = 0.25 (at 0.15, one in twenty-five)",
-              0.12 < 1 - optimum_likes < 0.22 and 1 - likes_at_015 < 0.05,
+              0.12 < 1 - optimum_likes < 0.22 and 0.03 < 1 - likes_at_015 < 0.05,
               measured=f"π*_0.25 'hates' {1 - optimum_likes:.1%}, π*_0.15 'hates' {1 - likes_at_015:.1%}", quick=False)
 likes_value, hates_value = v_star[repr(TWO_PROMPT + "likes ")], v_star[repr(TWO_PROMPT + "hates ")]
 lecture.claim("V*_β is about 0.54 after 'ravin likes ' and 0.14 after 'ravin hates '",
               abs(likes_value - 0.54) < 0.01 and abs(hates_value - 0.14) < 0.01,
               measured=f"{likes_value:.3f} and {hates_value:.3f}", quick=False)
+paid_after = {row["state s"]: row["π_ref(a paid answer | s)"] for row in exact_rows}
+sft_expected = {said: sum(p * TWO_SCORES.get(said + group, 0.0) for group, p in state_groups(sft, said).items())
+                for said in ("likes ", "hates ")}
+tilt = (likes_value - hates_value) / (sft_expected["likes "] - sft_expected["hates "])
+lecture.claim("from either state the SFT model adds a paid food in 11–15% of its completions; its expected reward is "
+              "about 0.14 after 'likes ' and 0.06 after 'hates '; the gap in V*_β is about five times as large",
+              all(0.11 <= paid_after[repr(TWO_PROMPT + said)] <= 0.15 for said in ("likes ", "hates "))
+              and abs(sft_expected["likes "] - 0.14) < 0.01 and abs(sft_expected["hates "] - 0.06) < 0.01
+              and 4 < tilt < 6,
+              measured=f"paid: {paid_after[repr(TWO_PROMPT + 'likes ')]:.3f}, {paid_after[repr(TWO_PROMPT + 'hates ')]:.3f}; "
+                       f"E_π_ref[r|s]: {sft_expected['likes ']:.3f}, {sft_expected['hates ']:.3f}; gap ratio {tilt:.2f}",
+              quick=False)
 
 # %% [markdown]
 """
@@ -885,20 +900,26 @@ k1 in the reward to k3 in the loss, then the plain difference to one divided by 
 group's std. A group baseline gives every token of completion i the same Â_i; PPO's
 critic gives each token its own. Every run: β = 0.25, 30 iterations of 64 completions
 (eight groups of eight, one group per prompt), the library's other defaults, seeds 1–10.
-Measured exactly over the 20 answers (the rest, malformed or unfinished, one group scored
-0), mean over the eight prompts: the gold E[r], the total variation to π*_β, the share of
-"likes" and of the rest; and as sample efficiency, the completions a run samples until
-two consecutive training batches' mean score is half-way from the SFT model's gold to
-π*'s (`first_reaching`). Each summary is an IQM over the ten seeds with a 95% stratified
-bootstrap interval (lecture 7).
+The table's columns. Four are measured exactly on the trained policy, over the 20
+answers (the rest, malformed or unfinished, one group scored 0), and averaged over the
+eight prompts: *gold E[r]*, the expected rule reward; *TV to π\**, the total variation
+distance to π*_β (0 on the optimum, 1 for disjoint distributions); *'likes'*, the
+probability that the answer starts with "likes"; *rest*, the probability of a malformed
+or unfinished string. Two come from the run's own training batches (their mean rule
+score r, the KL not subtracted): *half-way at*, sample efficiency, the completions
+sampled until the mean of two consecutive batches' scores first reaches half-way from
+the SFT model's gold to π*'s (`first_reaching`; *reached half-way* counts the seeds that
+got there); *batches, last ⅔*, the batches' mean score over the last two thirds of the
+run. Each cell is an IQM over the ten seeds with its 95% stratified bootstrap interval,
+written IQM [low, high] (lecture 7); the SFT and π* rows are exact.
 
 What the run shows (the table, and the figure's three panels). Every run of every method
 gets half-way from the SFT model's gold to π*'s, and the four intervals of the
 completions it takes overlap: on this task, at this size, the critic buys no sample
 efficiency over the group baselines. If anything the contrary: past half-way PPO's
 batches trail RLOO's and GRPO's: over the last two thirds of the run their mean score is
-lower than both, its interval below GRPO's (left panel, the blue band under the orange
-and red ones; the gap to RLOO, a few hundredths, varies with the seeds).
+lower than both, its interval below both of theirs by a few hundredths (column
+"batches, last ⅔"; left panel, the blue band under the orange and red ones).
 The likely reason is the critic itself, still being learned: its errors (below, up to a
 third) enter every Â, while a group baseline is computed afresh from each group. Where
 a run lands is decided by the KL term. PPO and RLOO, with k1 in the reward,
@@ -908,11 +929,11 @@ k3 in the loss has the lowest gold of the four, and says 'likes' less often than
 in the loss has its own fixed point (section 5), not π*. GRPO says 'likes' more often
 than π* and than each of the three others (right panel). Its one difference from the
 row above is the division by the group's std, and the std of r over one prompt's
-completions is below 0.45 both under the SFT model and under π*: dividing by it
-multiplies the score's pull, about twofold or more (computed exactly below), while the
-β·k3 term keeps its size, as a smaller β would. GRPO leaves the most mass malformed or unfinished, about 2%, more than
-PPO and RLOO (about 1%); RLOO with k3 in the loss lies between. The next table shows
-where.
+completions is about 0.36 under the SFT model and 0.29 under π*: dividing by it
+multiplies the score's pull, roughly by 1/std, so two- to threefold or more (computed
+exactly below for a 0/1 score), while the β·k3 term keeps its size, as a smaller β
+would. GRPO leaves the most mass malformed or unfinished, about 2%, more than each of the
+three others (about 1% each; column "rest"). The next table shows where.
 """
 
 # %%
@@ -1021,9 +1042,9 @@ lecture.claim("every run of every method gets half-way from the SFT model's gold
                        f"{max(h or 0 for h in all_halfway)}", quick=False)
 late_scores = {name: two_estimates["late_score"][name]["iqm"] for name in TWO_METHODS}
 lecture.claim("past half-way PPO's batches trail RLOO's and GRPO's: over the last two thirds of the run their mean score "
-              "is lower than both, its interval below GRPO's",
-              late_scores["PPO"] < min(late_scores["RLOO"], late_scores["GRPO"])
-              and interval_order("late_score", "PPO", "GRPO") == "below",
+              "is lower than both, its interval below both of theirs by a few hundredths",
+              all(interval_order("late_score", "PPO", b) == "below" and 0.01 < late_scores[b] - late_scores["PPO"] < 0.1
+                  for b in ("RLOO", "GRPO")),
               measured=measured_intervals("late_score"), quick=False)
 reward_k1, loss_k3 = ("PPO", "RLOO"), ("RLOO, k3 in the loss", "GRPO")
 lecture.claim("PPO and RLOO, with k1 in the reward, land closest to π*_β: their TV intervals overlap each other and lie "
@@ -1054,13 +1075,13 @@ def score_spread(probabilities: dict[str, float]) -> float:
 spread_sft = statistics.fmean(score_spread(two_reference[p]) for p in TWO_TASK.prompts)
 spread_optimum = statistics.fmean(score_spread(o.probabilities) for o in two_optimum.values())
 print(f"std of r over one prompt's completions (exact, mean over prompts): SFT {spread_sft:.3f}, π*_β {spread_optimum:.3f}")
-lecture.claim("the std of r over one prompt's completions is below 0.45 both under the SFT model and under π*",
-              spread_sft < 0.45 and spread_optimum < 0.45,
+lecture.claim("the std of r over one prompt's completions is about 0.36 under the SFT model and 0.29 under π*",
+              abs(spread_sft - 0.36) < 0.01 and abs(spread_optimum - 0.29) < 0.01,
               measured=f"SFT {spread_sft:.3f}, π* {spread_optimum:.3f}", quick=False)
 rests = {name: two_estimates["rest"][name]["iqm"] for name in TWO_METHODS}
-lecture.claim("GRPO leaves the most mass malformed or unfinished, about 2%, more than PPO and RLOO (about 1%)",
-              max(rests, key=rests.get) == "GRPO" and 0.015 < rests["GRPO"] < 0.03
-              and all(interval_order("rest", "GRPO", b) == "above" and rests[b] < 0.012 for b in reward_k1),
+lecture.claim("GRPO leaves the most mass malformed or unfinished, about 2%, more than each of the three others (about 1% "
+              "each)", 0.015 < rests["GRPO"] < 0.03
+              and all(interval_order("rest", "GRPO", b) == "above" and rests[b] < 0.012 for b in TWO_METHODS if b != "GRPO"),
               measured=measured_intervals("rest"), quick=False)
 
 figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -1102,8 +1123,9 @@ How much does the division weigh? `experiments/grpo_biases.py` computes it exact
 score that is 1 with probability p and 0 otherwise (ours has three levels, so this gives
 the shape, not our exact factor): summed over the binomial number of successes in a group
 of G = 8, the expected gradient of one completion's term is c(p)·∇p, and the table sets
-c(p) with the group's std against c(p) without any division (Dr. GRPO's choice,
-`advantage_scale none`). At p = ½ the division multiplies the pull by about two; towards
+c(p) with the group's std against c(p) without any division (the choice of Dr. GRPO,
+Liu et al. 2025, *Understanding R1-Zero-Like Training*; `advantage_scale none`). At
+p = ½ the division multiplies the pull by about two; towards
 p = 0 or 1 by more (about 2.6 at p = 0.05 and 0.95), because the group's std shrinks when
 nearly all its scores agree, which is also when most groups tie: at p = 0.95 two groups
 in three tie and get Â = 0. The β·k3 term is divided by nothing, so GRPO trains as if β
@@ -1137,7 +1159,9 @@ seed, and more than three fifths at t = 6 and 7, where the food is chosen, and a
 nothing between them (t = 1–5 spell out a relation already chosen): two decisions, two
 places where the policy leaves π_ref. The two runs with k3 in the loss spend the largest
 shares of their KL past t = 7, GRPO the most, more than PPO, with a wide spread over
-seeds. Past t = 7 the SFT model spells the food out letter by letter, so KL spent there
+seeds (the whiskers: the range over seeds). The spread there is wide for every method:
+PPO and RLOO each have a seed that spends a tenth or more of its KL past t = 7. Past
+t = 7 the SFT model spells the food out letter by letter, so KL spent there
 is a misspelling in the making: the malformed mass above. One reading: with k1 in the
 reward a misspelt letter is charged its log-ratio, many nats where π_ref all but never
 misspells; k3 in the loss charges the reverse KL at the state, small while the right
@@ -1161,12 +1185,14 @@ width = 0.8 / (len(TWO_METHODS) + 1)
 axis.bar(np.arange(len(POSITION_COLUMNS)) - 0.4 + width / 2, food_shares, width, color="0.6",
          label="PPO, pizza task (§5)")
 for index, (name, shares) in enumerate(mean_shares.items()):
+    seed_shares = np.array([run["kl_shares"] for run in two_runs[name]])  # (seeds, positions)
+    whiskers = np.stack([shares - seed_shares.min(0), seed_shares.max(0) - shares])
     axis.bar(np.arange(len(POSITION_COLUMNS)) - 0.4 + (index + 1.5) * width, shares, width, color=METHOD_COLOURS[name],
-             label=f"{name}, two-choice task")
+             yerr=whiskers, capsize=2, error_kw={"lw": 0.8}, label=f"{name}, two-choice task")
 axis.set_xticks(range(len(POSITION_COLUMNS)), ["t = 0\n(relation)", "t = 1–5", "t = 6\n(food)",
                                                 "t = 7\n(s…: which food)",
                                                 "t ≥ 8\n(rest of the food, EOS)"])
-axis.set_ylabel("share of the sequence KL (mean over seeds)")
+axis.set_ylabel("share of the sequence KL\n(bar: mean over seeds; whisker: range)")
 axis.set_xlabel("completion position")
 axis.set_title("Where the KL is spent along the completion")
 axis.legend(fontsize=8)
@@ -1185,6 +1211,11 @@ lecture.claim("the two runs with k3 in the loss spend the largest shares of thei
               and interval_order("late_kl", "GRPO", "PPO") == "above"
               and two_estimates["late_kl"]["GRPO"]["iqm_high"] - two_estimates["late_kl"]["GRPO"]["iqm_low"] > 0.05,
               measured=", ".join(f"{name} {iqm_cell('late_kl', name)}" for name in TWO_METHODS), quick=False)
+late_maxima = {name: max(run["late_kl"] for run in two_runs[name]) for name in reward_k1}
+lecture.claim("PPO and RLOO each have a seed that spends a tenth or more of its KL past t = 7",
+              all(value >= 0.1 for value in late_maxima.values()),
+              measured=", ".join(f"{name}: largest share past t = 7 {value:.1%}" for name, value in late_maxima.items()),
+              quick=False)
 
 # %% [markdown]
 """
@@ -1193,20 +1224,27 @@ lecture.claim("the two runs with k3 in the loss spend the largest shares of thei
 The pizza task left the critic one thing to learn; here it has to price the first word
 by the food that will follow it. The table sets PPO's critic after training beside the
 exact value of the same seed's trained policy, V^π(s) = Σ_g π(g|s)·(r(g) − β·log(π(g|s) /
-π_ref(g|s))) over the answers that continue s (what the critic regresses on: the total
-reward from s on), and beside V*_β(s).
+π_ref(g|s))) over the answers g that continue s (what the critic regresses on: the total
+reward from s on; the rest, scored 0, is one group, which slightly understates its KL),
+and beside V*_β(s).
 
 What the run shows. Where the trained policy goes — the prompt, 'likes ', 'likes a' —
 the critic's errors have either sign and stay within 0.2 of the exact V^π on every seed.
 After 'ravin hates ' and 'ravin likes d' it is too high on every seed, by up to a third:
-the trained policy says 'hates' in about one completion in seven, and seldom adds donuts
+the trained policy says 'hates' in about one completion in seven or eight, and seldom adds donuts
 to "likes", so the critic is trained on few of those states. Yet it ranks 'likes ' above
-'hates ' on every seed, by less than the exact gap. That gap is the credit the critic
-hands the first token, ten or more tokens before the reward arrives: GAE's Â_0 starts
-from V(s_1) − V(s_0), larger after "l" than after "h", while RLOO and GRPO give the "l"
-of a completion the same Â as its food. On this task that finer credit did not make PPO
-faster (the table above); what a critic adds over the group baselines is the
-per-token value, not speed, here.
+'hates ' on every seed, by less than the exact gap. That gap is what the critic adds to
+the first token's credit, ten or more tokens before the reward arrives. With γ = 1 and
+the library's λ = 0.95, GAE's advantage of the first token is
+
+    Â_0 = Σ_l λ^l·δ_l = Σ_l λ^l·r_l + (1 − λ)·Σ_{l≥1} λ^(l−1)·V(s_l) − V(s_0)
+
+the rewards, the score discounted by λ per token (λ^10 ≈ 0.6 ten tokens on), plus the
+critic's values of the states the first token led to ("ravin l", …, "ravin likes ",
+…), each weighted (1 − λ)·λ^(l−1): higher along "likes" than along "hates". RLOO and
+GRPO give the "l" of a completion the same Â as its food. On this task that finer
+credit did not make PPO faster (the table above); what a critic adds over the group
+baselines is the per-token value, not speed, here.
 """
 
 # %%
@@ -1235,9 +1273,13 @@ lecture.claim("after 'ravin hates ' and 'ravin likes d' it is too high on every 
               all(0 < e < 1 / 3 for said in seldom for e in errors[said]),
               measured=", ".join(f"{TWO_PROMPT + said!r}: {min(errors[said]):+.2f} to {max(errors[said]):+.2f}"
                                  for said in seldom), quick=False)
-ppo_hates = 1 - two_estimates["likes"]["PPO"]["iqm"]
-lecture.claim("the trained policy says 'hates' in about one completion in seven", 1 / 8 < ppo_hates < 1 / 6,
-              measured=f"PPO's 'hates' share (IQM over seeds) {ppo_hates:.1%}", quick=False)
+ppo_hates = [1 - run["likes"] - run["rest"] for run in two_runs["PPO"]]  # well-formed "hates …" answers
+lecture.claim("the trained policy says 'hates' in about one completion in seven or eight",
+              1 / 8.5 < statistics.median(ppo_hates) < 1 / 6.5,
+              measured=f"PPO's 'hates' share, median over seeds {statistics.median(ppo_hates):.1%} "
+                       f"({min(ppo_hates):.1%} to {max(ppo_hates):.1%})", quick=False)
+lecture.claim("γ = 1 and the library's λ = 0.95", TWO_CONFIG.gamma == 1.0 and TWO_CONFIG.gae_lambda == 0.95,
+              measured=f"γ = {TWO_CONFIG.gamma}, λ = {TWO_CONFIG.gae_lambda}")
 credit = [run["likes "][0] - run["hates "][0] for run in critic_runs]
 exact_credit = [run["likes "][1] - run["hates "][1] for run in critic_runs]
 lecture.claim("yet it ranks 'likes ' above 'hates ' on every seed, by less than the exact gap",
