@@ -368,6 +368,246 @@ def render_distributed(record: dict) -> str:
             + notes["results"]["text"].replace("{where}", describe_where(notes)))
 
 
+# ----- block: a batch of seeds against the same seeds alone (ppo.seed_batch) ---------------
+
+ROUNDING_SEEDS = (1, 2, 3, 4)
+ROUNDING_VARIANTS = {"default": {}, "target_kl": {"target_kl": 0.02}}  # label -> config overrides
+
+
+def _flat(state: dict) -> "torch.Tensor":
+    import torch
+
+    return torch.cat([value.detach().reshape(-1).double() for value in state.values()])
+
+
+def _batch_against_singles(config, folder: Path) -> dict:
+    """Train ROUNDING_SEEDS as one SeedBatchPPO and each alone as PPO; per iteration and seed,
+    max |θ_batch − θ_single| and max |θ_single|, the gradient steps each side took (an early stop
+    shows as fewer), and each side's final greedy evaluation (100 episodes, as ppo-eval)."""
+    from envs.factory import make_seed_batch_env, make_vec_env
+    from experiments.evaluate import evaluate_run
+    from ppo.seed_batch import SeedBatchPPO
+    from ppo.trainer import PPO
+
+    seeds = list(ROUNDING_SEEDS)
+    batch_states, batch_steps = [], []
+
+    def on_batch(trainer, metrics):
+        batch_states.append([_flat(trainer.model.member_state_dict(m)) for m in range(len(seeds))])
+        batch_steps.append([row["gradient_steps"] for row in metrics])
+
+    batch = SeedBatchPPO(config, seeds, make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch",
+                                                            config.device),
+                         run_dirs=[folder / f"batch{seed}" for seed in seeds], progress=False)
+    batch.train(on_batch)
+    per_seed = []
+    for member, seed in enumerate(seeds):
+        distances, largest, single_steps = [], [], []
+
+        def on_single(trainer, metrics):
+            theta = _flat(trainer.model.state_dict())
+            distances.append(float((batch_states[trainer.iteration - 1][member] - theta).abs().max()))
+            largest.append(float(theta.abs().max()))
+            single_steps.append(metrics["gradient_steps"])
+
+        single = PPO(config.replace(seed=seed), make_vec_env(config.env_id, config.num_envs, "torch", config.device),
+                     run_dir=folder / f"single{seed}", progress=False)
+        single.train(on_single)
+        per_seed.append({"seed": seed, "max_abs_distance": distances, "max_abs_theta": largest,
+                         "gradient_steps_batch": [steps[member] for steps in batch_steps],
+                         "gradient_steps_single": single_steps,
+                         "eval_batch": evaluate_run(folder / f"batch{seed}", 100, verbose=False)["mean_return"],
+                         "eval_single": evaluate_run(folder / f"single{seed}", 100, verbose=False)["mean_return"]})
+    return {"seeds": per_seed}
+
+
+def measure_seed_batch_rounding(args) -> dict:
+    from experiments.presets import build_config
+
+    measurements = []
+    for label, overrides in ROUNDING_VARIANTS.items():
+        machine = machine_description()
+        config = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False,
+                               **overrides}, "auto")
+        with tempfile.TemporaryDirectory() as folder:
+            results = _batch_against_singles(config, Path(folder))
+        flags = "".join(f" --{key.replace('_', '-')} {value}" for key, value in overrides.items())
+        seeds = f"{ROUNDING_SEEDS[0]}-{ROUNDING_SEEDS[-1]}"
+        commands = [f"ppo-train --seeds {seeds}{flags}", f"ppo-train --seed k{flags} for k = {seeds.replace('-', '..')}",
+                    "θ of each seed compared after every iteration; ppo-eval of each run (100 greedy episodes)"]
+        measurements.append(new_measurement(label, commands, results, machine))
+    return {"block": "seed-batch-rounding", "measurements": measurements}
+
+
+def _matching_prefix(first: list, second: list) -> int:
+    """How many leading entries of the two lists are equal."""
+    count = 0
+    for a, b in zip(first, second):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def _evaluations(rows: list[dict]) -> str:
+    return ", ".join(f"{row['eval_batch']:.1f} / {row['eval_single']:.1f}".replace(".0 ", " ").removesuffix(".0")
+                     for row in rows)
+
+
+def render_seed_batch_rounding(record: dict) -> str:
+    measurements = by_label(record)
+    if "text" in measurements.get("rounding", {}).get("results", {}):
+        return render_recorded_text(record)
+    default, early = measurements["default"], measurements["target_kl"]
+    rows = default["results"]["seeds"]
+    seeds = [row["seed"] for row in rows]
+    iterations = len(rows[0]["max_abs_distance"])
+
+    def at(index: int) -> str:  # the range over seeds of max |Δθ| after iteration index + 1
+        values = sorted(row["max_abs_distance"][index] for row in rows)
+        return f"{values[0]:.1e}" if f"{values[0]:.1e}" == f"{values[-1]:.1e}" else f"{values[0]:.1e} to {values[-1]:.1e}"
+
+    tiny = min(_matching_prefix([d <= 1e-5 for d in row["max_abs_distance"]], [True] * iterations) for row in rows)
+    middle = min(iterations - 1, max(tiny, 1) * 2 - 1)
+    weights = max(max(row["max_abs_theta"]) for row in rows)
+    early_rows = early["results"]["seeds"]
+    matched = [_matching_prefix(row["gradient_steps_batch"], row["gradient_steps_single"]) for row in early_rows]
+    stopped = sum(steps < max(row["gradient_steps_single"]) for row in early_rows for steps in row["gradient_steps_single"])
+    return (f"on the default CartPole run (seeds {seeds[0]}–{seeds[-1]}, {iterations} iterations, measured "
+            f"{describe_where(default)}), max |θ_batch − θ_single| stays ≤ 1e-5 for the first {tiny} iterations on "
+            f"every seed, is {at(middle)} after iteration {middle + 1} and {at(iterations - 1)} at the end (weights up "
+            f"to {weights:.2g}); final greedy evaluations batched / alone: {_evaluations(rows)}. With "
+            f"`--target-kl 0.02` ({stopped} iterations of the single runs stop early; measured "
+            f"{describe_where(early)}) the gradient steps of each iteration, and so the early stops, match for the first "
+            f"{_listing([str(count) for count in matched])} iterations on seeds "
+            f"{_listing([str(row['seed']) for row in early_rows])} before the runs part (evaluations "
+            f"{_evaluations(early_rows)})")
+
+
+# ----- block: reward over-optimisation on the food task (experiments.overoptimization) -------
+
+OVEROPTIMIZATION_SEEDS = (1, 2, 3)  # seed 1 sweeps the default β set; the others run β = 0 (and the default β)
+
+
+def _first_completion(most_frequent: str) -> tuple[str, bool, float]:
+    """("'lttttte' 97%, 'letttte' 2%") -> ('lttttte', ended with EOS, 0.97): the most frequent completion."""
+    import ast
+
+    match = re.match(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*") (\d+)%""", most_frequent)
+    if match is None:
+        raise ValueError(f"most_frequent = {most_frequent!r}: expected a quoted completion and its share")
+    text = ast.literal_eval(match.group(1))
+    ended_with_eos = not text.endswith("…")
+    return text.removesuffix("…"), ended_with_eos, int(match.group(2)) / 100
+
+
+def _overoptimization_run(argv: list[str], folder: Path) -> dict:
+    """Run experiments.overoptimization in this process; its fits.json, each β's final policy with its
+    most frequent completion, and the gold score the healthiness rule gives that completion."""
+    from envs.token_task import healthiness
+    from experiments import overoptimization
+
+    code = overoptimization.main([*argv, "--out-dir", str(folder)])
+    if code != 0:
+        raise SystemExit(f"readme_figures: experiments.overoptimization {' '.join(argv)} exited with {code}")
+    fits = json.loads((folder / "fits.json").read_text())
+    finals = {}
+    for beta, row in fits["final"].items():
+        text, ended_with_eos, share = _first_completion(row["most_frequent"])
+        finals[beta] = {"gold": row["gold"], "proxy": row["proxy"], "kl": row["kl"], "most_frequent": row["most_frequent"],
+                        "top_text": text, "top_share": share, "top_gold": healthiness(text, ended_with_eos)}
+    return {"argv": argv, "default_beta": fits["default_beta"], "gold_sft": fits["gold_sft"], "proxy_sft": fits["proxy_sft"], "food_scores": fits["food_scores"],
+            "cpu_seconds": fits["cpu_seconds"], "wall_seconds": fits["wall_seconds"], "final": finals}
+
+
+def measure_overoptimization(args) -> dict:
+    machine = machine_description()
+    runs = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in OVEROPTIMIZATION_SEEDS:
+            argv = ["--seed", str(seed)] if seed == OVEROPTIMIZATION_SEEDS[0] else ["--betas", "0", "--seed", str(seed)]
+            runs[str(seed)] = _overoptimization_run(argv, Path(folder) / f"seed{seed}")
+    commands = [f"{_python()} experiments.overoptimization {' '.join(run['argv'])}" for run in runs.values()]
+    return {"block": "overoptimization",
+            "measurements": [new_measurement("overoptimization", commands, {"runs": runs}, machine)]}
+
+
+HACKED = "one that is no food: the healthiness rule scores it as malformed"
+
+
+def is_hacked(final: dict) -> bool:
+    """The rule: a final policy has found a hacked string when its most frequent completion is no food at all
+    (the healthiness rule scores it as malformed), whatever the proxy gives it."""
+    from envs.token_task import MALFORMED_HEALTHINESS
+
+    return final["top_gold"] == MALFORMED_HEALTHINESS
+
+
+def _beta_groups(finals: dict) -> list[list[str]]:
+    """The β > 0, in increasing order, grouped where neighbours end at the same most frequent completion."""
+    groups: list[list[str]] = []
+    for beta in sorted((b for b in finals if float(b) > 0), key=float):
+        if groups and finals[groups[-1][-1]]["top_text"] == finals[beta]["top_text"]:
+            groups[-1].append(beta)
+        else:
+            groups.append([beta])
+    return groups
+
+
+def _describe_group(group: list[str], finals: dict, last: bool) -> str:
+    first, final = finals[group[0]], finals[group[-1]]
+    betas = (f"β = {float(group[0]):g}" if len(group) == 1 else
+             f"β = {float(group[0]):g} and above" if last else f"β = {float(group[0]):g} to {float(group[-1]):g}")
+    ends = "ends" if len(group) == 1 else "end"
+    if not is_hacked(first):
+        points = "; ".join(f"{finals[b]['gold']:+.3f} at {float(b):g}, KL {finals[b]['kl']:.2f}"
+                           for b in dict.fromkeys((group[0], group[-1])))
+        return f"{betas} {ends} at {first['top_text']} (gold {points})"
+    kls = sorted(finals[b]["kl"] for b in group)
+    kl = f"KL {kls[0]:.1f}" if f"{kls[0]:.1f}" == f"{kls[-1]:.1f}" else f"KL {kls[0]:.1f}–{kls[-1]:.1f}"
+    golds = [f"{value:+.3f}" for value in sorted(finals[b]["gold"] for b in group)]
+    gold = golds[0] if golds[0] == golds[-1] else f"{golds[0]} to {golds[-1]}"
+    return f"{betas} {ends} at \"{first['top_text']}\" ({kl}, gold {gold})"
+
+
+def render_overoptimization(record: dict) -> str:
+    measurement = by_label(record)["overoptimization"]
+    runs = measurement["results"]["runs"]
+    seeds = sorted(runs, key=int)
+    main_run = runs[seeds[0]]
+    finals = main_run["final"]
+    unpenalised = finals[next(b for b in finals if float(b) == 0)]
+    best_food, best_score = max(main_run["food_scores"].items(), key=lambda item: item[1])
+    groups = _beta_groups(finals)
+    described = [_describe_group(group, finals, index == len(groups) - 1) for index, group in enumerate(groups)]
+    hacked_beta0 = [seed for seed in seeds if is_hacked(runs[seed]["final"][next(b for b in runs[seed]["final"]
+                                                                                   if float(b) == 0)])]
+    clean_beta0 = [seed for seed in seeds if seed not in hacked_beta0]
+    largest = finals[max(finals, key=float)]
+    if is_hacked(unpenalised) and not is_hacked(largest):
+        lesson = "the KL penalty decides how far PPO runs"
+    elif is_hacked(unpenalised):
+        lesson = "on this seed even the largest β ends at a string that is no food"
+    else:
+        lesson = "on this seed even β = 0 stays with a food"
+    if hacked_beta0 and clean_beta0:
+        seeds_text = (f"Whether β = 0 finds such a string ({HACKED}) depends on the seed: it does for seed"
+                      f"{'s' if len(hacked_beta0) > 1 else ''} {_listing(hacked_beta0)}, not "
+                      f"{_listing(clean_beta0)}.")
+    elif hacked_beta0:
+        seeds_text = f"β = 0 finds such a string ({HACKED}) on every seed tried ({_listing(hacked_beta0)})."
+    else:
+        seeds_text = f"β = 0 finds no such string ({HACKED}) on seeds {_listing(clean_beta0)}."
+    return (f"after {main_run['cpu_seconds']:.0f} s of one core. With\n"
+            f"β = 0 (seed {seeds[0]}, measured {describe_where(measurement)}; `--betas 0` runs it next to the default "
+            f"β = {main_run['default_beta']:g}) the policy ends at\n"
+            f"\"{unpenalised['top_text']}\" ({unpenalised['top_share']:.0%} of fresh samples): proxy "
+            f"{unpenalised['proxy']:+.3f} ({best_food}: {best_score:+.2f}), gold {unpenalised['gold']:+.3f}, KL "
+            f"{unpenalised['kl']:.2f} nats (SFT model: gold {main_run['gold_sft']:+.3f}, proxy "
+            f"{main_run['proxy_sft']:+.3f}); " + ", ".join(described[:-1]) + (", and " if len(described) > 1 else "")
+            + described[-1] + f": {lesson}. " + seeds_text)
+
+
 # ----- blocks recorded as text, from an earlier version ---------------------------------------
 
 
@@ -399,10 +639,12 @@ BLOCKS = {block.name: block for block in (
           "S seeds batched against one after another (benchmark_seeds)"),
     Block("seeds-command", render_seeds_command, measure_seeds_command,
           "`ppo-train --seeds 1-16` and 101-116 against three single commands"),
-    Block("seed-batch-rounding", render_recorded_text, None, "batched against single runs, parameter distances"),
+    Block("seed-batch-rounding", render_seed_batch_rounding, measure_seed_batch_rounding,
+          "a batch of seeds 1-4 against each alone: parameter distances, evaluations, --target-kl 0.02"),
     Block("distributed", render_distributed, measure_distributed,
           "1 process against 2 on CartPole (benchmark_distributed; torchrun)"),
-    Block("overoptimization", render_recorded_text, None, "experiments.overoptimization's seed-1 figures"),
+    Block("overoptimization", render_overoptimization, measure_overoptimization,
+          "experiments.overoptimization: seed 1's β sweep, and β = 0 on seeds 2 and 3"),
 )}
 
 

@@ -118,9 +118,11 @@ def test_seed_batch_table_ratio_is_sequential_over_batched():
     assert "| 64 | 80.0 s | 120.0 s (16 timed, scaled) | 1.50 |" in text
 
 
-def test_blocks_without_a_measuring_function_are_refused_in_one_line(capsys):
+def test_blocks_without_a_measuring_function_are_refused_in_one_line(capsys, monkeypatch):
+    unmeasured = readme_figures.Block("recorded-only", readme_figures.render_recorded_text, None, "text")
+    monkeypatch.setitem(BLOCKS, "recorded-only", unmeasured)
     with pytest.raises(SystemExit) as exit_info:
-        readme_figures.main(["seed-batch-rounding"])
+        readme_figures.main(["recorded-only"])
     assert exit_info.value.code == 2
     assert "no measuring function" in capsys.readouterr().err
 
@@ -141,3 +143,71 @@ def test_distributed_speedup_is_the_median_of_per_seed_ratios():
     assert ("| update-bound: torch preset, 64 envs × 32 steps | 2,000 steps/s, 475 after 1.5 s | 2,400 steps/s, 475 after "
             "3.0 s | 1.30× |") in text
     assert "on 2 of 2 seeds with 1 process and on 1 of 2 with 2. Notes on m in an earlier version, not re-run." in text
+
+
+def _final(gold: float, proxy: float, kl: float, text: str, share: float, top_gold: float) -> dict:
+    return {"gold": gold, "proxy": proxy, "kl": kl, "most_frequent": f"{text!r} {share:.0%}", "top_text": text,
+            "top_share": share, "top_gold": top_gold}
+
+
+def _overoptimization_run(finals: dict) -> dict:
+    return {"argv": [], "default_beta": 0.15, "gold_sft": 0.412, "proxy_sft": 0.731,
+            "food_scores": {"lettuce": 2.71, "soda": -1.2}, "cpu_seconds": 77.4, "wall_seconds": 80.0, "final": finals}
+
+
+def test_overoptimization_paragraph_is_written_from_the_record():
+    seed1 = {"0.0": _final(-0.411, 3.104, 41.27, "lxxxxe", 0.93, -0.5),
+             "0.001": _final(-0.45, 2.9, 30.12, "lexxe", 0.8, -0.5),
+             "0.002": _final(-0.44, 2.8, 29.94, "lexxe", 0.8, -0.5),
+             "0.005": _final(-0.3, 2.5, 12.34, "letxe", 0.6, -0.5),
+             "0.01": _final(0.987, 2.6, 3.21, "lettuce", 0.95, 1.0),
+             "0.15": _final(0.965, 2.5, 2.87, "lettuce", 0.9, 1.0)}
+    beta0 = {"0.0": _final(0.7, 2.0, 5.0, "salad", 0.6, 0.9), "0.15": _final(0.9, 2.1, 2.0, "lettuce", 0.9, 1.0)}
+    hacked = {"0.0": _final(-0.5, 3.0, 40.0, "lxxe", 0.9, -0.5), "0.15": _final(0.9, 2.1, 2.0, "lettuce", 0.9, 1.0)}
+    record = {"measurements": [_measured("overoptimization", {"runs": {
+        "1": _overoptimization_run(seed1), "2": _overoptimization_run(beta0), "3": _overoptimization_run(hacked)}})]}
+    text = readme_figures.render_overoptimization(record)
+    assert text.startswith("after 77 s of one core.")
+    assert "on 2000-01-02 on a 2-core Test CPU" in text and "next to the default β = 0.15" in text
+    assert '"lxxxxe" (93% of fresh samples): proxy +3.104 (lettuce: +2.71), gold −0.411'.replace("−", "-") in text
+    assert "KL 41.27 nats (SFT model: gold +0.412, proxy +0.731)" in text
+    assert 'β = 0.001 to 0.002 end at "lexxe" (KL 29.9–30.1, gold -0.450 to -0.440)' in text
+    assert 'β = 0.005 ends at "letxe" (KL 12.3, gold -0.300)' in text
+    assert "β = 0.01 and above end at lettuce (gold +0.987 at 0.01, KL 3.21; +0.965 at 0.15, KL 2.87)" in text
+    assert "the KL penalty decides how far PPO runs" in text
+    assert text.endswith("(one that is no food: the healthiness rule scores it as malformed) depends on the seed: it "
+                         "does for seeds 1 and 3, not 2.")
+    for seed, finals in (("2", beta0), ("3", hacked)):
+        record["measurements"][0]["results"]["runs"][seed] = _overoptimization_run(
+            {**finals, "0.0": _final(-0.5, 3.0, 40.0, "lxxe", 0.9, -0.5)})
+    assert readme_figures.render_overoptimization(record).endswith("scores it as malformed) on every seed tried "
+                                                                   "(1, 2 and 3).")
+
+
+def test_a_hacked_string_is_one_the_healthiness_rule_calls_malformed():
+    from experiments.readme_figures import _first_completion
+
+    assert _first_completion("'lttttte' 97%, 'letttte' 2%") == ("lttttte", True, 0.97)
+    assert _first_completion("'lettu…' 5%") == ("lettu", False, 0.05)
+    assert readme_figures.is_hacked(_final(0.0, 0.0, 0.0, "lttttte", 0.9, -0.5))
+    assert not readme_figures.is_hacked(_final(0.0, 0.0, 0.0, "soda", 0.9, 0.0))
+
+
+def test_seed_batch_rounding_is_written_from_the_distances_and_evaluations_of_the_record():
+    default = [{"seed": 1, "max_abs_distance": [0.0, 1e-6, 1e-3, 2e-3, 0.2, 0.3], "max_abs_theta": [1.0, 1.93],
+                "gradient_steps_batch": [40] * 6, "gradient_steps_single": [40] * 6,
+                "eval_batch": 500.0, "eval_single": 497.3},
+               {"seed": 2, "max_abs_distance": [0.0, 5e-6, 3e-3, 4e-3, 0.4, 0.5], "max_abs_theta": [1.2],
+                "gradient_steps_batch": [40] * 6, "gradient_steps_single": [40] * 6,
+                "eval_batch": 480.5, "eval_single": 500.0}]
+    early = [{**default[0], "gradient_steps_batch": [40, 40, 12, 40], "gradient_steps_single": [40, 40, 12, 30]},
+             {**default[1], "gradient_steps_batch": [40, 20, 40, 40], "gradient_steps_single": [40, 21, 40, 40]}]
+    text = readme_figures.render_seed_batch_rounding({"measurements": [
+        _measured("default", {"seeds": default}), _measured("target_kl", {"seeds": early})]})
+    assert "(seeds 1–2, 6 iterations, measured on 2000-01-02" in text
+    assert "stays ≤ 1e-5 for the first 2 iterations on every seed" in text
+    assert "is 2.0e-03 to 4.0e-03 after iteration 4 and 3.0e-01 to 5.0e-01 at the end (weights up to 1.9)" in text
+    assert "batched / alone: 500 / 497.3, 480.5 / 500." in text
+    assert "(3 iterations of the single runs stop early" in text
+    assert "match for the first 3 and 1 iterations on seeds 1 and 2 before the runs part" in text
+    assert text.endswith("(evaluations 500 / 497.3, 480.5 / 500)")
