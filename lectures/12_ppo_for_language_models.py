@@ -902,7 +902,7 @@ critic gives each token its own. Every run: β = 0.25, 30 iterations of 64 compl
 (eight groups of eight, one group per prompt), the library's other defaults, seeds 1–10.
 The table's columns. Four are measured exactly on the trained policy, over the 20
 answers (the rest, malformed or unfinished, one group scored 0), and averaged over the
-eight prompts: *gold E[r]*, the expected rule reward; *TV to π\**, the total variation
+eight prompts: *gold E[r]*, the expected rule reward; `TV to π*`, the total variation
 distance to π*_β (0 on the optimum, 1 for disjoint distributions); *'likes'*, the
 probability that the answer starts with "likes"; *rest*, the probability of a malformed
 or unfinished string. Two come from the run's own training batches (their mean rule

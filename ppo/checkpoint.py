@@ -118,8 +118,11 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> None:
             os.fsync(file.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; a checkpoint is an ordinary file
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error.__context__, KeyboardInterrupt):
+            # Ctrl-C inside torch.save: its zip writer then fails on the way out (RuntimeError)
+            raise KeyboardInterrupt from error
         raise
 
 

@@ -167,6 +167,28 @@ def test_interrupted_save_leaves_no_temporary_file_behind(tmp_path):
     assert load_checkpoint(tmp_path / "checkpoint.pt")["x"] == 1
 
 
+def test_ctrl_c_inside_torch_save_is_an_interrupt_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    """A second Ctrl-C can land inside torch.save, whose zip writer then raises a RuntimeError on its way
+    out; the command must see the KeyboardInterrupt (exit 130, no traceback), not the RuntimeError."""
+    from ppo import checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    checkpoint.save_checkpoint({"x": 1}, path)
+
+    def save_interrupted_midway(contents, file):
+        file.write(b"half a checkpoint")
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise RuntimeError("[enforce fail at inline_container.cc] unexpected pos")
+
+    monkeypatch.setattr(checkpoint.torch, "save", save_interrupted_midway)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save_checkpoint({"x": 2}, path)
+    assert load_checkpoint(path)["x"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
 def test_checkpoint_follows_the_umask(tmp_path):
     from ppo.checkpoint import save_checkpoint
 
