@@ -110,6 +110,18 @@ def time_block(step: Callable[[int], object], start: int, steps: int, max_second
     return done / (time.perf_counter() - began)
 
 
+def rates_in_turns(backends: dict[str, tuple[object, Callable[[int], object]]], num_envs: int, steps: int, rounds: int,
+                   max_seconds: float, sync: Callable[[], None]) -> dict[str, list[float]]:
+    """{backend: env-steps/s of each round}: in every round each backend steps its block in turn, so that a change
+    in the machine's load hits them alike; round r starts at action r·steps/rounds."""
+    per_round: dict[str, list[float]] = {backend: [] for backend in backends}
+    for round_index in range(rounds):
+        start = round_index * steps // rounds
+        for backend, (_, step) in backends.items():
+            per_round[backend].append(num_envs * time_block(step, start, steps, max_seconds, sync))
+    return per_round
+
+
 def benchmark_stepping(
     env_id: str = "CartPole-v1",
     num_envs_list: tuple[int, ...] = (8, 64, 512, 4096),
@@ -133,11 +145,7 @@ def benchmark_stepping(
                 backends_here[backend] = made
                 for i in range(warmup_steps):
                     made[1](i)
-        per_round: dict[str, list[float]] = {backend: [] for backend in backends_here}
-        for round_index in range(rounds):
-            start = round_index * steps // rounds
-            for backend, (_, step) in backends_here.items():
-                per_round[backend].append(num_envs * time_block(step, start, steps, max_seconds, sync))
+        per_round = rates_in_turns(backends_here, num_envs, steps, rounds, max_seconds, sync)
         for env, _ in backends_here.values():
             env.close()
         row = {"num_envs": num_envs}

@@ -27,7 +27,7 @@ import sys
 import gymnasium as gym
 import torch
 
-from experiments.benchmark_envs import random_action_sequence, time_block
+from experiments.benchmark_envs import random_action_sequence, rates_in_turns
 from experiments.cli import OneLineArgumentParser, run_with_user_errors
 from ppo.malloc import keep_freed_memory
 
@@ -67,10 +67,7 @@ def benchmark(env_id: str, num_envs_list: tuple[int, ...], steps: int, rounds: i
         actions = random_action_sequence(action_space, steps, num_envs)
         backends = {backend: make_backend(backend, env_id, num_envs, device, actions, warmup_steps)
                     for backend in BACKENDS}
-        per_round: dict[str, list[float]] = {backend: [] for backend in BACKENDS}
-        for start in (round_index * steps // rounds for round_index in range(rounds)):  # turns: load hits both alike
-            for backend, (_, step) in backends.items():
-                per_round[backend].append(num_envs * time_block(step, start, steps, max_seconds, sync))
+        per_round = rates_in_turns(backends, num_envs, steps, rounds, max_seconds, sync)
         row = {"num_envs": num_envs, **{backend: statistics.median(rates) for backend, rates in per_round.items()}}
         for env, _ in backends.values():
             env.close()

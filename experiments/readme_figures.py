@@ -456,8 +456,6 @@ def _evaluations(rows: list[dict]) -> str:
 
 def render_seed_batch_rounding(record: dict) -> str:
     measurements = by_label(record)
-    if "text" in measurements.get("rounding", {}).get("results", {}):
-        return render_recorded_text(record)
     default, early = measurements["default"], measurements["target_kl"]
     rows = default["results"]["seeds"]
     seeds = [row["seed"] for row in rows]
