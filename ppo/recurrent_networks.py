@@ -24,9 +24,10 @@ A GRU (the default) rather than an LSTM: one state instead of two, three gates i
 four, and fewer operations per step. Both are stepped in a Python loop over t, one step
 of both cores (actor and critic) as one batched computation (`RecurrentCores`): the loop
 needs no cutting of sequences at episode starts and no padding, and the input side of
-every step is one matmul before it. (Two nn.GRUCell calls per step ran the update 1.3 to
-2.5 times as slowly, side by side; the fused nn.GRU over whole sequences cannot zero the
-state inside them.)
+every step is one matmul before it. The GRU's loop has its backward written by hand
+(ppo.gru_sequence), the LSTM's is differentiated by autograd. (Two nn.GRUCell calls per
+step ran the update 1.3 to 2.5 times as slowly, side by side; torch's nn.GRU over whole
+sequences cannot zero the state inside them, and on a CPU it was no faster than the loop.)
 
 The state of a batch of B envs is one tensor (B, K, S): K = 2 cores (actor, critic) or 1
 shared; S = H for a GRU and 2H for an LSTM (h and c side by side), H = recurrent_hidden_size.
@@ -41,6 +42,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from ppo.gru_sequence import GRUSequence, gru_step
 from ppo.networks import ActorCritic, init_layer, make_policy_head, mlp, network_settings, observation_dim
 
 CELLS = ("gru", "lstm")
@@ -85,15 +87,25 @@ class RecurrentCores(nn.Module):
         """x̂ = W_ih x + b_ih for every core: (K, R, I) → (K, R, G·H)."""
         return torch.baddbmm(self.bias_ih.unsqueeze(1), inputs, self.weight_ih.transpose(1, 2))
 
+    def sequence(self, input_gates: torch.Tensor, kept: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """T steps of every core, the state multiplied by m_t before step t: x̂ (K, T, B, G·H),
+        m (T, 1, B, 1), state (K, B, S) → the state after every step (K, T, B, S).
+
+        A GRU runs as ppo.gru_sequence.GRUSequence (the same arithmetic, backpropagation
+        written by hand); an LSTM as a loop over `step`, differentiated by autograd.
+        """
+        if self.cell == "gru":
+            return GRUSequence.apply(input_gates, kept, state, self.weight_hh, self.bias_hh)
+        states = []
+        for t in range(input_gates.shape[1]):
+            state = self.step(input_gates[:, t], state * kept[t])
+            states.append(state)
+        return torch.stack(states, dim=1)
+
     def step(self, input_gates: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         """One step of every core: x̂ (K, B, G·H), state (K, B, S) → new state (K, B, S); h' is [..., :H]."""
         if self.cell == "gru":  # the state is h
-            gates_h = torch.baddbmm(self.bias_hh.unsqueeze(1), state, self.weight_hh.transpose(1, 2))
-            input_r, input_z, input_n = input_gates.chunk(3, dim=-1)
-            hidden_r, hidden_z, hidden_n = gates_h.chunk(3, dim=-1)
-            reset, update = torch.sigmoid(input_r + hidden_r), torch.sigmoid(input_z + hidden_z)
-            candidate = torch.tanh(input_n + reset * hidden_n)
-            return candidate + update * (state - candidate)
+            return gru_step(input_gates, state, self.weight_hh, self.bias_hh)[0]
         hidden, memory = state.chunk(2, dim=-1)  # the state is (h, c)
         gates = input_gates + torch.baddbmm(self.bias_hh.unsqueeze(1), hidden, self.weight_hh.transpose(1, 2))
         input_gate, forget_gate, cell_input, output_gate = gates.chunk(4, dim=-1)
@@ -154,13 +166,9 @@ class RecurrentActorCritic(nn.Module):
         bodies = [self.actor_body(flat_obs)] if self.shared else [self.actor_body(flat_obs), self.critic_body(flat_obs)]
         input_gates = self.cores.input_gates(torch.stack(bodies)).view(self.num_cores, T, B, -1)  # (K, T, B, G·H)
         kept = self.state_kept(episode_starts).to(state.dtype).view(T, 1, B, 1)
-        state = state.transpose(0, 1)  # (K, B, S)
-        states = []
-        for t in range(T):
-            state = self.cores.step(input_gates[:, t], state * kept[t])
-            states.append(state)
-        features = torch.stack(states, dim=1)[..., : self.recurrent_size]  # (K, T, B, H): h of every step
-        return features[0], features[-1], state.transpose(0, 1)
+        states = self.cores.sequence(input_gates, kept, state.transpose(0, 1))  # (K, T, B, S)
+        features = states[..., : self.recurrent_size]  # h of every step
+        return features[0], features[-1], states[:, -1].transpose(0, 1)
 
     # ------------------------------------------------------------------ what the trainer and evaluation call
     def act(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):

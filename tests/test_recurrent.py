@@ -125,6 +125,42 @@ def test_both_cores_step_as_torchs_own_cells(cell):
         torch.testing.assert_close(new_state[core], expected, rtol=0, atol=1e-6)
 
 
+def test_the_hand_written_gru_backward_matches_autograd_through_torchs_cell():
+    """GRUSequence against an independent reference: nn.GRUCell stepped in a loop, with the
+    state zeroed where an episode starts, differentiated by autograd (float64, every input)."""
+    torch.manual_seed(2)
+    cores, steps, batch, inputs_size, hidden = 2, 7, 3, 4, 5
+    model = RecurrentActorCritic(spaces.Box(-1, 1, (3,)), spaces.Discrete(2), recurrent_size=hidden,
+                                 hidden_sizes=(inputs_size,), ortho_init=False).double()
+    with torch.no_grad():
+        model.cores.bias_hh.uniform_(-1, 1)
+    inputs = torch.randn(cores, steps * batch, inputs_size, dtype=torch.float64)
+    kept = (torch.rand(steps, 1, batch, 1) > 0.3).double()
+    kept[:, :, 0] = 1.0  # one sequence without a reset, so the initial state's gradient reaches step 0
+    state = torch.randn(cores, batch, hidden, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(cores, steps, batch, hidden, dtype=torch.float64)
+
+    states = model.cores.sequence(model.cores.input_gates(inputs).view(cores, steps, batch, -1), kept, state)
+    names = [name for name, _ in model.cores.named_parameters()]
+    grads = dict(zip(["state", *names], torch.autograd.grad((states * upstream).sum(),
+                                                            [state, *model.cores.parameters()])))
+    for core in range(cores):
+        cell = nn.GRUCell(inputs_size, hidden).double()
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, name).data.copy_(getattr(model.cores, name)[core])
+        start = state[core].detach().requires_grad_()
+        h, reference = start, []
+        for t in range(steps):
+            h = cell(inputs[core].view(steps, batch, -1)[t], h * kept[t, 0])
+            reference.append(h)
+        reference = torch.stack(reference)
+        torch.testing.assert_close(states[core], reference, rtol=0, atol=1e-12)
+        reference_grads = torch.autograd.grad((reference * upstream[core]).sum(), [start, *cell.parameters()])
+        torch.testing.assert_close(grads["state"][core], reference_grads[0], rtol=0, atol=1e-12)
+        for name, reference_grad in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), reference_grads[1:]):
+            torch.testing.assert_close(grads[name][core], reference_grad, rtol=0, atol=1e-12, msg=name)
+
+
 # ---------------------------------------------------------------- the state is zeroed at every episode start
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
