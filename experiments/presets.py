@@ -20,7 +20,7 @@ The preset is picked automatically from --env-id; --preset NAME uses another row
 
 from __future__ import annotations
 
-from envs.factory import TORCH_ENV_IDS, check_env_id, resolve_backend
+from envs.factory import BATCHED_ENV_IDS, check_env_id, resolve_backend
 from ppo.config import ConfigError, PPOConfig
 
 # CleanRL's ppo_continuous_action.py: 1M steps, lr 3e-4 annealed, 1 env × 2048 steps,
@@ -95,21 +95,28 @@ PRESETS: dict[str, dict] = {
         learning_rate=3e-4, anneal_lr=False, gamma=0.999, gae_lambda=0.98, ent_coef=0.01, value_clip_coef=None,
     ),
     # CartPole with only (x, θ) observed (envs.partially_observable): a GRU of 64 after the
-    # 64-64 hidden layers (ppo.recurrent_trainer) recovers the velocities. The SB3 zoo's
-    # RecurrentPPO row for this env: 8 envs × 32 steps, one minibatch of all 8 sequences,
-    # 20 epochs, lr 1e-3 annealed, γ 0.98, λ 0.8, no entropy bonus, 100k steps (the zoo also
-    # anneals ε and uses ReLU, no orthogonal init and one 64 layer; here the library's defaults).
-    # Not solved at this budget: greedy means over 100 episodes, seeds 1–3: 221.5, 340.5, 275.3
-    # (the feed-forward CartPole-v1 preset on this env, seed 1: 42.5). Untuned beyond the zoo's row
-    # (ReLU, one 64 layer and no orthogonal init, seeds 1–2: 356.2, 267.8).
+    # 64-64 hidden layers (ppo.recurrent_trainer) recovers the velocities. The batched CartPole
+    # layout (64 envs × 32 steps, 4 minibatches of 16 sequences, no value clipping, no
+    # advantage whitening) with 10 epochs at lr 1e-3, γ 0.99, λ 0.95, observation normalisation
+    # (x and θ are small numbers whose differences carry the velocities) and an entropy bonus
+    # of 0.01 (without it some seeds settle on a near-deterministic policy near 450 and stay),
+    # 200k steps. Greedy means over 100 episodes, tuned on seeds 1–4 and 101–110: the zoo's
+    # RecurrentPPO row (8 envs × 32 steps, one minibatch, 20 epochs, γ 0.98, λ 0.8, 100k) gave
+    # 221.5, 340.5, 275.3 on seeds 1–3 (with obs normalisation 500, 179.1, 429.6); these
+    # settings without the entropy bonus ≥ 475 on 9 of 10 at 200k (258.1 missed) and 7 of 10
+    # at 300k; with it 101, 103, 106, 108, 110: 478.2, 500, 470.7, 500, 476.5. Untuned seeds:
+    # README (experiments.readme_figures recurrent-zoo).
     "CartPoleNoVel-v1": dict(
-        recurrent="gru", num_envs=8, num_steps=32, num_minibatches=1, update_epochs=20, learning_rate=1e-3,
-        gamma=0.98, gae_lambda=0.8, ent_coef=0.0, total_timesteps=100_000,
+        recurrent="gru", num_envs=64, num_steps=32, num_minibatches=4, update_epochs=10, learning_rate=1e-3,
+        gamma=0.99, gae_lambda=0.95, ent_coef=0.01, normalize_obs=True, value_clip_coef=None, norm_adv=False,
+        total_timesteps=200_000,
     ),
     # Pendulum with only (cos θ, sin θ) observed: the Pendulum-v1 row's settings with a GRU,
     # 16 envs × 128 steps cut into 4 minibatches of 4 sequences (a recurrent minibatch is
     # whole env sequences, so the row's 8 envs × 256 steps in 8 minibatches would be one env each).
-    # Not yet measured: a starting point, not a tuned row.
+    # Greedy means over 100 episodes, seeds 1–3: −177.3, −170.4, −170.4; 11–15: −221.3, −189.1,
+    # −206.3, −190.4, −229.3 (64 envs × 32 steps instead: −217.7, −196.7, −311.1 on 1–3).
+    # Untuned seeds: README (experiments.readme_figures recurrent-zoo).
     "PendulumNoVel-v1": dict(
         recurrent="gru", total_timesteps=200_000, num_envs=16, num_steps=128, num_minibatches=4, update_epochs=10,
         learning_rate=2e-3, gamma=0.95, gae_lambda=0.95, ent_coef=0.01, normalize_obs=True, normalize_reward=True,
@@ -155,7 +162,7 @@ def build_config(flags: dict, preset: str | None = "auto") -> PPOConfig:
 
 def preset_backends(name: str) -> tuple[str, ...]:
     """The backends that can run preset `name`'s env: the batched torch one first, where it exists."""
-    return ("torch", "gymnasium") if name in TORCH_ENV_IDS else ("gymnasium",)
+    return ("torch", "gymnasium") if name in BATCHED_ENV_IDS else ("gymnasium",)
 
 
 def format_presets() -> str:

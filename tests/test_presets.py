@@ -39,6 +39,8 @@ def test_list_presets_names_every_env_with_its_backends(capsys):
     for env_id in CLASSIC_CONTROL:
         assert f"{env_id} (--env-backend auto: torch)" in text
     assert "LunarLander-v3 (--env-backend auto: gymnasium)" in text
+    for env_id in PRESETS:  # the backend shown is the one a run picks (the NoVel envs once showed gymnasium)
+        assert f"{env_id} (--env-backend auto: {build_config({'env_id': env_id}).env_backend})" in text
     assert "torch and gymnasium: num_envs=64, num_steps=32" in text  # CartPole: one row for both backends
     assert train.main(["--list-presets"]) == 0
     assert capsys.readouterr().out.strip() == text
