@@ -606,6 +606,50 @@ def render_overoptimization(record: dict) -> str:
             + described[-1] + f": {lesson}. " + seeds_text)
 
 
+# ----- block: the recurrent presets on untuned seeds, and sb3-contrib's RecurrentPPO in turns ----
+
+RECURRENT_SEEDS = {"CartPoleNoVel-v1": tuple(range(301, 311)), "PendulumNoVel-v1": tuple(range(301, 306))}
+RECURRENT_BARS = {"CartPoleNoVel-v1": 475.0, "PendulumNoVel-v1": -250.0}
+
+
+def measure_recurrent_zoo(args) -> dict:
+    from experiments.benchmark_recurrent_zoo import benchmark
+
+    machine = machine_description()
+    rows, commands = [], []
+    for env_id, seeds in RECURRENT_SEEDS.items():
+        rows += benchmark([env_id], list(seeds), [seeds[0]], same_steps=True)
+        commands.append(f"{_python()} experiments.benchmark_recurrent_zoo --env-id {env_id} --seeds "
+                        f"{' '.join(map(str, seeds))} --sb3-seeds {seeds[0]} --same-steps")
+    return {"block": "recurrent-zoo", "measurements": [new_measurement("recurrent-zoo", commands, {"rows": rows},
+                                                                       machine)]}
+
+
+def render_recurrent_zoo(record: dict) -> str:
+    measurement = by_label(record)["recurrent-zoo"]
+    rows = measurement["results"]["rows"]
+    parts = []
+    for env_id, bar in RECURRENT_BARS.items():
+        library = [row for row in rows if row["env_id"] == env_id and row["trainer"] == "library"]
+        preset_steps = statistics.mode(row["steps"] for row in library)
+        ours = [row for row in library if row["steps"] == preset_steps]
+        (theirs,) = [row for row in rows if row["env_id"] == env_id and row["trainer"] == "sb3-contrib"]
+        same = [row for row in library if row["steps"] == theirs["steps"] and row["steps"] != preset_steps]
+        seconds = statistics.median(row["seconds"] for row in ours)
+        returns = [row["mean_return"] for row in ours]
+        parts.append(
+            f"`{env_id}` with its preset ({preset_steps:,} steps) evaluated ≥ {bar:g} on "
+            f"{sum(value >= bar for value in returns)} of {len(ours)} seeds never used for tuning "
+            f"({ours[0]['seed']}–{ours[-1]['seed']}: {', '.join(f'{value:.1f}' for value in returns)}), the whole "
+            f"command a median {seconds:.1f} s"
+            + "".join(f" (at the zoo's {row['steps']:,} steps, seed {row['seed']}: {row['mean_return']:.1f} in "
+                      f"{row['seconds']:.1f} s)" for row in same)
+            + f"; sb3-contrib's RecurrentPPO with the zoo's settings ({theirs['steps']:,} steps, seed "
+            f"{theirs['seed']}) took {theirs['seconds']:.0f} s and evaluated {theirs['mean_return']:.1f}: "
+            f"{theirs['seconds'] / seconds:.0f}× the preset's time")
+    return f"Measured {describe_where(measurement)}: " + "; ".join(parts) + "."
+
+
 # ----- blocks recorded as text, from an earlier version ---------------------------------------
 
 
@@ -641,6 +685,8 @@ BLOCKS = {block.name: block for block in (
           "a batch of seeds 1-4 against each alone: parameter distances, evaluations, --target-kl 0.02"),
     Block("distributed", render_distributed, measure_distributed,
           "1 process against 2 on CartPole (benchmark_distributed; torchrun)"),
+    Block("recurrent-zoo", render_recurrent_zoo, measure_recurrent_zoo,
+          "the recurrent presets on untuned seeds, sb3-contrib's RecurrentPPO in turns (needs sb3-contrib)"),
     Block("overoptimization", render_overoptimization, measure_overoptimization,
           "experiments.overoptimization: seed 1's β sweep, and β = 0 on seeds 2 and 3"),
 )}

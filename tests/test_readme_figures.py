@@ -211,3 +211,34 @@ def test_seed_batch_rounding_is_written_from_the_distances_and_evaluations_of_th
     assert "(3 iterations of the single runs stop early" in text
     assert "match for the first 3 and 1 iterations on seeds 1 and 2 before the runs part" in text
     assert text.endswith("(evaluations 500 / 497.3, 480.5 / 500)")
+
+
+def test_recurrent_paragraph_counts_seeds_over_the_bar_and_divides_the_medians():
+    def row(env_id, trainer, seed, steps, seconds, mean_return):
+        return {"env_id": env_id, "trainer": trainer, "seed": seed, "steps": steps, "seconds": seconds,
+                "mean_return": mean_return}
+
+    rows = [row("CartPoleNoVel-v1", "library", 301, 200_000, 20.0, 500.0),
+            row("CartPoleNoVel-v1", "library", 301, 100_000, 11.0, 400.0),
+            row("CartPoleNoVel-v1", "sb3-contrib", 301, 100_000, 600.0, 500.0),
+            row("CartPoleNoVel-v1", "library", 302, 200_000, 40.0, 474.9),
+            row("CartPoleNoVel-v1", "library", 303, 200_000, 30.0, 475.0),
+            row("PendulumNoVel-v1", "library", 301, 200_000, 90.0, -250.0),
+            row("PendulumNoVel-v1", "sb3-contrib", 301, 100_000, 450.0, -218.0),
+            row("PendulumNoVel-v1", "library", 302, 200_000, 110.0, -250.1)]
+    text = readme_figures.render_recurrent_zoo({"measurements": [_measured("recurrent-zoo", {"rows": rows})]})
+    assert text.startswith("Measured on 2000-01-02 on a 2-core Test CPU")
+    assert ("`CartPoleNoVel-v1` with its preset (200,000 steps) evaluated ≥ 475 on 2 of 3 seeds never used for "
+            "tuning (301–303: 500.0, 474.9, 475.0), the whole command a median 30.0 s (at the zoo's 100,000 steps, "
+            "seed 301: 400.0 in 11.0 s); sb3-contrib's RecurrentPPO with the zoo's settings (100,000 steps, seed 301) "
+            "took 600 s and evaluated 500.0: 20× the preset's time") in text
+    assert "evaluated ≥ -250 on 1 of 2 seeds" in text and "median 100.0 s" in text and ": 4× the preset's time." in text
+
+
+def test_the_recurrent_benchmark_refuses_an_unknown_env_in_one_line(capsys):
+    from experiments import benchmark_recurrent_zoo
+
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark_recurrent_zoo.main(["--env-id", "CartPole-v1"])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and error.count("\n") == 1 and "'CartPole-v1'" in error
