@@ -424,26 +424,30 @@ print(f"GRU on CueMemory-v0 ({gru_cue_config.total_timesteps:,} steps): greedy s
 gru_cue_rates = evaluations["CueMemory-v0"]["GRU"]
 lecture.claim("the GRU answers far above chance on every seed (above 0.5)", min(gru_cue_rates) > 0.5,
               measured="per seed " + ", ".join(f"{rate:.3f}" for rate in gru_cue_rates), quick=False)
-lecture.claim("one seed or more is right every time or nearly (at least 0.95), and one or more stops short of it",
-              max(gru_cue_rates) >= 0.95 and min(gru_cue_rates) < 0.95,
+lecture.claim("every seed is right every time or nearly (at least 0.95), as 10 frames are", min(gru_cue_rates) >= 0.95,
               measured="per seed " + ", ".join(f"{rate:.3f}" for rate in gru_cue_rates), quick=False)
 
 gru_cue_mean = np.mean([[rate for _, rate in curve] for curve in curves["CueMemory-v0"]["GRU"].values()], axis=0)
 print(f"GRU's mean training success over seeds: peak {gru_cue_mean.max():.3f} at iteration "
       f"{int(gru_cue_mean.argmax()) + 1}, end {gru_cue_mean[-1]:.3f}")
-lecture.claim("the GRU's mean training success rises to 0.9 or more, then falls back and ends more than 0.1 below "
-              "its peak", gru_cue_mean.max() >= 0.9 and gru_cue_mean[-1] < gru_cue_mean.max() - 0.1,
-              measured=f"peak {gru_cue_mean.max():.3f}, end {gru_cue_mean[-1]:.3f}", quick=False)
+first_above = int(np.argmax(gru_cue_mean >= 0.9)) + 1 if gru_cue_mean.max() >= 0.9 else GRU_CUE_ITERATIONS + 1
+steps_to_first = first_above * gru_cue_config.batch_size
+print(f"GRU's mean training success first at 0.9 or more: iteration {first_above} ({steps_to_first:,} steps)")
+lecture.claim("the GRU's mean training success reaches 0.9 in fewer steps than 10 frames' whole budget, and ends at "
+              "0.9 or more", steps_to_first < CUE_STEPS and gru_cue_mean[-1] >= 0.9,
+              measured=f"first at 0.9 or more after {steps_to_first:,} steps (iteration {first_above} of "
+                       f"{GRU_CUE_ITERATIONS}); 10 frames' budget {CUE_STEPS:,}; end {gru_cue_mean[-1]:.3f}",
+              quick=False)
 
 # %% [markdown]
 """
 The GRU carries the cue across the delay, where no stack of 9 frames could: it answers
-far above chance on every seed (above 0.5). It is not as reliable as 10 frames in this
-budget, though: one seed or more is right every time or nearly (at least 0.95), and one or
-more stops short of it; which seeds is the seed's luck. The red curve on the right shows
-how: the GRU's mean training success rises to 0.9 or more early, then falls back and
-ends more than 0.1 below its peak. The memory was learned and then partly lost, a
-collapse the stacks do not show; this lecture does not chase its cause (an exercise).
+far above chance on every seed (above 0.5), and every seed is right every time or nearly
+(at least 0.95), as 10 frames are. The red curve on the right shows the GRU's mean
+training success reaching 0.9 in fewer steps than 10 frames' whole budget (12 iterations
+of 2,048), and ending at 0.9 or more. The stack is handed the cue as an input; the GRU
+has to learn to keep it, through a gradient that crosses eight blank steps, and on this
+task it learns that quickly.
 
 The learning curves (the mean of the last 20 training episodes, sampled actions; mean
 over seeds with a 95% t-interval band, `experiments.plot.mean_curve`). Left: on
