@@ -32,8 +32,9 @@ PROG = "iteration_profile"
 PARTS = ("env step", "rest of rollout", "advantages", "update")
 
 
-def time_env_steps(envs, seconds: list[float]) -> None:
-    """Make envs.step add its duration to seconds[0]."""
+def time_env_steps(envs) -> list[float]:
+    """Make envs.step add its duration to the returned one-element list (reset it to 0 at will)."""
+    seconds = [0.0]
     step = envs.step
 
     def timed(actions):
@@ -44,33 +45,36 @@ def time_env_steps(envs, seconds: list[float]) -> None:
             seconds[0] += time.perf_counter() - started
 
     envs.step = timed
+    return seconds
+
+
+def time_iteration(trainer, stepping: list[float]) -> dict[str, float]:
+    """Seconds of each of PARTS in one training iteration of `trainer`, whose envs time their
+    steps into `stepping` (time_env_steps)."""
+    stepping[0] = 0.0
+    started = time.perf_counter()
+    trainer.collect_rollout()
+    rolled = time.perf_counter()
+    advantages, returns = trainer.compute_advantages()
+    estimated = time.perf_counter()
+    trainer.update(advantages, returns)
+    updated = time.perf_counter()
+    return {"env step": stepping[0], "rest of rollout": rolled - started - stepping[0],
+            "advantages": estimated - rolled, "update": updated - estimated}
 
 
 def profile(config, iterations: int, warmup: int) -> dict:
     """{part: median ms per iteration}, with the timed iterations' env steps per second."""
     envs = make_vec_env(config.env_id, config.num_envs, config.env_backend)
     trainer = trainer_class(config)(config, envs, progress=False)
-    stepping = [0.0]
-    time_env_steps(trainer.envs, stepping)
-    parts = {name: [] for name in PARTS}
+    stepping = time_env_steps(trainer.envs)
     for _ in range(warmup):
         trainer.train_iteration()
-    total_started = time.perf_counter()
-    def timed(part: str, run, *inputs):
-        started = time.perf_counter()
-        outputs = run(*inputs)
-        parts[part].append(time.perf_counter() - started)
-        return outputs
-
-    for _ in range(iterations):
-        stepping[0] = 0.0
-        timed("rest of rollout", trainer.collect_rollout)
-        parts["rest of rollout"][-1] -= stepping[0]
-        parts["env step"].append(stepping[0])
-        timed("update", trainer.update, *timed("advantages", trainer.compute_advantages))
-    seconds = time.perf_counter() - total_started
+    started = time.perf_counter()
+    timed = [time_iteration(trainer, stepping) for _ in range(iterations)]
+    seconds = time.perf_counter() - started
     envs.close()
-    return {"ms": {name: 1e3 * statistics.median(values) for name, values in parts.items()},
+    return {"ms": {name: 1e3 * statistics.median(row[name] for row in timed) for name in PARTS},
             "steps_per_second": iterations * config.batch_size / seconds}
 
 

@@ -167,6 +167,8 @@ def check_arguments(args) -> list[int]:
         if path is not None:
             check_writable_file(path, flag)
     return seeds
+
+
 def interval_text(row: dict[str, float], statistic: str) -> str:
     """`value [low, high]` of an interval_estimates row, e.g. 0.812 [0.750, 0.875]."""
     return f"{row[statistic]:.3f} [{row[statistic + '_low']:.3f}, {row[statistic + '_high']:.3f}]"

@@ -48,6 +48,7 @@ from _common import Lecture, plt, print_table
 from envs.classic import make_torch_vec_env
 from envs.factory import gymnasium_env_factory, make_vec_env
 from experiments.benchmark_envs import benchmark_stepping
+from experiments.iteration_profile import PARTS, time_env_steps, time_iteration
 from experiments.presets import BACKEND_PRESETS, build_config
 from experiments.train import training_envs
 from ppo.evaluation import Policy, evaluate_policy
@@ -164,8 +165,9 @@ lecture.claim("A torch step call at the smallest N costs the price of more than 
 Stepping is one part of an iteration. `PPO.train` runs three named steps —
 `collect_rollout`, `compute_advantages`, `update` — and we time each with
 `time.perf_counter`. Inside the rollout we also time the environment's `step` calls
-alone, with a thin wrapper around the env; the rest of the rollout is the policy
-network's forward pass and sampling for every step, and the bookkeeping.
+alone; the rest of the rollout is the policy network's forward pass and sampling for
+every step, and the bookkeeping. (`experiments/iteration_profile.py` holds these timers,
+and `python -m experiments.iteration_profile --env-id ENV` prints the same split for any env.)
 
 Both backends run the configuration tuned for the torch CartPole,
 `BACKEND_PRESETS[("CartPole-v1", "torch")]`, printed below: many copies, short
@@ -175,23 +177,6 @@ thing only, so the difference between them is what the environment costs.
 
 
 # %%
-class TimedEnvs:
-    """A VecEnv that adds up the seconds spent in its step calls."""
-
-    def __init__(self, envs):
-        self.envs = envs
-        self.step_seconds = 0.0
-
-    def __getattr__(self, name):  # num_envs, spaces, reset, close, ... come from the wrapped envs
-        return getattr(self.envs, name)
-
-    def step(self, actions):
-        started = time.perf_counter()
-        result = self.envs.step(actions)
-        self.step_seconds += time.perf_counter() - started
-        return result
-
-
 CONFIG = build_config({"env_id": ENV_ID, "env_backend": "torch", "seed": 1, "tensorboard": False})
 print(f"torch preset {BACKEND_PRESETS[(ENV_ID, 'torch')]}")
 print(f"→ {CONFIG.num_envs} envs × {CONFIG.num_steps} steps = {CONFIG.batch_size} samples per iteration, "
@@ -202,36 +187,20 @@ def make_envs(backend: str, num_envs: int):
     return make_torch_vec_env(ENV_ID, num_envs) if backend == "torch" else make_vec_env(ENV_ID, num_envs, "gymnasium")
 
 
-def time_one_iteration(trainer: PPO, envs: TimedEnvs, parts: dict) -> None:
-    envs.step_seconds = 0.0
-    started = time.perf_counter()
-    trainer.collect_rollout()
-    rolled = time.perf_counter()
-    advantages, returns = trainer.compute_advantages()
-    estimated = time.perf_counter()
-    trainer.update(advantages, returns)
-    updated = time.perf_counter()
-    parts["env step"].append(envs.step_seconds)
-    parts["rest of rollout"].append(rolled - started - envs.step_seconds)
-    parts["advantages"].append(estimated - rolled)
-    parts["update"].append(updated - estimated)
-
-
 def time_iterations(backends: tuple[str, ...], iterations: int) -> dict:
     """Median milliseconds of each part of an iteration, per backend; the backends take turns iteration by
     iteration, so load from other processes hits them alike."""
     runs = {}
     for backend in backends:
-        envs = TimedEnvs(make_envs(backend, CONFIG.num_envs))
-        runs[backend] = (PPO(CONFIG.replace(env_backend=backend), envs, progress=False), envs,
-                         {"env step": [], "rest of rollout": [], "advantages": [], "update": []})
+        trainer = PPO(CONFIG.replace(env_backend=backend), make_envs(backend, CONFIG.num_envs), progress=False)
+        runs[backend] = (trainer, time_env_steps(trainer.envs), [])
     for _ in range(iterations):
-        for trainer, envs, parts in runs.values():
-            time_one_iteration(trainer, envs, parts)
-    for _, envs, _ in runs.values():
-        envs.close()
-    return {backend: {name: 1e3 * statistics.median(values) for name, values in parts.items()}
-            for backend, (_, _, parts) in runs.items()}
+        for trainer, stepping, timed in runs.values():
+            timed.append(time_iteration(trainer, stepping))
+    for trainer, _, _ in runs.values():
+        trainer.envs.close()
+    return {backend: {name: 1e3 * statistics.median(row[name] for row in timed) for name in PARTS}
+            for backend, (_, _, timed) in runs.items()}
 
 
 ITERATIONS = lecture.choose(full=8, quick=2)
