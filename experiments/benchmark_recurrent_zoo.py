@@ -36,6 +36,7 @@ from pathlib import Path
 from experiments.benchmark_envs import run_command
 from experiments.cli import OneLineArgumentParser, run_with_user_errors
 from experiments.presets import preset_overrides
+from ppo.evaluation import EVAL_SEED_OFFSET
 
 PROG = "benchmark_recurrent_zoo"
 ENV_IDS = ("CartPoleNoVel-v1", "PendulumNoVel-v1")
@@ -79,8 +80,8 @@ def run_sb3_contrib(env_id: str, seed: int) -> dict:
     env = VecNormalize(make_vec_env(lambda: gym.make(env_id), n_envs=n_envs, seed=seed), norm_reward=False)
     model = RecurrentPPO("MlpLstmPolicy", env, seed=seed, device="cpu", verbose=0, **settings)
     model.learn(total_timesteps=n_timesteps)
-    eval_env = VecNormalize(make_vec_env(lambda: gym.make(env_id), n_envs=1, seed=seed + 10_000), training=False,
-                            norm_reward=False)
+    eval_env = VecNormalize(make_vec_env(lambda: gym.make(env_id), n_envs=1, seed=seed + EVAL_SEED_OFFSET),
+                            training=False, norm_reward=False)
     eval_env.obs_rms = env.obs_rms
     returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True,
                                  return_episode_rewards=True)
@@ -101,7 +102,7 @@ def library_run(env_id: str, seed: int, total_timesteps: int | None, folder: Pat
 
 def sb3_contrib_run(env_id: str, seed: int) -> dict:
     seconds, stdout = run_command([sys.executable, "-m", f"experiments.{PROG}", "--sb3-contrib-run", env_id,
-                                     "--seeds", str(seed)])
+                                   "--seeds", str(seed)])
     return {"seconds": seconds, **json.loads(stdout.strip().splitlines()[-1])}
 
 
