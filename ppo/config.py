@@ -290,10 +290,16 @@ class PPOConfig(UpdateConfig):
     recurrent: str = field(
         default="none",
         metadata={"help": "a recurrent core after the hidden layers: 'gru', 'lstm' or 'none' (feed-forward); "
-                  "recurrent runs minibatch whole env sequences, so num_envs must be divisible by num_minibatches "
-                  "(ppo.recurrent_trainer)"},
+                  "recurrent runs minibatch whole sequences (sequence_length), so their number must be divisible "
+                  "by num_minibatches (ppo.recurrent_trainer)"},
     )
     recurrent_hidden_size: int = field(default=64, metadata={"help": "width of the GRU / LSTM state"})
+    sequence_length: int | None = field(
+        default=None,
+        metadata={"help": "steps L of the sequences a recurrent update replays: each env's rollout is cut into "
+                  "num_steps / L sequences, each replayed from the state the rollout entered it with, so "
+                  "backpropagation through time stops at its start; none = the whole rollout (L = num_steps)"},
+    )
 
     # --- normalisation ----------------------------------------------------------------
     normalize_obs: bool = field(default=False, metadata={"help": "running mean/std observation normalisation"})
@@ -334,10 +340,31 @@ class PPOConfig(UpdateConfig):
             raise ConfigError(f"hidden_sizes = {list(self.hidden_sizes)} must be one or more positive widths")
         require_one_of("recurrent", self.recurrent, RECURRENT_CORES)
         require_count("recurrent_hidden_size", self.recurrent_hidden_size)
-        if self.recurrent != "none" and self.num_envs % self.num_minibatches != 0:
-            raise ConfigError(f"num_envs = {self.num_envs} is not divisible by num_minibatches = "
-                              f"{self.num_minibatches} (recurrent = {self.recurrent!r} minibatches whole env sequences)")
+        self._check_sequences()
         return self
+
+    def _check_sequences(self) -> None:
+        """A recurrent update cuts num_envs · num_steps / L sequences into num_minibatches equal parts."""
+        length = self.sequence_length
+        if length is not None:
+            if self.recurrent == "none":
+                raise ConfigError(f"sequence_length = {length} needs a recurrent core (recurrent = 'none'); "
+                                  "leave it none")
+            require_count("sequence_length", length)
+            if self.num_steps % length != 0:
+                raise ConfigError(f"num_steps = {self.num_steps} is not divisible by sequence_length = {length}")
+        if self.recurrent == "none":
+            return
+        if length is None or length == self.num_steps:
+            if self.num_envs % self.num_minibatches != 0:
+                raise ConfigError(f"num_envs = {self.num_envs} is not divisible by num_minibatches = "
+                                  f"{self.num_minibatches} (recurrent = {self.recurrent!r} minibatches whole env "
+                                  "sequences)")
+            return
+        sequences = self.num_envs * (self.num_steps // length)
+        if sequences % self.num_minibatches != 0:
+            raise ConfigError(f"num_envs · num_steps / sequence_length = {sequences} sequences is not divisible by "
+                              f"num_minibatches = {self.num_minibatches}")
 
 
 ACTIVATIONS = ("tanh", "relu")

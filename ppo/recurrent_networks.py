@@ -17,8 +17,9 @@ observation already belongs to the next episode:
     h_{t−1} ← h_{t−1} · (1 − start_t)        h_t = GRU(x_t, h_{t−1})
 
 `unroll` does exactly this over T steps for a batch of env sequences, one cell call per
-step; the rollout calls it with T = 1 and the update with the rollout's T, from the state
-stored at the rollout's start, so the update recomputes the rollout's log-probs.
+step; the rollout calls it with T = 1 and the update with T = L steps of a stored sequence
+(the whole rollout by default), from the state stored at the sequence's start, so the update
+recomputes the rollout's log-probs.
 
 A GRU (the default) rather than an LSTM: one state instead of two, three gates instead of
 four, and fewer operations per step. Both are stepped in a Python loop over t, one step

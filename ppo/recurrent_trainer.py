@@ -8,10 +8,14 @@ What changes against feed-forward PPO, and nothing else does:
               rollout's start (ppo.sequence_storage).
     bootstrap V(next obs) with the state the rollout ended with; V(final obs) of a truncated
               episode with the state after its last step, computed during the rollout.
-    update    a minibatch is N / M whole env sequences (T steps each, in order), shuffled as
-              columns; each is replayed from its stored initial state with the same resets,
-              so on the first minibatch the recomputed log-probs equal the stored ones
-              (r_t = 1 up to rounding). Every one of the b·T steps is real: no padding, no mask.
+    update    each env's T steps are cut into T / L sequences of L steps (L = sequence_length,
+              T by default); a minibatch is an M-th of the N·T / L sequences, each whole and
+              in order, shuffled as rows; each is replayed from the state the rollout entered
+              it with, with the same resets, so on the first minibatch the recomputed
+              log-probs equal the stored ones (r_t = 1 up to rounding). Every one of the b·L
+              steps is real: no padding, no mask. With L < T, gradients through the state
+              stop at each sequence's start (truncated backpropagation through time) and
+              the loop over t is L steps long instead of T: fewer, wider operations.
     resume    the checkpoint holds every env's state and episode-start flag, so a run on the
               torch backend continues bit for bit.
 
@@ -59,7 +63,8 @@ class RecurrentPPO(PPO):
     def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
                      action_dtype: torch.dtype) -> SequenceRolloutBuffer:
         return SequenceRolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape,
-                                     action_dtype, self.device, (self.model.num_cores, self.model.state_width))
+                                     action_dtype, self.device, (self.model.num_cores, self.model.state_width),
+                                     self.config.sequence_length)
 
     def _start_episodes(self) -> None:
         """Fresh episodes, and with them a zero state that every env starts from."""
@@ -76,6 +81,7 @@ class RecurrentPPO(PPO):
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step of every env from its state (zeroed at an episode start); the state advances."""
         self.buffer.episode_starts[self.buffer.step] = self.episode_start
+        self.buffer.keep_state(self.recurrent_state)
         action, log_prob, value, self.recurrent_state = self.model.act(obs, self.recurrent_state, self.episode_start)
         return action, log_prob, value
 
@@ -95,22 +101,22 @@ class RecurrentPPO(PPO):
 
     # ------------------------------------------------------------------ update
     def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
-        """(N, T, ...) one row per env sequence, so run_update shuffles and cuts whole sequences;
-        with each, the state it entered the rollout with (N, K, S)."""
+        """(N·T / L, L, ...) one row per sequence, so run_update shuffles and cuts whole sequences;
+        with each, the state the rollout entered it with (N·T / L, K, S)."""
         buffer = self.buffer
         return {
-            "obs": columns(buffer.obs),
-            "actions": columns(buffer.actions),
-            "log_probs": columns(buffer.log_probs),
-            "values": columns(buffer.values),
-            "advantages": columns(advantages),
-            "returns": columns(returns),
-            "episode_starts": columns(buffer.episode_starts),
-            "initial_state": buffer.initial_state,
+            "obs": buffer.sequences(buffer.obs),
+            "actions": buffer.sequences(buffer.actions),
+            "log_probs": buffer.sequences(buffer.log_probs),
+            "values": buffer.sequences(buffer.values),
+            "advantages": buffer.sequences(advantages),
+            "returns": buffer.sequences(returns),
+            "episode_starts": buffer.sequences(buffer.episode_starts),
+            "initial_state": buffer.sequence_states.flatten(0, 1),
         }
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
-        """L on b env sequences, replayed from their initial states: b·T transitions, all real."""
+        """L on b sequences, replayed from the states they were entered with: b·L transitions, all real."""
         new_log_probs, entropy, new_values = self.model.evaluate_actions(
             columns(minibatch["obs"]), columns(minibatch["actions"]), minibatch["initial_state"],
             columns(minibatch["episode_starts"]))  # each (T, b)

@@ -213,9 +213,10 @@ def test_the_rollouts_log_prob_at_an_episode_start_is_that_of_a_zero_state():
 
 # ---------------------------------------------------------------- the stored initial states are replayed
 
-@pytest.mark.parametrize("cell, shared", [("gru", False), ("gru", True), ("lstm", False)])
-def test_first_minibatch_of_every_update_has_ratio_one_to_rounding(cell, shared):
-    trainer = recurrent_trainer(recurrent=cell, shared_network=shared)
+@pytest.mark.parametrize("cell, shared, length", [("gru", False, None), ("gru", True, None), ("lstm", False, None),
+                                                  ("gru", False, 8), ("lstm", False, 4)])
+def test_first_minibatch_of_every_update_has_ratio_one_to_rounding(cell, shared, length):
+    trainer = recurrent_trainer(recurrent=cell, shared_network=shared, sequence_length=length)
     errors, initial_states = [], []
 
     def record(ppo, metrics):
@@ -266,6 +267,95 @@ def test_an_epochs_minibatches_are_whole_env_sequences_each_env_once_in_order():
                 envs_in_epoch.append(n)
         assert sorted(envs_in_epoch) == list(range(8))  # every step once per epoch
     assert [m["obs"][0, 0, 0] for m in seen[:4]] != [m["obs"][0, 0, 0] for m in seen[4:8]]  # reshuffled
+
+
+def recorded_rollout_states(trainer: RecurrentPPO) -> list[torch.Tensor]:
+    """Wrap the trainer's act so that it records, step by step, the state the envs enter each step with."""
+    states, act = [], trainer.act
+    trainer.act = lambda obs: (states.append(trainer.recurrent_state.clone()), act(obs))[1]
+    return states
+
+
+def test_shorter_sequences_are_each_envs_steps_cut_in_order_and_entered_with_the_rollouts_state():
+    trainer = recurrent_trainer(num_envs=4, num_minibatches=4, update_epochs=2, sequence_length=8)
+    states = recorded_rollout_states(trainer)
+    seen = []
+    loss = trainer.minibatch_loss
+    trainer.minibatch_loss = lambda minibatch: (seen.append({k: v.clone() for k, v in minibatch.items()}),
+                                                loss(minibatch))[1]
+    trainer.collect_rollout()
+    trainer.collect_rollout()  # its states at step 0 are carried over, not zero
+    states = states[32:]
+    buffer = trainer.buffer
+    trainer.update(*trainer.compute_advantages())
+    assert len(seen) == 2 * 4
+    for epoch in range(2):
+        pieces = []
+        for minibatch in seen[epoch * 4:(epoch + 1) * 4]:
+            assert minibatch["obs"].shape == (4, 8, 2)  # 4 envs × 32 / 8 sequences = 16, 4 per minibatch
+            for row in range(4):
+                matches = [(c, n) for c in range(4) for n in range(4)
+                           if torch.equal(minibatch["obs"][row], buffer.obs[8 * c:8 * c + 8, n])]
+                assert len(matches) == 1  # steps 8c … 8c + 7 of one env, in order
+                c, n = matches[0]
+                assert torch.equal(minibatch["episode_starts"][row], buffer.episode_starts[8 * c:8 * c + 8, n])
+                assert torch.equal(minibatch["initial_state"][row], states[8 * c][n])  # the state step 8c began with
+                pieces.append((c, n))
+        assert sorted(pieces) == [(c, n) for c in range(4) for n in range(4)]  # every step once per epoch
+    assert sum(state.abs().max() > 0.01 for state in states[8::8]) == 3  # the states inside the rollout are not zero
+
+
+def test_shorter_sequences_replay_the_same_log_probs_and_values_as_whole_ones():
+    """Before any gradient step, cutting the rollout into sequences changes nothing the loss reads:
+    each sequence starts from the state the whole replay reaches there."""
+    results = {}
+    for length in (None, 8):
+        trainer = recurrent_trainer(num_envs=4, sequence_length=length, seed=3)
+        trainer.collect_rollout()
+        trainer.collect_rollout()
+        samples = trainer.update_samples(*trainer.compute_advantages())
+        with torch.no_grad():
+            log_probs, entropy, values = trainer.model.evaluate_actions(
+                columns(samples["obs"]), columns(samples["actions"]), samples["initial_state"],
+                columns(samples["episode_starts"]))
+        T = len(trainer.buffer.obs)
+        per_step = [tensor.T.reshape(-1, 4, trainer.buffer.sequence_length).transpose(1, 2).reshape(T, 4)
+                    for tensor in (log_probs, entropy, values)]  # rows (c, n) back to (T, N)
+        results[length] = per_step
+        torch.testing.assert_close(per_step[0], trainer.buffer.log_probs, rtol=0, atol=1e-6)
+    for whole, cut in zip(results[None], results[8]):
+        torch.testing.assert_close(cut, whole, rtol=0, atol=1e-6)
+
+
+def test_shorter_sequences_stop_the_gradient_at_their_start():
+    """With L = 8 the loss of steps 8 … 15 of an env does not reach the input of step 7; with L = T it does."""
+    gradients = {}
+    for length in (None, 8):
+        trainer = recurrent_trainer(num_envs=4, sequence_length=length, seed=3)
+        trainer.collect_rollout()
+        samples = trainer.update_samples(*trainer.compute_advantages())
+        obs = samples["obs"].clone().requires_grad_(True)
+        log_probs, _, _ = trainer.model.evaluate_actions(columns(obs), columns(samples["actions"]),
+                                                         samples["initial_state"], columns(samples["episode_starts"]))
+        row, step = (0, 12) if length is None else (4, 4)  # env 0's step 12 in both layouts (row c·N + n = 1·4 + 0)
+        log_probs[step, row].backward()
+        gradients[length] = obs.grad
+    whole_step7 = gradients[None][0, 7]
+    cut_previous_row = gradients[8][0]  # env 0's steps 0 … 7 as their own sequence
+    assert whole_step7.abs().sum() > 0
+    assert cut_previous_row.abs().sum() == 0
+
+
+def test_sequence_length_must_divide_the_rollout_and_the_sequences_the_minibatches():
+    with pytest.raises(ConfigError, match="num_steps = 32 is not divisible by sequence_length = 5"):
+        PPOConfig(**{**SMALL, "sequence_length": 5}).validate()
+    with pytest.raises(ConfigError, match="= 12 sequences is not divisible by num_minibatches = 8"):
+        PPOConfig(**{**SMALL, "num_envs": 3, "num_minibatches": 8, "sequence_length": 8,
+                     "total_timesteps": 3 * 32}).validate()
+    with pytest.raises(ConfigError, match="sequence_length = 8 needs a recurrent core"):
+        PPOConfig(**{**SMALL, "recurrent": "none", "sequence_length": 8}).validate()
+    PPOConfig(**{**SMALL, "num_envs": 3, "num_minibatches": 4, "sequence_length": 8,
+                 "total_timesteps": 3 * 32}).validate()  # 12 sequences in 4 minibatches, though 3 envs do not split
 
 
 def test_num_envs_must_divide_into_the_minibatches_of_sequences():
