@@ -608,8 +608,10 @@ def render_overoptimization(record: dict) -> str:
 
 # ----- block: the recurrent presets on untuned seeds, and sb3-contrib's RecurrentPPO in turns ----
 
-RECURRENT_SEEDS = {"CartPoleNoVel-v1": tuple(range(301, 311)), "PendulumNoVel-v1": tuple(range(301, 306))}
+RECURRENT_SEEDS = {"CartPoleNoVel-v1": tuple(range(501, 511)), "PendulumNoVel-v1": tuple(range(301, 306))}
 RECURRENT_BARS = {"CartPoleNoVel-v1": 475.0, "PendulumNoVel-v1": -250.0}
+RECURRENT_GOALS = {"CartPoleNoVel-v1": (9, 10), "PendulumNoVel-v1": (4, 5)}  # (seeds at the bar, of seeds)
+RECURRENT_SPEED_GOAL = 20  # sb3-contrib's whole-process seconds over the preset's
 
 
 def measure_recurrent_zoo(args) -> dict:
@@ -628,7 +630,7 @@ def measure_recurrent_zoo(args) -> dict:
 def render_recurrent_zoo(record: dict) -> str:
     measurement = by_label(record)["recurrent-zoo"]
     rows = measurement["results"]["rows"]
-    parts = []
+    parts, goals = [], []
     for env_id, bar in RECURRENT_BARS.items():
         library = [row for row in rows if row["env_id"] == env_id and row["trainer"] == "library"]
         preset_steps = statistics.mode(row["steps"] for row in library)
@@ -637,6 +639,13 @@ def render_recurrent_zoo(record: dict) -> str:
         same = [row for row in library if row["steps"] == theirs["steps"] and row["steps"] != preset_steps]
         seconds = statistics.median(row["seconds"] for row in ours)
         returns = [row["mean_return"] for row in ours]
+        reached, ratio = sum(value >= bar for value in returns), theirs["seconds"] / seconds
+        needed, of = RECURRENT_GOALS[env_id]
+        met = len(ours) == of and reached >= needed
+        goals.append(f"`{env_id}` ≥ {bar:g} on {needed} of {of} seeds "
+                     f"({'met' if met else 'not met'}: {reached} of {len(ours)}) in a "
+                     f"{_ordinal_fraction(RECURRENT_SPEED_GOAL)} of sb3-contrib's time "
+                     f"({'met' if ratio >= RECURRENT_SPEED_GOAL else 'not met'}: {ratio:.1f}×)")
         parts.append(
             f"`{env_id}` with its preset ({preset_steps:,} steps) evaluated ≥ {bar:g} on "
             f"{sum(value >= bar for value in returns)} of {len(ours)} seeds never used for tuning "
@@ -646,8 +655,14 @@ def render_recurrent_zoo(record: dict) -> str:
                       f"{row['seconds']:.1f} s)" for row in same)
             + f"; sb3-contrib's RecurrentPPO with the zoo's settings ({theirs['steps']:,} steps, seed "
             f"{theirs['seed']}) took {theirs['seconds']:.0f} s and evaluated {theirs['mean_return']:.1f}: "
-            f"{theirs['seconds'] / seconds:.0f}× the preset's time")
-    return f"Measured {describe_where(measurement)}: " + "; ".join(parts) + "."
+            f"{ratio:.1f}× the preset's time")
+    return (f"Measured {describe_where(measurement)}: " + "; ".join(parts) + ". The memory work's goals: "
+            + "; ".join(goals) + ".")
+
+
+def _ordinal_fraction(denominator: int) -> str:
+    """20 → 'twentieth' (the denominators the goals use)."""
+    return {10: "tenth", 20: "twentieth"}[denominator]
 
 
 # ----- blocks recorded as text, from an earlier version ---------------------------------------

@@ -592,9 +592,10 @@ lecture.save_figure(figure, "probe.png")
 * A linear probe is a cheap way to ask what a recurrent state holds.
 
 Exercise: train the GRU with `recurrent = "lstm"`, or with a longer budget, and compare
-the returns and the probes; on the cue task, follow the seeds whose success fell back
-(their approx KL, entropy and value loss in metrics.csv) (`ppo-train --env-id CartPoleNoVel-v1 --recurrent gru` trains
-one from the shell).
+the returns and the probes; on the cue task, lengthen the delay (`CueMemory`'s `delay`)
+and find where the GRU's success starts to fall. From the shell, `ppo-train --env-id
+CartPoleNoVel-v1` trains the recurrent preset: a GRU of 128, its update replaying
+16-step sequences (`--sequence-length`), for 300k steps.
 """
 
 # %%

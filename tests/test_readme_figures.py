@@ -231,8 +231,11 @@ def test_recurrent_paragraph_counts_seeds_over_the_bar_and_divides_the_medians()
     assert ("`CartPoleNoVel-v1` with its preset (200,000 steps) evaluated ≥ 475 on 2 of 3 seeds never used for "
             "tuning (301–303: 500.0, 474.9, 475.0), the whole command a median 30.0 s (at the zoo's 100,000 steps, "
             "seed 301: 400.0 in 11.0 s); sb3-contrib's RecurrentPPO with the zoo's settings (100,000 steps, seed 301) "
-            "took 600 s and evaluated 500.0: 20× the preset's time") in text
-    assert "evaluated ≥ -250 on 1 of 2 seeds" in text and "median 100.0 s" in text and ": 4× the preset's time." in text
+            "took 600 s and evaluated 500.0: 20.0× the preset's time") in text
+    assert "evaluated ≥ -250 on 1 of 2 seeds" in text and "median 100.0 s" in text and ": 4.5× the preset's time." in text
+    assert text.endswith("The memory work's goals: `CartPoleNoVel-v1` ≥ 475 on 9 of 10 seeds (not met: 2 of 3) in a "
+                         "twentieth of sb3-contrib's time (met: 20.0×); `PendulumNoVel-v1` ≥ -250 on 4 of 5 seeds (not "
+                         "met: 1 of 2) in a twentieth of sb3-contrib's time (not met: 4.5×).")
 
 
 def test_the_recurrent_benchmark_refuses_an_unknown_env_in_one_line(capsys):
