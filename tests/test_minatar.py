@@ -403,3 +403,31 @@ def test_max_episode_steps_truncates():
     env.reset(seed=0)
     truncated = [bool(env.step(torch.zeros(3, dtype=torch.int64)).truncated.all()) for _ in range(4)]
     assert truncated == [False, False, False, True]
+
+
+def test_grid_picture_paints_each_cell_in_its_last_set_channels_colour():
+    from envs.minatar.gymnasium_env import grid_picture
+
+    observation = np.zeros((4, 10, 10), dtype=np.float32)
+    observation[0, 9, 3] = 1  # channel 0 alone: hue 0, red
+    observation[1, 2, 5] = observation[3, 2, 5] = 1  # channels 1 and 3: the last one set, hue 3/4, purple
+    picture = grid_picture(observation, cell_pixels=2)
+    assert picture.shape == (20, 20, 3) and picture.dtype == np.uint8
+    assert (picture[18:20, 6:8] == [255, 0, 0]).all()
+    assert (picture[4:6, 10:12] == [128, 0, 255]).all()
+    assert picture.sum() == 4 * (255 + 128 + 255)  # every other cell black
+
+
+@pytest.mark.parametrize("env_id", MINATAR_ENV_IDS)
+def test_rgb_array_rendering_shows_the_observation_of_every_step(env_id):
+    from envs.minatar.gymnasium_env import CELL_PIXELS, MinAtarGymnasiumEnv, grid_picture
+
+    env = gym.make(env_id, render_mode="rgb_array")
+    observation, _ = env.reset(seed=3)
+    for _ in range(5):
+        frame = env.render()
+        assert frame.shape == (10 * CELL_PIXELS, 10 * CELL_PIXELS, 3)
+        assert np.array_equal(frame, grid_picture(observation)) and frame.any()
+        observation, *_ = env.step(env.action_space.sample())
+    with pytest.raises(ValueError, match="render_mode = 'ansi' is not one of: None, rgb_array"):
+        MinAtarGymnasiumEnv(env_id, render_mode="ansi")

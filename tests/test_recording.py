@@ -79,3 +79,23 @@ def test_missing_renderer_is_one_line_naming_the_extra(cartpole_run, tmp_path, m
         record_episode(load_policy(cartpole_run), RENDERED_CARTPOLE, tmp_path / "episode.gif")
     assert "\n" not in str(error.value)
     assert not (tmp_path / "episode.gif").exists()
+
+
+def test_a_minatar_run_records_its_grid_at_the_games_frame_rate(tmp_path):
+    """MinAtar's envs draw their grid (envs.minatar.gymnasium_env.grid_picture): one frame per step plus the
+    start, 160 × 160, each shown for 100 ms (render_fps 10)."""
+    image = pytest.importorskip("PIL.Image")
+    config = PPOConfig(env_id="MinAtar/Breakout-v1", num_envs=8, num_steps=16, total_timesteps=128, tensorboard=False)
+    PPO(config, training_envs(config), run_dir=tmp_path, progress=False).train()
+    policy = load_policy(tmp_path)
+    result = record_episode(policy, gymnasium_env_factory(config.env_id, render_mode="rgb_array"),
+                            tmp_path / "episode.gif", seed=5)
+    gif = image.open(tmp_path / "episode.gif")
+    assert gif.size == (160, 160) and result["fps"] == 10
+    (evaluation_return,) = evaluate_policy(policy, gymnasium_env_factory(config.env_id), episodes=1, seed=5, num_envs=1)
+    assert result["return"] == evaluation_return
+    play_time_ms = 0
+    for index in range(gif.n_frames):
+        gif.seek(index)
+        play_time_ms += gif.info["duration"]
+    assert play_time_ms == result["frames"] * 100

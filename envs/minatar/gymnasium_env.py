@@ -5,12 +5,37 @@ point, so evaluation and recording (which take one gymnasium env) see the very
 observations the batched training envs give: (C, 10, 10) float32, channel-first. The
 `minatar` package registers the same ids only when its `minatar.gym.register_envs()` is
 called; called after `import envs`, it replaces these (gymnasium warns).
+
+With `render_mode="rgb_array"`, `render()` draws the grid (`grid_picture`): each cell a
+square of CELL_PIXELS, black where no channel is set, else the colour of the last channel
+set there (channel c's hue is c / C of the way round the colour wheel), so `ppo-eval
+--record` can write a MinAtar episode as a GIF.
 """
 
 from __future__ import annotations
 
+import colorsys
+
 import gymnasium as gym
+import numpy as np
 import torch
+
+CELL_PIXELS = 16
+
+
+def channel_colours(num_channels: int) -> np.ndarray:
+    """(C, 3) uint8: channel c at hue c / C, full saturation and value."""
+    return np.array([[round(255 * part) for part in colorsys.hsv_to_rgb(c / num_channels, 1.0, 1.0)]
+                     for c in range(num_channels)], dtype=np.uint8)
+
+
+def grid_picture(observation: np.ndarray, cell_pixels: int = CELL_PIXELS) -> np.ndarray:
+    """(C, H, W) binary channels → (H·cell_pixels, W·cell_pixels, 3) uint8; later channels paint over earlier."""
+    colours = channel_colours(len(observation))
+    picture = np.zeros((*observation.shape[1:], 3), dtype=np.uint8)
+    for channel, colour in zip(observation, colours):
+        picture[channel > 0] = colour
+    return picture.repeat(cell_pixels, axis=0).repeat(cell_pixels, axis=1)
 
 
 class MinAtarGymnasiumEnv(gym.Env):
@@ -21,7 +46,7 @@ class MinAtarGymnasiumEnv(gym.Env):
     max_episode_steps=K)` adds one.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(self, env_id: str, render_mode: str | None = None, **kwargs):
         from envs.minatar import make_minatar_vec_env
@@ -29,16 +54,26 @@ class MinAtarGymnasiumEnv(gym.Env):
         self.batched = make_minatar_vec_env(env_id, 1, **kwargs)
         self.observation_space = self.batched.single_observation_space
         self.action_space = self.batched.single_action_space
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode = {render_mode!r} is not one of: None, rgb_array")
         self.render_mode = render_mode
+        self._observation: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        return self.batched.reset(seed=seed)[0].numpy(), {}
+        self._observation = self.batched.reset(seed=seed)[0].numpy()
+        return self._observation, {}
 
     def step(self, action):
         result = self.batched.step(torch.as_tensor([int(action)]))
-        observation = result.final_obs[0].numpy()  # the batched env has already started the next episode
-        return observation, float(result.reward[0]), bool(result.terminated[0]), False, {}
+        self._observation = result.final_obs[0].numpy()  # the batched env has already started the next episode
+        return self._observation, float(result.reward[0]), bool(result.terminated[0]), False, {}
+
+    def render(self) -> np.ndarray | None:
+        """The current grid as an RGB picture (`grid_picture`) when render_mode is "rgb_array"."""
+        if self.render_mode != "rgb_array" or self._observation is None:
+            return None
+        return grid_picture(self._observation)
 
 
 def register_with_gymnasium(env_ids) -> None:
