@@ -91,6 +91,11 @@ FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
         "masked_gru_step": ("ppo.recurrent_networks", "torch.nn.GRUCell", "torch.nn.GRU", "torch.gru_cell"),
         "linear_probe_r2": ("sklearn",),
     },
+    "lecture_16": {
+        "conv_output_side": ("torch.nn", "torch.conv2d", "torch.convolution", "ppo.encoders"),
+        "masked_log_softmax": ("ppo.distributions",),
+        "best_guess_accuracy": ("lectures",),
+    },
     "derivations": {
         "expected_gradient": ("torch.autograd", "torch.func", ".backward", "torch.distributions"),
         "score_function": ("torch.autograd", "torch.func", ".backward", "torch.distributions"),
