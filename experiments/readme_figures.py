@@ -648,7 +648,7 @@ def render_recurrent_zoo(record: dict) -> str:
                      f"({'met' if ratio >= RECURRENT_SPEED_GOAL else 'not met'}: {ratio:.1f}×)")
         parts.append(
             f"`{env_id}` with its preset ({preset_steps:,} steps) evaluated ≥ {bar:g} on "
-            f"{sum(value >= bar for value in returns)} of {len(ours)} seeds never used for tuning "
+            f"{reached} of {len(ours)} seeds never used for tuning "
             f"({ours[0]['seed']}–{ours[-1]['seed']}: {', '.join(f'{value:.1f}' for value in returns)}), the whole "
             f"command a median {seconds:.1f} s"
             + "".join(f" (at the zoo's {row['steps']:,} steps, seed {row['seed']}: {row['mean_return']:.1f} in "

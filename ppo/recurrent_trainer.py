@@ -4,8 +4,8 @@ What changes against feed-forward PPO, and nothing else does:
 
     rollout   each env carries a state h; before o_t is read, h ← h · (1 − start_t), where
               start_t marks an episode's first observation (the first reset, and the SAME_STEP
-              autoreset step). The buffer keeps start_t per step and each env's state at the
-              rollout's start (ppo.sequence_storage).
+              autoreset step). The buffer keeps start_t per step and the state each env
+              enters each sequence with (ppo.sequence_storage).
     bootstrap V(next obs) with the state the rollout ended with; V(final obs) of a truncated
               episode with the state after its last step, computed during the rollout.
     update    each env's T steps are cut into T / L sequences of L steps (L = sequence_length,
@@ -73,11 +73,6 @@ class RecurrentPPO(PPO):
         self.episode_start = torch.ones(self.local_num_envs, dtype=torch.bool, device=self.device)  # (N,)
 
     # ------------------------------------------------------------------ rollout
-    @torch.inference_mode()
-    def collect_rollout(self) -> tuple[torch.Tensor, torch.Tensor]:
-        self.buffer.start_sequences(self.recurrent_state)
-        return super().collect_rollout()
-
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step of every env from its state (zeroed at an episode start); the state advances."""
         self.buffer.episode_starts[self.buffer.step] = self.episode_start
@@ -119,8 +114,8 @@ class RecurrentPPO(PPO):
         """L on b sequences, replayed from the states they were entered with: b·L transitions, all real."""
         new_log_probs, entropy, new_values = self.model.evaluate_actions(
             columns(minibatch["obs"]), columns(minibatch["actions"]), minibatch["initial_state"],
-            columns(minibatch["episode_starts"]))  # each (T, b)
-        transitions = {name: columns(minibatch[name]).reshape(-1) for name in SEQUENCE_FIELDS}  # (T·b,)
+            columns(minibatch["episode_starts"]))  # each (L, b)
+        transitions = {name: columns(minibatch[name]).reshape(-1) for name in SEQUENCE_FIELDS}  # (L·b,)
         return self.transitions_loss(new_log_probs.reshape(-1), entropy.reshape(-1), new_values.reshape(-1),
                                      transitions)
 

@@ -46,11 +46,10 @@ class SequenceRolloutBuffer(RolloutBuffer):
         """The state every env entered the rollout with (N, K, S)."""
         return self.sequence_states[0]
 
-    def start_sequences(self, state: torch.Tensor) -> None:
-        """Begin a rollout whose envs enter it with `state` (N, K, S)."""
-        self.reset()
-        self.sequence_states.zero_()
-        self.sequence_states[0] = state
+    def reset(self) -> None:
+        """Begin a rollout: no final values yet (only truncated steps write one); every row of
+        sequence_states is written by `keep_state` as its sequence begins."""
+        super().reset()
         self.final_values.zero_()
 
     def keep_state(self, state: torch.Tensor) -> None:
