@@ -176,8 +176,13 @@ def test_two_commands_started_together_on_one_folder_one_trains_one_is_refused(t
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2], results
     refused = next(err for code, _, err in results if code == 2)
-    # the loser either found the folder held, or (had the winner already finished) holding a run
-    assert "is in use by process" in one_line(refused) or "already holds a run" in refused
+    winner = next(process.pid for process, (code, _, _) in zip(processes, results) if code == 0)
+    # the loser found the folder held: by the winner's recorded pid, or by "another process" when
+    # it looked between the winner's flock and its writing of the pid (experiments/run_folder.py);
+    # or, had the winner already finished, the folder holding a run
+    held = (f"is in use by process {winner}," in one_line(refused)
+            or "is in use by another process," in one_line(refused))
+    assert held or "already holds a run" in refused
     assert_intact(run_dir, iterations)
 
 
