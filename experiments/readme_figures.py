@@ -665,6 +665,59 @@ def _ordinal_fraction(denominator: int) -> str:
     return {10: "tenth", 20: "twentieth"}[denominator]
 
 
+# ----- block: PPO on MinAtar with its preset, untuned seeds, next to the published figures -----
+
+MINATAR_SEEDS = (101, 102, 103)
+MINATAR_RUN_ROOT = REPO_ROOT / "runs" / "minatar-ppo"  # finished runs there are read, not retrained
+MINATAR_PLOT = "minatar-ppo.png"  # in docs/figures
+
+
+def measure_minatar_ppo(args) -> dict:
+    from experiments.benchmark_minatar_ppo import ENV_IDS, PUBLISHED, benchmark, plot
+
+    machine = machine_description()
+    rows = benchmark(list(ENV_IDS), list(MINATAR_SEEDS), MINATAR_RUN_ROOT, jobs=2)
+    plot(rows, args.figures_dir / MINATAR_PLOT)
+    command = (f"{_python()} experiments.benchmark_minatar_ppo --seeds {' '.join(map(str, MINATAR_SEEDS))} "
+               f"--run-root runs/minatar-ppo --jobs 2 --plot docs/figures/{MINATAR_PLOT}")
+    published = {env_id: {"source": source, "steps": steps, "return": value}
+                 for env_id, (source, steps, value) in PUBLISHED.items()}
+    return {"block": "minatar-ppo", "measurements": [new_measurement(
+        "minatar-ppo", [command], {"rows": rows, "published": published}, machine)]}
+
+
+def _first_reaching(curve: list, value: float) -> tuple[int, float] | None:
+    """(steps, seconds) of the first curve point whose last-20 training return is ≥ value, or None."""
+    return next(((step, seconds) for step, seconds, recent in curve if recent is not None and recent >= value), None)
+
+
+def render_minatar_ppo(record: dict) -> str:
+    measurement = by_label(record)["minatar-ppo"]
+    rows, published = measurement["results"]["rows"], measurement["results"]["published"]
+    parts = []
+    for env_id, quoted in published.items():
+        ours = [row for row in rows if row["env_id"] == env_id]
+        means = [row["greedy_mean"] for row in ours]
+        at_or_above = sum(value >= quoted["return"] for value in means)
+        reached = [_first_reaching(row["curve"], quoted["return"]) for row in ours]
+        reached_text = (f"the mean of its last 20 training episodes first reached {quoted['return']:g} after a median "
+                        f"of {statistics.median(step for step, _ in filter(None, reached)) / 1e6:.1f}M steps and "
+                        f"{statistics.median(seconds for _, seconds in filter(None, reached)) / 60:.0f} min"
+                        f" on the {sum(r is not None for r in reached)} seed{'s' if sum(r is not None for r in reached) != 1 else ''}"
+                        f" that reached it" if any(reached) else
+                        f"the mean of its last 20 training episodes never reached {quoted['return']:g}")
+        parts.append(
+            f"`{env_id}`: {', '.join(f'{value:.1f}' for value in means)} (mean {statistics.mean(means):.1f}; seeds "
+            f"{', '.join(str(row['seed']) for row in ours)}), at or above the {quoted['source']} figure of "
+            f"{quoted['return']:g} at {quoted['steps'] / 1e6:g}M steps on {at_or_above} of {len(ours)} seeds; each run "
+            f"{ours[0]['steps']:,} steps in a median {statistics.median(row['train_seconds'] for row in ours) / 60:.0f} "
+            f"min of training on one thread; {reached_text}")
+    return (f"Measured {describe_where(measurement)}, two runs at a time: greedy means over 100 episodes "
+            f"(sticky actions on, each episode at most 1,000 steps) of the preset on seeds never used for tuning. "
+            + "; ".join(parts) + f". The learning curves against steps and against minutes: "
+            f"[docs/figures/{MINATAR_PLOT}](docs/figures/{MINATAR_PLOT}).")
+
+
 # ----- blocks recorded as text, from an earlier version ---------------------------------------
 
 
@@ -702,6 +755,8 @@ BLOCKS = {block.name: block for block in (
           "1 process against 2 on CartPole (benchmark_distributed; torchrun)"),
     Block("recurrent-zoo", render_recurrent_zoo, measure_recurrent_zoo,
           "the recurrent presets on untuned seeds, sb3-contrib's RecurrentPPO in turns (needs sb3-contrib)"),
+    Block("minatar-ppo", render_minatar_ppo, measure_minatar_ppo,
+          "PPO on MinAtar Breakout and Space Invaders with the preset, seeds 101-103 (benchmark_minatar_ppo)"),
     Block("overoptimization", render_overoptimization, measure_overoptimization,
           "experiments.overoptimization: seed 1's β sweep, and β = 0 on seeds 2 and 3"),
 )}

@@ -38,12 +38,14 @@ import numpy as np
 import torch
 
 from _common import Lecture, plt, print_table
-from envs.factory import gymnasium_env_factory
 from envs.minatar import TorchBreakout, make_minatar_vec_env
+from envs.minatar.gymnasium_env import drawing_channels, grid_picture
+from experiments.evaluate import UNLIMITED_ENV_STEP_LIMIT, evaluation_env_factory
 from experiments.iteration_profile import time_env_steps, time_iteration
 from experiments.learning_curves import curve_intervals, plot_learning_curves
 from experiments.masking_experiment import (SETTINGS, build_parser, curve_table, interval_text, parse_seed_list,
                                             separation, train_one)
+from experiments.presets import build_config
 from experiments.statistics import interval_estimates
 from ppo.config import PPOConfig
 from ppo.distributions import MaskedCategoricalDistribution
@@ -72,24 +74,22 @@ COLOURS = {"paddle": (0.2, 0.4, 1.0), "ball": (1.0, 0.2, 0.2), "trail": (1.0, 0.
 CHANNELS = TorchBreakout.channels
 
 
-DRAWING_ORDER = ("brick", "trail", "paddle", "ball")  # the ball starts inside a brick's cell: drawn last
+DRAWING_ORDER = drawing_channels(TorchBreakout)  # brick, trail, paddle, ball: the ball starts inside a brick's cell
 
 
 def frame_text(frame: torch.Tensor) -> list[str]:
     """(4, 10, 10) Breakout frame → 10 lines of characters."""
     lines = [["·"] * frame.shape[2] for _ in range(frame.shape[1])]
-    for name in DRAWING_ORDER:
-        for y, x in torch.nonzero(frame[CHANNELS.index(name)]).tolist():
-            lines[y][x] = SYMBOLS[name]
+    for channel in DRAWING_ORDER:
+        for y, x in torch.nonzero(frame[channel]).tolist():
+            lines[y][x] = SYMBOLS[CHANNELS[channel]]
     return ["".join(line) for line in lines]
 
 
 def frame_picture(frame: torch.Tensor) -> np.ndarray:
-    """(4, 10, 10) → (10, 10, 3) RGB, a colour per channel."""
-    picture = np.zeros((*frame.shape[1:], 3))
-    for name in DRAWING_ORDER:
-        picture[frame[CHANNELS.index(name)].numpy() > 0] = COLOURS[name]
-    return picture
+    """(4, 10, 10) → (10, 10, 3) RGB: the grid `ppo-eval --record` draws, one pixel a cell, in these colours."""
+    colours = np.array([[round(255 * part) for part in COLOURS[name]] for name in CHANNELS], dtype=np.uint8)
+    return grid_picture(frame.numpy(), cell_pixels=1, order=DRAWING_ORDER, colours=colours)
 
 
 show_env = make_minatar_vec_env(BREAKOUT, 1, sticky_action_prob=0.0)
@@ -495,16 +495,21 @@ alike. Each run's curve is the mean return of its last 20 training episodes (sam
 actions) against env steps; the floor is the random policy's mean return from section 3.
 At the end each run is evaluated greedily (the most likely action, sticky actions still
 on) on 50 episodes of the gymnasium env `MinAtar/Breakout-v1`, the same game behind the
-interface that `ppo-eval` uses, with a time limit of 5,000 steps (MinAtar registers none,
-and a greedy policy that never misses would never end).
+interface that `ppo-eval` uses, under `ppo-eval`'s step limit: MinAtar registers no time
+limit, and a greedy policy that never misses would never end, so an episode of a game
+registered without one stops after 1,000 steps, the length of gymnax's MinAtar episodes
+on which the published PPO figures were measured.
 
 What the run shows: every run's curve ends more than five times above the random floor
 (the floor is below 0.5 bricks per episode), and every run's greedy mean is above 3.
 The two layouts' mean greedy returns over the seeds are within 1 of each other, and the
 shared trunk trained in less than 0.8 of the two trunks' time. On MinAtar, whose rewards
 are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see at this
-budget, and it saves compute. (The library's default stays two trunks: it is the safe
-choice on rewards of any size.) The table gives each run's steps per second on one
+budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
+rewards of any size; the MinAtar preset, `ppo-train --env-id MinAtar/Breakout-v1` with no
+other flag, shares the trunk and trains for the published budget of 10 million steps;
+`python -m experiments.benchmark_minatar_ppo` runs it, and the README gives what it
+reaches on seeds never used to choose it.) The table gives each run's steps per second on one
 core; lecture 11 showed where an iteration's time goes, and here, in the table of
 section 3, more than half of it is the update, the CNNs' forward and backward passes
 over 4 epochs.
@@ -512,8 +517,8 @@ over 4 epochs.
 
 # %%
 SEEDS = lecture.choose(full=[11, 12, 13], quick=[11])
+MINATAR_PRESET = build_config({"env_id": BREAKOUT})
 EVAL_EPISODES = lecture.choose(full=50, quick=4)
-TIME_LIMIT = 5_000
 random_floor = float(random_returns.mean())
 curves = {name: {} for name in layouts}  # layout → seed → [(env steps, last-20 return)]
 results = []
@@ -529,7 +534,7 @@ for seed in SEEDS:
             curves[name][seed].append((trainer.global_step, metrics["episode_return_recent"]))
     for name, trainer in trainers.items():
         returns = evaluate_policy(Policy(trainer.model, trainer.config, None),
-                                  gymnasium_env_factory(BREAKOUT, max_episode_steps=TIME_LIMIT), episodes=EVAL_EPISODES)
+                                  evaluation_env_factory(BREAKOUT), episodes=EVAL_EPISODES)
         rate = trainer.global_step / trainer.train_seconds
         results.append({"layout": name, "seed": seed, "steps": f"{trainer.global_step:,}",
                         "train s": trainer.train_seconds, "steps/s": f"{rate:,.0f}",
@@ -561,6 +566,12 @@ lecture.claim("the budget is 40 iterations, 163,840 steps per run, about sixty t
               (BREAKOUT_CONFIG.num_iterations, steps_per_run) == (40, 163_840) and 55 < 1e7 / steps_per_run < 65,
               measured=f"{BREAKOUT_CONFIG.num_iterations} iterations, {steps_per_run:,} steps, "
                        f"10M / steps = {1e7 / steps_per_run:.1f}", quick=False)
+lecture.claim("an evaluation episode of a game registered without a time limit stops after 1,000 steps",
+              gym.spec(BREAKOUT).max_episode_steps is None and UNLIMITED_ENV_STEP_LIMIT == 1_000,
+              measured=f"registered limit {gym.spec(BREAKOUT).max_episode_steps}, step limit {UNLIMITED_ENV_STEP_LIMIT:,}")
+lecture.claim("the MinAtar preset shares the trunk and trains for 10 million steps",
+              (MINATAR_PRESET.shared_network, MINATAR_PRESET.total_timesteps) == (True, 10_000_000),
+              measured=f"shared_network {MINATAR_PRESET.shared_network}, {MINATAR_PRESET.total_timesteps:,} steps")
 lecture.claim("the floor is below 0.5 bricks per episode", random_floor < 0.5, measured=f"{random_floor:.3f}")
 lecture.claim("every run's curve ends more than five times above the random floor",
               min(row["last-20 return"] for row in results) > 5 * random_floor,
@@ -783,10 +794,10 @@ the env to know which actions are valid, which games and simulators usually do.
 * Where the env knows the valid actions, mask them: the masked policy solves the toy
   task in a few iterations, while a penalty leaves the same PPO far behind.
 
-Exercises: train Breakout for 1 million steps (`ppo-train --env-id MinAtar/Breakout-v1
---num-envs 128 --num-steps 32 --learning-rate 1e-3 --total-timesteps 1000000`) with and
-without `--shared-network` and see whether the two layouts part; train
-`MinAtar/SpaceInvaders-v1` with the same configuration; run `python -m
+Exercises: train Breakout for 1 million steps with the preset (`ppo-train --env-id
+MinAtar/Breakout-v1 --total-timesteps 1000000`, its shared trunk) and with
+`--no-shared-network` added, and see whether the two layouts part; train
+`MinAtar/SpaceInvaders-v1` the same way; run `python -m
 experiments.masking_experiment` with `--num-valid 8` or a larger `--penalty` and see how
 the gap changes.
 """

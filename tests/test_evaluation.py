@@ -192,3 +192,71 @@ def test_ppo_eval_sample_with_a_seed_gives_the_same_result_twice(trained_run, ca
     torch.manual_seed(2)  # a different global stream must not matter
     ppo_eval(trained_run, capsys, "--sample", "--seed", "11")
     assert (trained_run / "eval-sample.json").read_text() == first
+
+
+class EndlessEnv(gym.Env):
+    """An env registered without a time limit that never terminates: reward 1 per step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, dtype=np.float32), 1.0, False, False, {}
+
+
+ENDLESS_ID = "TestEndless-v0"
+if ENDLESS_ID not in gym.registry:
+    gym.register(ENDLESS_ID, entry_point=EndlessEnv)  # no max_episode_steps, as MinAtar registers its games
+
+
+def test_an_env_without_a_time_limit_is_evaluated_under_the_default_step_limit():
+    # Without a limit this evaluation would never end: every episode is the limit's length.
+    assert gym.spec(ENDLESS_ID).max_episode_steps is None
+    assert evaluate.episode_step_limit(ENDLESS_ID) == evaluate.UNLIMITED_ENV_STEP_LIMIT == 1_000
+    returns = evaluate_policy(constant_policy(), evaluate.evaluation_env_factory(ENDLESS_ID), episodes=3)
+    assert returns.tolist() == [1_000.0] * 3
+    returns = evaluate_policy(constant_policy(), evaluate.evaluation_env_factory(ENDLESS_ID, max_episode_steps=7),
+                              episodes=3)
+    assert returns.tolist() == [7.0] * 3
+
+
+def test_minatar_games_get_the_default_limit_and_registered_limits_stay_as_they_are():
+    assert gym.spec("MinAtar/Breakout-v1").max_episode_steps is None
+    assert evaluate.episode_step_limit("MinAtar/Breakout-v1") == 1_000
+    assert evaluate.episode_step_limit("MinAtar/SpaceInvaders-v1", 5_000) == 5_000
+    assert evaluate.episode_step_limit("CartPole-v1") == 500
+    # CartPole's own limit adds no wrapper: the factory still offers gymnasium's vectorised env.
+    assert evaluate.evaluation_env_factory("CartPole-v1").make_vec(2) is not None
+    assert evaluate.evaluation_env_factory("CartPole-v1", max_episode_steps=20).make_vec(2) is None
+    returns = evaluate_policy(Policy(BalancingModel(), PPOConfig(), None),
+                              evaluate.evaluation_env_factory("CartPole-v1", max_episode_steps=20), episodes=4)
+    assert returns.tolist() == [20.0] * 4
+
+
+class BalancingModel(torch.nn.Module):
+    """Push towards the side the pole leans to: CartPole stays up far longer than 20 steps."""
+
+    def greedy_action(self, obs: torch.Tensor) -> torch.Tensor:
+        return (obs[:, 2] + 0.5 * obs[:, 3] > 0).long()
+
+
+def test_ppo_eval_records_the_step_limit_it_played_under(trained_run, capsys):
+    ppo_eval(trained_run, capsys, "--max-episode-steps", "9")
+    result = json.loads((trained_run / "eval.json").read_text())
+    assert result["max_episode_steps"] == 9 and result["max_return"] <= 9
+    ppo_eval(trained_run, capsys)
+    assert json.loads((trained_run / "eval.json").read_text())["max_episode_steps"] == 500
+
+
+@pytest.mark.parametrize("limit", ["0", "-3"])
+def test_ppo_eval_refuses_a_step_limit_below_one_and_writes_nothing(trained_run, capsys, limit):
+    before = (trained_run / "eval.json").read_text() if (trained_run / "eval.json").exists() else None
+    assert evaluate.main([str(trained_run), "--max-episode-steps", limit]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and f"max episode steps = {limit}" in error and "positive integer" in error
+    after = (trained_run / "eval.json").read_text() if (trained_run / "eval.json").exists() else None
+    assert before == after

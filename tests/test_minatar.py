@@ -420,14 +420,27 @@ def test_grid_picture_paints_each_cell_in_its_last_set_channels_colour():
 
 @pytest.mark.parametrize("env_id", MINATAR_ENV_IDS)
 def test_rgb_array_rendering_shows_the_observation_of_every_step(env_id):
-    from envs.minatar.gymnasium_env import CELL_PIXELS, MinAtarGymnasiumEnv, grid_picture
+    from envs.minatar.gymnasium_env import CELL_PIXELS, MinAtarGymnasiumEnv, drawing_channels, grid_picture
 
     env = gym.make(env_id, render_mode="rgb_array")
     observation, _ = env.reset(seed=3)
+    order = drawing_channels(env.unwrapped.batched)
     for _ in range(5):
         frame = env.render()
         assert frame.shape == (10 * CELL_PIXELS, 10 * CELL_PIXELS, 3)
-        assert np.array_equal(frame, grid_picture(observation)) and frame.any()
+        assert np.array_equal(frame, grid_picture(observation, order=order)) and frame.any()
         observation, *_ = env.step(env.action_space.sample())
     with pytest.raises(ValueError, match="render_mode = 'ansi' is not one of: None, rgb_array"):
         MinAtarGymnasiumEnv(env_id, render_mode="ansi")
+
+
+def test_breakout_draws_the_ball_over_the_brick_it_starts_in():
+    from envs.minatar.gymnasium_env import channel_colours
+
+    env = gym.make("MinAtar/Breakout-v1", render_mode="rgb_array")
+    observation, _ = env.reset(seed=3)
+    (y, x), = np.argwhere(observation[1] > 0)  # the ball's cell
+    assert observation[3, y, x] == 1  # a brick shares it at the start
+    frame = env.render()
+    ball_colour = channel_colours(4)[1]
+    assert (frame[y * 16:(y + 1) * 16, x * 16:(x + 1) * 16] == ball_colour).all()

@@ -245,3 +245,30 @@ def test_the_recurrent_benchmark_refuses_an_unknown_env_in_one_line(capsys):
         benchmark_recurrent_zoo.main(["--env-id", "CartPole-v1"])
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and error.count("\n") == 1 and "'CartPole-v1'" in error
+
+
+def test_minatar_paragraph_counts_seeds_at_the_published_figure_and_the_first_step_that_reached_it():
+    def row(env_id, seed, greedy, seconds, curve):
+        return {"env_id": env_id, "seed": seed, "steps": 1_000_000, "train_seconds": seconds, "greedy_mean": greedy,
+                "curve": curve}
+
+    million = 1_000_000
+    rows = [row("MinAtar/Breakout-v1", 101, 28.0, 600.0, [(million, 10.0, 5.0), (2 * million, 20.0, 29.0),
+                                                           (3 * million, 30.0, 40.0)]),
+            row("MinAtar/Breakout-v1", 102, 27.9, 1200.0, [(million, 10.0, 5.0), (2 * million, 20.0, 10.0),
+                                                            (3 * million, 60.0, 28.0)]),
+            row("MinAtar/Breakout-v1", 103, 40.0, 900.0, [(million, 10.0, None), (2 * million, 20.0, 27.0),
+                                                           (4 * million, 120.0, 30.0)]),
+            row("MinAtar/SpaceInvaders-v1", 101, 100.0, 60.0, [(million, 10.0, 5.0), (2 * million, 20.0, 130.9)])]
+    published = {"MinAtar/Breakout-v1": {"source": "pub", "steps": 10_000_000, "return": 28.0},
+                 "MinAtar/SpaceInvaders-v1": {"source": "pub", "steps": 10_000_000, "return": 131.0}}
+    text = readme_figures.render_minatar_ppo({"measurements": [_measured("minatar-ppo",
+                                                                         {"rows": rows, "published": published})]})
+    assert text.startswith("Measured on 2000-01-02 on a 2-core Test CPU")
+    assert ("`MinAtar/Breakout-v1`: 28.0, 27.9, 40.0 (mean 32.0; seeds 101, 102, 103), at or above the pub figure of "
+            "28 at 10M steps on 2 of 3 seeds; each run 1,000,000 steps in a median 15 min of training on one thread; "
+            "the mean of its last 20 training episodes first reached 28 after a median of 3.0M steps and 1 min on "
+            "the 3 seeds that reached it") in text
+    assert ("`MinAtar/SpaceInvaders-v1`: 100.0 (mean 100.0; seeds 101), at or above the pub figure of 131 at 10M "
+            "steps on 0 of 1 seeds; each run 1,000,000 steps in a median 1 min of training on one thread; the mean "
+            "of its last 20 training episodes never reached 131.") in text

@@ -59,6 +59,7 @@ class TorchMinAtarEnv(TorchClassicEnv):
     """N copies of one MinAtar game; see the module docstring. The state is int64."""
 
     channels: tuple[str, ...]  # the names of the C observation channels, in order
+    drawing_order: tuple[str, ...] | None = None  # channels bottom to top when drawn; None: in channel order
     action_names: tuple[str, ...]  # the minimal action set, in the order of the action indices
     last_action_row: int  # the state row holding the action each copy executed last
     max_episode_steps = NO_TIME_LIMIT

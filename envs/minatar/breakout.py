@@ -48,6 +48,7 @@ PADDLE_START = 4
 class TorchBreakout(TorchMinAtarEnv):
     env_id = "MinAtar/Breakout-v1"
     channels = ("paddle", "ball", "trail", "brick")
+    drawing_order = ("brick", "trail", "paddle", "ball")  # the ball starts inside a brick's cell: on top
     action_names = ("no-op", "left", "right")
     BALL_X, BALL_Y, BALL_DX, BALL_DY, PADDLE_X, TRAIL_X, TRAIL_Y, STRUCK, LAST_ACTION = range(9)
     BRICKS = slice(9, 9 + len(BRICK_ROWS))

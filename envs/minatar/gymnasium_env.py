@@ -7,8 +7,9 @@ observations the batched training envs give: (C, 10, 10) float32, channel-first.
 called; called after `import envs`, it replaces these (gymnasium warns).
 
 With `render_mode="rgb_array"`, `render()` draws the grid (`grid_picture`): each cell a
-square of CELL_PIXELS, black where no channel is set, else the colour of the last channel
-set there (channel c's hue is c / C of the way round the colour wheel), so `ppo-eval
+square of CELL_PIXELS, black where no channel is set, else the colour of the channel set
+there that the game draws last (its `drawing_order`: Breakout draws the ball over the brick
+it starts in; channel c's hue is c / C of the way round the colour wheel), so `ppo-eval
 --record` can write a MinAtar episode as a GIF.
 """
 
@@ -29,13 +30,23 @@ def channel_colours(num_channels: int) -> np.ndarray:
                      for c in range(num_channels)], dtype=np.uint8)
 
 
-def grid_picture(observation: np.ndarray, cell_pixels: int = CELL_PIXELS) -> np.ndarray:
-    """(C, H, W) binary channels → (H·cell_pixels, W·cell_pixels, 3) uint8; later channels paint over earlier."""
-    colours = channel_colours(len(observation))
+def grid_picture(observation: np.ndarray, cell_pixels: int = CELL_PIXELS, order=None,
+                 colours: np.ndarray | None = None) -> np.ndarray:
+    """(C, H, W) binary channels → (H·cell_pixels, W·cell_pixels, 3) uint8: channels painted in
+    `order` (channel indices, bottom first; default 0 … C−1), each in its row of `colours`
+    ((C, 3) uint8; default `channel_colours(C)`), a later one over an earlier one."""
+    colours = channel_colours(len(observation)) if colours is None else colours
     picture = np.zeros((*observation.shape[1:], 3), dtype=np.uint8)
-    for channel, colour in zip(observation, colours):
-        picture[channel > 0] = colour
+    for channel in range(len(observation)) if order is None else order:
+        picture[observation[channel] > 0] = colours[channel]
     return picture.repeat(cell_pixels, axis=0).repeat(cell_pixels, axis=1)
+
+
+def drawing_channels(game) -> list[int] | None:
+    """The channel indices of `game.drawing_order` (a batched MinAtar env or its class), or None."""
+    if game.drawing_order is None:
+        return None
+    return [game.channels.index(name) for name in game.drawing_order]
 
 
 class MinAtarGymnasiumEnv(gym.Env):
@@ -73,7 +84,7 @@ class MinAtarGymnasiumEnv(gym.Env):
         """The current grid as an RGB picture (`grid_picture`) when render_mode is "rgb_array"."""
         if self.render_mode != "rgb_array" or self._observation is None:
             return None
-        return grid_picture(self._observation)
+        return grid_picture(self._observation, order=drawing_channels(self.batched))
 
 
 def register_with_gymnasium(env_ids) -> None:
