@@ -84,8 +84,8 @@ def run_one(env_id: str, seed: int, run_root: Path, total_timesteps: int | None)
     from experiments.benchmark_envs import run_command
     from experiments.presets import build_config
 
-    budget = build_config({"env_id": env_id, **({} if total_timesteps is None else
-                                                {"total_timesteps": total_timesteps})}).total_timesteps
+    config = build_config({"env_id": env_id, **({} if total_timesteps is None else {"total_timesteps": total_timesteps})})
+    budget = config.num_iterations * config.batch_size  # the steps whole iterations cover
     run_dir = run_folder(run_root, env_id, seed)
     command = train_command(env_id, seed, run_dir, total_timesteps)
     wall = None

@@ -314,9 +314,9 @@ best_beta = max(finals, key=lambda beta: finals[beta]["gold"])
 if fits["PPO"] is not None and fits["best-of-n"] is not None:
     ppo_fit, bon_fit = fits["PPO"], fits["best-of-n"]
     fit_best_gold = gold_sft + ppo_fit.best_in_range[1]
-    lecture.claim("The PPO fit misses its data: its rms error is more than ten times best-of-n's, and its best gold lies "
-                  "more than 0.2 below the best gold PPO reached at the end of a run",
-                  ppo_fit.rms_error > 10 * bon_fit.rms_error and finals[best_beta]["gold"] - fit_best_gold > 0.2,
+    lecture.claim("The PPO fit misses its data: its rms error is more than five times best-of-n's, and its best gold lies "
+                  "more than 0.1 below the best gold PPO reached at the end of a run",
+                  ppo_fit.rms_error > 5 * bon_fit.rms_error and finals[best_beta]["gold"] - fit_best_gold > 0.1,
                   measured=f"rms error {ppo_fit.rms_error:.3f} (best-of-n {bon_fit.rms_error:.3f}); fit's best gold "
                            f"{fit_best_gold:+.3f} at KL {ppo_fit.best_in_range[0] ** 2:.2f}, PPO's best final gold "
                            f"{finals[best_beta]['gold']:+.3f} at β = {best_beta:g}, KL {finals[best_beta]['kl']:.2f}",
@@ -364,9 +364,11 @@ lecture.claim("Beyond that the computed gold drifts down, but by less than the e
 penalised = sorted(beta for beta in finals if beta > 0)
 hacked = [beta for beta in finals if finals[beta]["proxy"] > best_proxy_food and finals[beta]["gold"] < gold_sft]
 settled = [beta for beta in penalised if finals[beta]["gold"] > gold_sft]
-lecture.claim("The larger β, the nearer the SFT model: the final KL does not grow with β (0.05 nats allowed for "
-              "sampling noise)",
-              all(finals[later]["kl"] <= finals[earlier]["kl"] + 0.05 for earlier, later in zip(penalised, penalised[1:])),
+large = [beta for beta in penalised if beta >= 0.01]
+lecture.claim("Every run from β = 0.01 up ends at the foods' KL or nearer the SFT model (at most 0.05 nats above the "
+              "β = 0.01 run's), the largest β nearest",
+              bool(large) and all(finals[beta]["kl"] <= finals[large[0]]["kl"] + 0.05 for beta in large)
+              and min(penalised, key=lambda beta: finals[beta]["kl"]) == max(penalised),
               measured=", ".join(f"β {beta:g}: {finals[beta]['kl']:.2f}" for beta in penalised), quick=False)
 lecture.claim("Small β (or none) lets PPO run far past the foods to a string the proxy over-scores, and a large enough "
               "β stops it at the foods: the KL penalty sets how far along the curve PPO goes",
@@ -428,9 +430,13 @@ policy at the foods: it finds a string in the proxy's blind spot (the "over-opti
 lines above), the proxy rises above every food's score while the gold drops to the
 malformed score, far from the SFT model — the paper's rise-then-fall of gold against d,
 in one run (the gold panel: each small-β line climbs with the others, then runs right
-and down). From some β on (which one depends on the seed and the budget) PPO settles on
-the foods the proxy ranks highest, and the larger β, the nearer the SFT model (the KL
-column of the PPO table). So β decides where along the curve PPO stops.
+and down). From some β on PPO settles on the foods the proxy ranks highest: every run
+from β = 0.01 up ends at the foods' KL or nearer the SFT model, the largest β nearest (the
+KL column of the PPO table). Below that, with one seed per β, whether a run finds the
+blind spot is a matter of the run, not a smooth function of β: a difference in the last
+bits of rounding (another CPU) can move a small-β run from one side to the other, so one
+seed per β cannot rank the small β. β decides where along the curve PPO stops, and near
+the edge it decides only the odds.
 
 The fitted forms summarise these curves as Gao et al. do, with two guards: each is
 fitted on the measured distances and held inside the gold range the rule allows
@@ -439,8 +445,8 @@ answer earns, or less than the worst), and a peak beyond the largest measured KL
 marked "beyond": that is an extrapolation, not a measurement, and the last column gives
 the fit's best gold inside the measured range instead.
 
-The PPO fit misses its data. Its rms error is more than ten times best-of-n's (the "rms
-error" column), and its best gold lies more than 0.2 below the best gold PPO actually
+The PPO fit misses its data. Its rms error is more than five times best-of-n's (the "rms
+error" column), and its best gold lies more than 0.1 below the best gold PPO actually
 reached at the end of a run (the PPO table): the data are a cliff — gold near the best
 food's up to d ≈ 2, then the malformed score once PPO finds the proxy's blind spot — and
 d(a − b log d) is a smooth hump. Its peak KL* says little about where the cliff is.
@@ -459,8 +465,11 @@ It was made for runs of thousands of batches, in which the policy moves slowly n
 can move β — and the KL answers β only after the policy has moved: at the start the KL
 is 0, so the rule *lowers* β, and the policy overshoots the target, as far as the fixed β
 takes it. It comes back only as fast as the rule raises β: by the end of this run the KL
-has fallen to about half its peak and the policy has spread out again over several foods,
-but the KL is still well above the target (the numbers are printed below the table).
+of fresh samples has fallen to two thirds of its peak or less and the policy has spread
+out again over several foods, while the last batches' KL is still above the target (the
+numbers are printed below the table). Where the fresh samples' KL ends, above or below
+the target, changes from one machine to another: the rule reacts to the policy's
+overshoot, and the size of that overshoot is the run's.
 
 The library's default (`OptimumKLController`) uses what this objective lets us know:
 its maximiser, π*_β(y) ∝ π_ref(y)·exp(r(y)/β). The batch estimates KL(π*_β ‖ π_ref) for
@@ -475,8 +484,8 @@ there (by at most a factor 2 per batch) before the policy does, and PPO then con
 the optimum that has the target KL. This rule is the library's own, not a published one,
 and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
 the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
-the KL can settle above the target. In this run it does not: the last batches and fresh
-samples of the final policy both sit within 5% of the target.
+the KL can settle above the target. In this run it barely does: the last batches and
+fresh samples of the final policy both sit within 10% of the target.
 
 The table takes one step of the proportional rule by hand next to the library's, and
 evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times
@@ -634,21 +643,19 @@ lecture.claim("The optimum rule sets β near β̂ within two batches and holds i
               measured=f"β̂ {beta_hat:.3g}; β after two batches {optimum['betas'][2]:.3g}, final {optimum['betas'][-1]:.3g}",
               quick=False)
 optimum_fresh_kl = adaptive_measured["optimum"]["KL to SFT"]
-lecture.claim("Under the optimum rule the KL does not settle above the target here: the last batches and fresh samples "
-              "of the final policy both sit within 5% of it",
-              abs(optimum["last"] / KL_TARGET - 1) < 0.05 and abs(optimum_fresh_kl / KL_TARGET - 1) < 0.05,
+lecture.claim("Under the optimum rule the KL settles near the target here: the last batches and fresh samples of the "
+              "final policy both sit within 10% of it",
+              abs(optimum["last"] / KL_TARGET - 1) < 0.1 and abs(optimum_fresh_kl / KL_TARGET - 1) < 0.1,
               measured=f"last batches {optimum['last']:.3f}, fresh samples {optimum_fresh_kl:.3f}, target {KL_TARGET}",
               quick=False)
 proportional_fresh = adaptive_measured["proportional"]
 proportional_top = Counter()
 for text in proportional_fresh["most frequent"].split(", "):
     proportional_top[text.rsplit("×", 1)[0]] = int(text.rsplit("×", 1)[1])
-lecture.claim("Under the proportional rule the policy comes back only as fast as β rises: by the end the KL has fallen "
-              "to about half its peak (between a third and two thirds of it, fresh samples) and the policy has spread "
-              "out again over several foods (its three most frequent answers each above 10% of the samples), but the "
-              "KL is still well above the target (more than 1.3 times it)",
-              max(proportional["kl"]) / 3 < proportional_fresh["KL to SFT"] < 2 * max(proportional["kl"]) / 3
-              and proportional_fresh["KL to SFT"] > 1.3 * KL_TARGET
+lecture.claim("Under the proportional rule the policy comes back only as fast as β rises: by the end the KL of fresh "
+              "samples has fallen to two thirds of its peak or less and the policy has spread out again over several "
+              "foods (its three most frequent answers each above 10% of the samples)",
+              proportional_fresh["KL to SFT"] < 2 * max(proportional["kl"]) / 3
               and len(proportional_top) == 3 and min(proportional_top.values()) > 0.1 * EVAL_SAMPLES,
               measured=f"KL highest {max(proportional['kl']):.2f} → fresh samples {proportional_fresh['KL to SFT']:.2f}"
                        f" (target {KL_TARGET}); {proportional_fresh['most frequent']}", quick=False)
