@@ -77,7 +77,15 @@ def summarise(env_id: str, seed: int, run_dir: Path, command: list[str], wall: f
             "command_seconds": wall, "greedy_mean": evaluation["mean_return"], "greedy_min": evaluation["min_return"],
             "greedy_max": evaluation["max_return"], "eval_episodes": evaluation["episodes"],
             "eval_max_episode_steps": evaluation.get("max_episode_steps"), "curve": curve,
-            "command": " ".join(["python"] + command[1:])}
+            "command": " ".join(["python"] + [shown_path(part) for part in command[1:]])}
+
+
+def shown_path(text: str) -> str:
+    """A path below the working directory as relative to it (records name no machine's folders)."""
+    try:
+        return str(Path(text).relative_to(Path.cwd())) if Path(text).is_absolute() else text
+    except ValueError:
+        return text
 
 
 def run_one(env_id: str, seed: int, run_root: Path, total_timesteps: int | None) -> dict:

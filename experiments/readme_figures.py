@@ -700,12 +700,13 @@ def render_minatar_ppo(record: dict) -> str:
         means = [row["greedy_mean"] for row in ours]
         at_or_above = sum(value >= quoted["return"] for value in means)
         reached = [_first_reaching(row["curve"], quoted["return"]) for row in ours]
-        reached_text = (f"the mean of its last 20 training episodes first reached {quoted['return']:g} after a median "
+        reached_text = (f"the mean of its last 20 training episodes (sampled actions, no step limit) first reached {quoted['return']:g} after a median "
                         f"of {statistics.median(step for step, _ in filter(None, reached)) / 1e6:.1f}M steps and "
                         f"{statistics.median(seconds for _, seconds in filter(None, reached)) / 60:.0f} min"
                         f" on the {sum(r is not None for r in reached)} seed{'s' if sum(r is not None for r in reached) != 1 else ''}"
                         f" that reached it" if any(reached) else
-                        f"the mean of its last 20 training episodes never reached {quoted['return']:g}")
+                        f"the mean of its last 20 training episodes (sampled actions, no step limit) never reached "
+                        f"{quoted['return']:g}")
         parts.append(
             f"`{env_id}`: {', '.join(f'{value:.1f}' for value in means)} (mean {statistics.mean(means):.1f}; seeds "
             f"{', '.join(str(row['seed']) for row in ours)}), at or above the {quoted['source']} figure of "

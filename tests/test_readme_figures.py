@@ -267,8 +267,8 @@ def test_minatar_paragraph_counts_seeds_at_the_published_figure_and_the_first_st
     assert text.startswith("Measured on 2000-01-02 on a 2-core Test CPU")
     assert ("`MinAtar/Breakout-v1`: 28.0, 27.9, 40.0 (mean 32.0; seeds 101, 102, 103), at or above the pub figure of "
             "28 at 10M steps on 2 of 3 seeds; each run 1,000,000 steps in a median 15 min of training on one thread; "
-            "the mean of its last 20 training episodes first reached 28 after a median of 3.0M steps and 1 min on "
+            "the mean of its last 20 training episodes (sampled actions, no step limit) first reached 28 after a median of 3.0M steps and 1 min on "
             "the 3 seeds that reached it") in text
     assert ("`MinAtar/SpaceInvaders-v1`: 100.0 (mean 100.0; seeds 101), at or above the pub figure of 131 at 10M "
             "steps on 0 of 1 seeds; each run 1,000,000 steps in a median 1 min of training on one thread; the mean "
-            "of its last 20 training episodes never reached 131.") in text
+            "of its last 20 training episodes (sampled actions, no step limit) never reached 131.") in text
