@@ -699,22 +699,22 @@ def render_minatar_ppo(record: dict) -> str:
         ours = [row for row in rows if row["env_id"] == env_id]
         means = [row["greedy_mean"] for row in ours]
         at_or_above = sum(value >= quoted["return"] for value in means)
-        reached = [_first_reaching(row["curve"], quoted["return"]) for row in ours]
-        reached_text = (f"the mean of its last 20 training episodes (sampled actions, no step limit) first reached {quoted['return']:g} after a median "
-                        f"of {statistics.median(step for step, _ in filter(None, reached)) / 1e6:.1f}M steps and "
-                        f"{statistics.median(seconds for _, seconds in filter(None, reached)) / 60:.0f} min"
-                        f" on the {sum(r is not None for r in reached)} seed{'s' if sum(r is not None for r in reached) != 1 else ''}"
-                        f" that reached it" if any(reached) else
-                        f"the mean of its last 20 training episodes (sampled actions, no step limit) never reached "
-                        f"{quoted['return']:g}")
+        crossings = [crossing for row in ours if (crossing := _first_reaching(row["curve"], quoted["return"]))]
+        training_mean = "the mean of its last 20 training episodes (sampled actions, no step limit)"
+        reached_text = (f"{training_mean} first reached {quoted['return']:g} after a median of "
+                        f"{statistics.median(step for step, _ in crossings) / 1e6:.1f}M steps and "
+                        f"{statistics.median(seconds for _, seconds in crossings) / 60:.0f} min on the "
+                        f"{len(crossings)} seed{'' if len(crossings) == 1 else 's'} that reached it" if crossings else
+                        f"{training_mean} never reached {quoted['return']:g}")
         parts.append(
             f"`{env_id}`: {', '.join(f'{value:.1f}' for value in means)} (mean {statistics.mean(means):.1f}; seeds "
             f"{', '.join(str(row['seed']) for row in ours)}), at or above the {quoted['source']} figure of "
             f"{quoted['return']:g} at {quoted['steps'] / 1e6:g}M steps on {at_or_above} of {len(ours)} seeds; each run "
             f"{ours[0]['steps']:,} steps in a median {statistics.median(row['train_seconds'] for row in ours) / 60:.0f} "
             f"min of training on one thread; {reached_text}")
+    (limit,) = {row["eval_max_episode_steps"] for row in rows}
     return (f"Measured {describe_where(measurement)}, two runs at a time: greedy means over 100 episodes "
-            f"(sticky actions on, each episode at most 1,000 steps) of the preset on seeds never used for tuning. "
+            f"(sticky actions on, each episode at most {limit:,} steps) of the preset on seeds never used for tuning. "
             + "; ".join(parts) + f". The learning curves against steps and against minutes: "
             f"[docs/figures/{MINATAR_PLOT}](docs/figures/{MINATAR_PLOT}).")
 

@@ -484,7 +484,7 @@ there (by at most a factor 2 per batch) before the policy does, and PPO then con
 the optimum that has the target KL. This rule is the library's own, not a published one,
 and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
 the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
-the KL can settle above the target. In this run it barely does: the last batches and
+the KL can settle above the target. In this run it stays near it: the last batches and
 fresh samples of the final policy both sit within 10% of the target.
 
 The table takes one step of the proportional rule by hand next to the library's, and

@@ -250,7 +250,7 @@ def test_the_recurrent_benchmark_refuses_an_unknown_env_in_one_line(capsys):
 def test_minatar_paragraph_counts_seeds_at_the_published_figure_and_the_first_step_that_reached_it():
     def row(env_id, seed, greedy, seconds, curve):
         return {"env_id": env_id, "seed": seed, "steps": 1_000_000, "train_seconds": seconds, "greedy_mean": greedy,
-                "curve": curve}
+                "eval_max_episode_steps": 1_000, "curve": curve}
 
     million = 1_000_000
     rows = [row("MinAtar/Breakout-v1", 101, 28.0, 600.0, [(million, 10.0, 5.0), (2 * million, 20.0, 29.0),
@@ -265,6 +265,7 @@ def test_minatar_paragraph_counts_seeds_at_the_published_figure_and_the_first_st
     text = readme_figures.render_minatar_ppo({"measurements": [_measured("minatar-ppo",
                                                                          {"rows": rows, "published": published})]})
     assert text.startswith("Measured on 2000-01-02 on a 2-core Test CPU")
+    assert "greedy means over 100 episodes (sticky actions on, each episode at most 1,000 steps)" in text
     assert ("`MinAtar/Breakout-v1`: 28.0, 27.9, 40.0 (mean 32.0; seeds 101, 102, 103), at or above the pub figure of "
             "28 at 10M steps on 2 of 3 seeds; each run 1,000,000 steps in a median 15 min of training on one thread; "
             "the mean of its last 20 training episodes (sampled actions, no step limit) first reached 28 after a median of 3.0M steps and 1 min on "
