@@ -1,16 +1,21 @@
 # Two commands for a fresh machine:
 #   make demo   install, train PPO on CartPole-v1 with the defaults, evaluate, show the plot's path
-#   make test   install with the test extras, check the import layers, run the test suite
+#   make test   install with the test extras, check the import layers, run the default tier of the tests
+# and the rest of the tests, which CI runs too:
+#   make test-full   the full tier: lecture and notebook quick runs, README flows, long learning runs
 # and, to read the lectures as notebooks:
 #   make lab         install with the notebooks extra and open JupyterLab on lectures/
 # and, after editing a lecture script:
-#   make notebooks   regenerate and execute the lecture notebooks
+#   make notebooks   bring the lecture notebooks up to date (execute the stale ones)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/pip install --quiet -c constraints.txt
+# Each tier runs on TEST_WORKERS pytest processes (pytest-xdist); every test uses one torch thread.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
-.PHONY: demo test test-slow lab notebooks install install-dev clean
+.PHONY: demo test test-full lab notebooks install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,20 +31,21 @@ demo: install
 
 test: install-dev
 	$(BIN)/lint-imports --config setup.cfg
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
-test-slow: install-dev
-	$(BIN)/python -m pytest -q -m slow
+test-full: install-dev
+	$(PYTEST) -m slow
 
 lab: $(BIN)/python
 	$(PIP_INSTALL) -e '.[notebooks]'
 	$(BIN)/jupyter lab --ServerApp.root_dir=lectures
 
-# Regenerate lectures/NN_name.ipynb from the scripts (jupytext) and execute them (nbclient):
-#   make notebooks              full runs (about half an hour on a 2-core CPU; lectures/README.md times each)
-#   make notebooks QUICK=1      each lecture in its quick mode
+# Bring lectures/NN_name.ipynb up to date with the scripts (jupytext) and the code (nbclient):
+#   make notebooks              execute in full the stale ones, give the others their script's new text
+#   make notebooks ALL=1        execute every lecture in full (lectures/README.md times each)
+#   make notebooks QUICK=1      each lecture in its quick mode, into lecture_outputs/notebooks/
 notebooks: install-dev
-	$(BIN)/python lectures/_notebooks.py $(if $(QUICK),--quick)
+	$(BIN)/python lectures/_notebooks.py $(if $(ALL),--all) $(if $(QUICK),--quick)
 
 clean:
 	rm -rf runs lecture_outputs .pytest_cache

@@ -1,22 +1,27 @@
 """The lecture notebooks: made from the `# %%` scripts with jupytext, executed with nbclient.
 
 The scripts are the source; each `lectures/NN_name.ipynb` is generated from
-`lectures/NN_name.py` and shipped with its outputs, so a reader sees the tables and
-figures without running anything. `make notebooks` runs this file:
+`lectures/NN_name.py` and shipped with its full run's outputs, so a reader sees the
+tables and figures without running anything. `make notebooks` runs this file:
 
-    python lectures/_notebooks.py                  # regenerate and execute every notebook (full runs)
-    python lectures/_notebooks.py --quick          # the same, each lecture in its quick mode
-    python lectures/_notebooks.py 05 12            # only lectures 5 and 12
+    python lectures/_notebooks.py                  # bring every notebook up to date (see below)
+    python lectures/_notebooks.py 05 12            # execute lectures 5 and 12 in full
+    python lectures/_notebooks.py --all            # execute every lecture in full
+    python lectures/_notebooks.py --quick 05       # a quick run, into lecture_outputs/notebooks/
     python lectures/_notebooks.py --check          # exit 1 if a notebook is out of sync or stale
 
 A notebook is *in sync* with its script when it has the same cells, in the same order,
 with the same sources (outputs and metadata aside). It is *fresh* when its outputs come
 from a full run of the code as it is now: each executed notebook records, in its
-metadata under "lecture_run", the mode it ran in and a SHA-256 of every project file the
-run executed — the script, `lectures/_common.py` and the modules of `ppo/`, `envs/` and
-`experiments/` it imports, followed import by import (the packages' `__init__.py`
-included). A change to any of those files makes the notebook stale; a change elsewhere
-in the library does not. tests/test_notebooks.py checks both.
+metadata under "lecture_run", the mode it ran in and the fingerprint of the code the run
+executed (lectures/_fingerprint.py): one digest per project file, taken of what the file
+does, so that comments, docstrings, layout and moving a module do not count, and any
+other change does. tests/test_notebooks.py checks both.
+
+Bringing a notebook up to date executes it only when it is stale. A notebook whose
+script changed only in its text (markdown cells, comments in code cells) gets the new
+cell sources and keeps its outputs, which the same code would print again.
+A quick run never writes the shipped notebook: it goes to lecture_outputs/notebooks/.
 The kernel runs in `lectures/`, so that `_common` imports and a reader's Jupyter, opened
 on the notebook, behaves the same.
 """
@@ -24,8 +29,6 @@ on the notebook, behaves the same.
 from __future__ import annotations
 
 import argparse
-import ast
-import hashlib
 import os
 import sys
 import time
@@ -35,10 +38,11 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from _fingerprint import differences, fingerprint, normalised_code
+
 LECTURES_DIR = Path(__file__).resolve().parent
 REPO_ROOT = LECTURES_DIR.parent
-PROJECT_PACKAGES = ("ppo", "envs", "experiments")  # the library a lecture runs; third-party code is not tracked
-RUN_METADATA_KEY = "lecture_run"  # notebook.metadata[...] = {"mode": "full" | "quick", "sources": {path: sha256}}
+RUN_METADATA_KEY = "lecture_run"  # notebook.metadata[...] = {"mode": "full" | "quick", "code": {path: digest}}
 KERNEL_NAME = "python3"  # the kernel of the Python that runs this file
 CELL_TIMEOUT_S = 1800  # a full run's longest cell takes minutes, not an hour
 
@@ -77,70 +81,8 @@ def out_of_sync(script: Path) -> str | None:
     return None
 
 
-def module_file(module: str, root: Path) -> Path | None:
-    """The project file that `import module` runs (a package's __init__.py), None outside the project."""
-    parts = module.split(".")
-    helper = root / "lectures" / f"{parts[0]}.py"
-    if len(parts) == 1 and parts[0].startswith("_") and helper.is_file():  # a helper the lectures share (_common)
-        return helper
-    if parts[0] not in PROJECT_PACKAGES:
-        return None
-    base = root.joinpath(*parts)
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def imported_modules(path: Path, root: Path) -> set[str]:
-    """Every module an `import` or `from … import` in the file names (in functions too), relative
-    imports resolved; for `from package import name` both `package` and `package.name`, since
-    the name may be a submodule."""
-    own = ".".join(path.relative_to(root).with_suffix("").parts)
-    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
-    package = package.removesuffix(".__init__")
-    modules = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            modules.add(base)
-            modules.update(f"{base}.{alias.name}" for alias in node.names)
-    return modules
-
-
-def files_run_by(script: Path, root: Path = REPO_ROOT) -> list[Path]:
-    """The script and every project file its imports run, transitively (parent packages'
-    __init__.py included: importing ppo.lm.model runs ppo/__init__.py and ppo/lm/__init__.py)."""
-    found, pending = {script}, [script]
-    while pending:
-        for module in imported_modules(pending.pop(), root):
-            parts = module.split(".")
-            for depth in range(1, len(parts) + 1):
-                path = module_file(".".join(parts[:depth]), root)
-                if path is not None and path not in found:
-                    found.add(path)
-                    pending.append(path)
-    return sorted(found)
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's text with line endings normalised (a checkout with CRLF is the same code)."""
-    return hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()
-
-
-def source_fingerprint(script: Path, root: Path = REPO_ROOT) -> dict[str, str]:
-    """{path relative to the repository: SHA-256} of every project file a run of the script executes."""
-    return {path.relative_to(root).as_posix(): file_digest(path) for path in files_run_by(script, root)}
-
-
 def record_run(notebook: nbformat.NotebookNode, script: Path, quick: bool, root: Path = REPO_ROOT) -> None:
-    notebook.metadata[RUN_METADATA_KEY] = {"mode": "quick" if quick else "full",
-                                           "sources": source_fingerprint(script, root)}
+    notebook.metadata[RUN_METADATA_KEY] = {"mode": "quick" if quick else "full", "code": fingerprint(script, root)}
 
 
 def stale(script: Path, notebook_file: Path | None = None, root: Path = REPO_ROOT) -> str | None:
@@ -150,19 +92,32 @@ def stale(script: Path, notebook_file: Path | None = None, root: Path = REPO_ROO
     if not path.is_file():
         return f"{path.name} is missing"
     run = nbformat.read(path, as_version=4).metadata.get(RUN_METADATA_KEY)
-    if not run or "sources" not in run:
+    if not run or "code" not in run:
         return f"{path.name} records no fingerprint of the code it ran"
     if run.get("mode") != "full":
         return f"{path.name} holds a {run.get('mode')} run's outputs, not the full run's"
-    recorded, current = run["sources"], source_fingerprint(script, root)
-    changed = sorted(name for name in recorded.keys() & current.keys() if recorded[name] != current[name])
-    added, removed = sorted(current.keys() - recorded.keys()), sorted(recorded.keys() - current.keys())
-    if not (changed or added or removed):
+    changes = differences(run["code"], fingerprint(script, root))
+    return f"{path.name} is stale, its outputs predate the code it runs ({'; '.join(changes)})" if changes else None
+
+
+def code_cells(notebook: nbformat.NotebookNode) -> list[str]:
+    """What the kernel runs: each code cell's code, without comments, layout and bare strings."""
+    return [normalised_code(cell.source, "", REPO_ROOT)[0] for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def synced(script: Path, shipped: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """The script's cells with the shipped notebook's outputs, where the two run the same code
+    (only markdown cells and comments differ); None where the code differs."""
+    notebook = notebook_from_script(script)
+    if code_cells(notebook) != code_cells(shipped):
         return None
-    what = ([f"changed: {', '.join(changed)}"] if changed else []) + \
-           ([f"now imported: {', '.join(added)}"] if added else []) + \
-           ([f"no longer imported: {', '.join(removed)}"] if removed else [])
-    return f"{path.name} is stale, its outputs predate the code it runs ({'; '.join(what)})"
+    old_cells = iter(cell for cell in shipped.cells if cell.cell_type == "code")
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            old = next(old_cells)
+            cell.outputs, cell.execution_count = old.outputs, old.execution_count
+    notebook.metadata[RUN_METADATA_KEY] = shipped.metadata[RUN_METADATA_KEY]
+    return notebook
 
 
 def execute(notebook: nbformat.NotebookNode, quick: bool, output_root: Path | None = None) -> nbformat.NotebookNode:
@@ -200,10 +155,47 @@ def inline_images(notebook: nbformat.NotebookNode) -> int:
                for output in cell.get("outputs", []))
 
 
+def quick_notebook_path(script: Path) -> Path:
+    """Where a quick run's notebook goes: beside the lectures' outputs, never over the shipped one."""
+    root = Path(os.environ.get("LECTURE_OUTPUTS", REPO_ROOT / "lecture_outputs"))
+    return root / "notebooks" / notebook_path(script).name
+
+
+def run_and_write(script: Path, quick: bool) -> None:
+    started = time.perf_counter()
+    notebook = execute(notebook_from_script(script), quick=quick)
+    record_run(notebook, script, quick=quick)
+    path = quick_notebook_path(script) if quick else notebook_path(script)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(home_as_tilde(notebook), path)
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    print(f"wrote {shown} ({'quick' if quick else 'full'} run, {time.perf_counter() - started:.0f} s, "
+          f"{inline_images(notebook)} figures)", flush=True)
+
+
+def bring_up_to_date(script: Path) -> None:
+    """Execute the notebook if it is stale; give it the script's text if only that changed."""
+    reason = stale(script)
+    if reason is None and out_of_sync(script) is not None:
+        notebook = synced(script, nbformat.read(notebook_path(script), as_version=4))
+        if notebook is not None:
+            nbformat.write(notebook, notebook_path(script))
+            print(f"synced {notebook_path(script).relative_to(REPO_ROOT)}: new text, same code, outputs kept")
+            return
+        reason = f"the code of its cells changed in {script.name}"
+    if reason is not None:
+        print(f"running {script.stem}: {reason}", flush=True)
+        run_and_write(script, quick=False)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the lecture notebooks from the scripts and execute them.")
-    parser.add_argument("lectures", nargs="*", help="lecture numbers (e.g. 05 12); default: all")
-    parser.add_argument("--quick", action="store_true", help="execute each lecture in its quick mode")
+    parser = argparse.ArgumentParser(description="Regenerate the lecture notebooks from the scripts and execute them.",
+                                     allow_abbrev=False)
+    parser.add_argument("lectures", nargs="*", help="lecture numbers (e.g. 05 12) to execute in full; "
+                                                    "default: bring every notebook up to date")
+    parser.add_argument("--all", action="store_true", help="execute every lecture in full")
+    parser.add_argument("--quick", action="store_true",
+                        help="execute in quick mode, into lecture_outputs/notebooks/ (the shipped notebooks stay)")
     parser.add_argument("--check", action="store_true",
                         help="only check that every notebook matches its script and ran on the current code")
     args = parser.parse_args(argv)
@@ -215,15 +207,16 @@ def main(argv: list[str] | None = None) -> int:
         problems = [problem for script in scripts for problem in (out_of_sync(script), stale(script)) if problem]
         for problem in problems:
             print(f"{problem} (run make notebooks)")
+        if not problems:
+            print(f"all {len(scripts)} notebooks are in sync with their scripts and fresh")
         return 1 if problems else 0
-    for script in scripts:
-        started = time.perf_counter()
-        notebook = execute(notebook_from_script(script), quick=args.quick)
-        record_run(notebook, script, quick=args.quick)
-        nbformat.write(home_as_tilde(notebook), notebook_path(script))
-        print(f"wrote {notebook_path(script).relative_to(LECTURES_DIR.parent)} "
-              f"({'quick' if args.quick else 'full'} run, {time.perf_counter() - started:.0f} s, "
-              f"{inline_images(notebook)} figures)", flush=True)
+    if args.lectures or args.all or args.quick:
+        for script in scripts:
+            run_and_write(script, quick=args.quick)
+    else:
+        for script in scripts:
+            bring_up_to_date(script)
+        print(f"all {len(scripts)} notebooks are up to date")
     return 0
 
 

@@ -223,6 +223,7 @@ def test_short_pendulum_run_improves_clearly_on_the_untrained_policy():
     assert trained > -600, trained  # measured -226
 
 
+@pytest.mark.slow  # full tier: Pendulum is the default tier's continuous learning run
 def test_mountain_car_continuous_preset_finds_the_flag_and_keeps_going_there():
     # The sparse +100 against the 0.1 u² action cost: the preset (64 batched envs, both
     # normalisers) at 150k steps, seed 1. Measured: 93.1 over 100 greedy episodes, about 5 s.

@@ -144,6 +144,7 @@ def test_after_training_every_process_holds_the_same_parameters(tmp_path):
     assert first["parameters"] == second["parameters"]  # bit for bit
 
 
+@pytest.mark.slow  # full tier: torchrun runs
 def test_two_processes_solve_cartpole_as_one_run(tmp_path):
     run_dir = tmp_path / "run"
     result = torchrun("-m", "experiments.train", "--env-id", "CartPole-v1", "--run-dir", str(run_dir),
@@ -222,6 +223,7 @@ def test_cuda_training_runs_on_the_local_gpu(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+@pytest.mark.slow  # full tier: torchrun runs
 def test_a_two_process_run_stopped_and_resumed_under_torchrun_equals_the_run_left_alone(tmp_path):
     args = ["-m", "experiments.train", "--env-id", "CartPole-v1", "--env-backend", "torch", "--total-timesteps",
             str(16 * 2048), "--checkpoint-every", "1", "--eval-episodes", "0", "--no-progress", "--no-tensorboard"]

@@ -92,6 +92,7 @@ def reference_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow  # full tier: the default tier resumes after ctrl-c
 def test_killed_three_times_and_resumed_equals_the_run_left_alone(reference_run, tmp_path):
     resumes = run_with_kills(tmp_path / "run", TORCH_RUN, kills=3, seed=0)
     assert resumes >= 1

@@ -30,6 +30,7 @@ def test_lectures_are_present():
     assert LECTURES, "no lectures/NN_*.py files found"
 
 
+@pytest.mark.slow  # full tier: every lecture's quick run
 @pytest.mark.parametrize("script", LECTURES, ids=[script.stem for script in LECTURES])
 def test_lecture_runs_quick_and_writes_its_outputs(script: Path, tmp_path: Path):
     started = time.time()

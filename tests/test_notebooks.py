@@ -4,10 +4,13 @@ The `# %%` scripts are the source; lectures/NN_name.ipynb is generated from each
 jupytext and shipped executed (`make notebooks`, lectures/_notebooks.py). Here each
 shipped notebook is checked against a fresh conversion of its script (same cells, same
 sources), checked for its shipped outputs and for being fresh (its metadata's fingerprint
-of the code it ran equals the code now), and executed again with nbclient in quick mode
-(LECTURE_QUICK=1), outputs into a temporary folder.
+of the code it ran matches the code now, by the rule of lectures/_fingerprint.py, which
+planted changes to the real project check both ways), and, in the full tier, executed
+again with nbclient in quick mode (LECTURE_QUICK=1), outputs into a temporary folder.
 """
 
+import ast
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "lectures"))
+import _fingerprint  # noqa: E402
 import _notebooks  # noqa: E402
 
 SCRIPTS = _notebooks.lecture_scripts()
@@ -53,8 +57,8 @@ def test_a_planted_stale_notebook_is_caught_naming_the_file_that_changed(tmp_pat
     path = planted_notebook(script, tmp_path)
     assert _notebooks.stale(script, path) is None  # fresh: recorded on the code as it is
     notebook = nbformat.read(path, as_version=4)
-    assert "ppo/advantages.py" in notebook.metadata["lecture_run"]["sources"]  # imported by the lecture
-    notebook.metadata["lecture_run"]["sources"]["ppo/advantages.py"] = "0" * 64  # an older compute_gae
+    assert "ppo/advantages.py" in notebook.metadata["lecture_run"]["code"]  # imported by the lecture
+    notebook.metadata["lecture_run"]["code"]["ppo/advantages.py"]["code"] = "0" * 64  # an older compute_gae
     nbformat.write(notebook, path)
     assert _notebooks.stale(script, path) == (
         "03_gae.ipynb is stale, its outputs predate the code it runs (changed: ppo/advantages.py)")
@@ -84,19 +88,145 @@ def test_a_notebook_is_stale_only_when_a_file_its_run_imports_changes(tmp_path: 
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     script = tmp_path / "lectures/07_x.py"
-    assert [path.relative_to(tmp_path).as_posix() for path in _notebooks.files_run_by(script, tmp_path)] == [
+    assert [path.relative_to(tmp_path).as_posix() for path in _fingerprint.files_run_by(script, tmp_path)] == [
         "lectures/07_x.py", "lectures/_common.py", "lectures/_shared.py", "ppo/__init__.py", "ppo/a.py", "ppo/b.py",
         "ppo/lm/__init__.py", "ppo/lm/d.py"]
     path = planted_notebook(script, tmp_path / "lectures", root=tmp_path)
     (tmp_path / "ppo/c.py").write_text("x = 2\n")  # not run by the lecture: still fresh
+    (tmp_path / "ppo/lm/__init__.py").write_text('"""A docstring runs nothing."""\n')  # still fresh
     assert _notebooks.stale(script, path, root=tmp_path) is None
     (tmp_path / "ppo/lm/d.py").write_text("def h():\n    return 3\n")  # two imports away: stale
     (tmp_path / "lectures/_shared.py").write_text("import math\ny = 1\n")  # a lectures' helper: stale
-    (tmp_path / "ppo/e.py").write_text("")
+    (tmp_path / "ppo/e.py").write_text("z = 0\n")
     (tmp_path / "ppo/a.py").write_text("from .b import g\nfrom . import e\n\ndef f():\n    return g()\n")
     assert _notebooks.stale(script, path, root=tmp_path) == (
         "07_x.ipynb is stale, its outputs predate the code it runs (changed: lectures/_shared.py, ppo/a.py, ppo/lm/d.py; "
         "now imported: ppo/e.py)")
+
+
+def test_the_fingerprint_ignores_comments_docstrings_layout_and_statements_that_do_nothing(tmp_path: Path):
+    written = {"ppo/__init__.py": "", "ppo/m.py": "def f(x):\n    return 2 * x\n"}
+    rewritten = {"ppo/__init__.py": '"""The package."""\n',
+                 "ppo/m.py": '"""A module."""\n\n# a comment\ndef f(x):  # doubles\n    """Twice x."""\n'
+                             '    "a bare string"\n    pass\n    return (\n        2 * x\n    )\n'}
+    digests = []
+    for files in (written, rewritten):
+        for name, text in files.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(text)
+        digests.append(_fingerprint.code_digests([tmp_path / "ppo/m.py"], tmp_path)[tmp_path / "ppo/m.py"])
+    assert digests[0] == digests[1]
+    (tmp_path / "ppo/m.py").write_text("def f(x):\n    return 3 * x\n")
+    assert _fingerprint.code_digests([tmp_path / "ppo/m.py"], tmp_path)[tmp_path / "ppo/m.py"] != digests[0]
+
+
+def project_copy(destination: Path) -> Path:
+    """The project's Python files (lectures, ppo, envs, experiments), without the notebooks."""
+    for folder in ("ppo", "envs", "experiments"):
+        shutil.copytree(REPO_ROOT / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (destination / "lectures").mkdir()
+    for script in (REPO_ROOT / "lectures").glob("*.py"):
+        shutil.copy(script, destination / "lectures" / script.name)
+    return destination
+
+
+def stale_lectures(root: Path) -> dict[str, str]:
+    """{lecture: why} for every shipped notebook that the code under root makes stale."""
+    reasons = {script.stem: _notebooks.stale(root / "lectures" / script.name, _notebooks.notebook_path(script), root)
+               for script in SCRIPTS}
+    return {name: reason for name, reason in reasons.items() if reason is not None}
+
+
+def lectures_importing(module: str, root: Path) -> set[str]:
+    return {script.stem for script in SCRIPTS
+            if root / module in _fingerprint.files_run_by(root / "lectures" / script.name, root)}
+
+
+def test_a_changed_constant_in_the_losses_makes_exactly_the_lectures_that_run_them_stale(tmp_path: Path):
+    root = project_copy(tmp_path)
+    assert stale_lectures(root) == {}  # the copy is the code the shipped notebooks ran
+    losses = root / "ppo/losses.py"
+    text = losses.read_text()
+    assert text.count("return 0.5 * masked_mean(squared_error, mask)") == 1
+    losses.write_text(text.replace("return 0.5 * masked_mean(squared_error, mask)",
+                                   "return 0.6 * masked_mean(squared_error, mask)"))
+    users = lectures_importing("ppo/losses.py", root)
+    assert "01_policy_gradients" not in users and "06_ppo_cartpole" in users
+    stale = stale_lectures(root)
+    assert set(stale) == users
+    assert all(reason.endswith("(changed: ppo/losses.py)") for reason in stale.values())
+
+
+def test_a_docstring_and_comment_edit_in_the_losses_makes_no_lecture_stale(tmp_path: Path):
+    root = project_copy(tmp_path)
+    losses = root / "ppo/losses.py"
+    tree = ast.parse(losses.read_text())
+    documented = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and ast.get_docstring(node)]
+    assert documented
+    lines = losses.read_text().splitlines()
+    lines[0] = lines[0] + " Edited."  # the module docstring's first line
+    for node in documented:  # every function's docstring gains a word, and a comment precedes each return
+        line = node.body[0].lineno - 1
+        lines[line] = lines[line].replace('"""', '"""Edited: ', 1)
+    losses.write_text("\n".join(lines).replace("\n    return", "\n    # a comment\n    return") + "\n")
+    assert losses.read_text() != (REPO_ROOT / "ppo/losses.py").read_text()
+    assert stale_lectures(root) == {}
+
+
+def test_moving_a_module_and_renaming_its_imports_makes_no_lecture_stale(tmp_path: Path):
+    """ppo/advantages.py moves to a new subpackage ppo/algorithm/, and every import follows it."""
+    root = project_copy(tmp_path)
+    (root / "ppo/algorithm").mkdir()
+    (root / "ppo/algorithm/__init__.py").write_text('"""The algorithm\'s pieces."""\n')
+    (root / "ppo/advantages.py").rename(root / "ppo/algorithm/advantages.py")
+    for path in root.rglob("*.py"):
+        lines = path.read_text().splitlines(keepends=True)
+        moved = [line.replace("ppo.advantages", "ppo.algorithm.advantages")
+                 .replace("from .advantages import", "from .algorithm.advantages import" if path.parent == root / "ppo"
+                          else "from .advantages import")
+                 .replace("from ..advantages import", "from ..algorithm.advantages import")
+                 if line.lstrip().startswith(("from ", "import ")) else line for line in lines]
+        if moved != lines:
+            path.write_text("".join(moved))
+    assert "03_gae" in lectures_importing("ppo/algorithm/advantages.py", root)
+    assert stale_lectures(root) == {}
+    advantages = root / "ppo/algorithm/advantages.py"  # the moved code changed: stale again
+    advantages.write_text(advantages.read_text().replace("gamma * gae_lambda", "gae_lambda * gamma", 1))
+    assert "03_gae" in stale_lectures(root)
+
+
+def test_a_script_whose_text_alone_changed_gives_its_notebook_the_new_cells_and_keeps_the_outputs(tmp_path: Path):
+    script = tmp_path / "03_gae.py"
+    text = (REPO_ROOT / "lectures/03_gae.py").read_text()
+    assert text.count("# Lecture 3 — ") == 1 and text.count("\nGAMMA = 0.95\n") == 1
+    shipped = nbformat.read(_notebooks.notebook_path(REPO_ROOT / "lectures/03_gae.py"), as_version=4)
+    script.write_text(text.replace("# Lecture 3 — ", "# Lecture 3, reworded — ")
+                      .replace("\nGAMMA = 0.95\n", "\nGAMMA = 0.95  # the discount, as in the trainer\n"))
+    synced = _notebooks.synced(script, shipped)
+    assert synced is not None
+    assert "Lecture 3, reworded" in synced.cells[0].source
+    assert [cell.outputs for cell in synced.cells if cell.cell_type == "code"] == \
+        [cell.outputs for cell in shipped.cells if cell.cell_type == "code"]
+    assert synced.metadata["lecture_run"] == shipped.metadata["lecture_run"]
+    script.write_text(text.replace("\nGAMMA = 0.95\n", "\nGAMMA = 0.9\n"))  # new code: outputs cannot be kept
+    assert _notebooks.synced(script, shipped) is None
+
+
+def test_a_quick_run_writes_its_notebook_beside_the_outputs_and_leaves_the_shipped_one(tmp_path, monkeypatch, capsys):
+    shipped = _notebooks.notebook_path(REPO_ROOT / "lectures/03_gae.py")
+    before = shipped.read_bytes()
+    monkeypatch.setenv("LECTURE_OUTPUTS", str(tmp_path))
+    monkeypatch.setattr(_notebooks, "execute", lambda notebook, quick: notebook)  # no kernel: only where it goes
+    assert _notebooks.main(["--quick", "03"]) == 0
+    written = tmp_path / "notebooks" / "03_gae.ipynb"
+    assert nbformat.read(written, as_version=4).metadata["lecture_run"]["mode"] == "quick"
+    assert shipped.read_bytes() == before
+    assert f"wrote {written}" in capsys.readouterr().out
+
+
+def test_the_check_says_when_every_notebook_is_fresh(capsys):
+    assert _notebooks.main(["--check"]) == 0
+    assert capsys.readouterr().out == f"all {len(SCRIPTS)} notebooks are in sync with their scripts and fresh\n"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
@@ -108,6 +238,7 @@ def test_shipped_notebook_holds_its_outputs_and_figures(script: Path):
     assert _notebooks.inline_images(notebook) >= 1, "a reader sees the figures without running anything"
 
 
+@pytest.mark.slow  # full tier: a kernel per lecture
 @pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
 def test_notebook_executes_in_quick_mode_with_its_figures_inline(script: Path, tmp_path: Path):
     notebook = _notebooks.execute(_notebooks.notebook_from_script(script), quick=True, output_root=tmp_path)

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from _tiny_lm import tiny_sft
 from experiments import plot, rlhf, train
 from experiments.cli import given_flags
@@ -35,6 +37,7 @@ def test_the_readme_has_a_python_api_section_with_examples():
     assert len(python_api_examples()) >= 4
 
 
+@pytest.mark.slow  # full tier: README flows
 def test_the_python_api_examples_run(tmp_path: Path):
     environment = {**os.environ, "PPO_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT)}
     outputs = []
@@ -109,6 +112,7 @@ def run_command(command: list[str], capsys) -> str:
     return printed.out
 
 
+@pytest.mark.slow  # full tier: README flows
 def test_the_readme_commands_run_in_order_in_a_fresh_folder_and_ppo_plot_compares_them(tmp_path, monkeypatch,
                                                                                        capsys):
     monkeypatch.chdir(tmp_path)

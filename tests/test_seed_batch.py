@@ -177,6 +177,7 @@ def test_a_members_checkpoint_is_an_ordinary_run_that_resumes(tmp_path):
             assert metrics[name] == pytest.approx(last[member][name], rel=1e-4, abs=1e-6), name
 
 
+@pytest.mark.slow  # full tier: the default tier checks every member step by step
 def test_batched_and_separate_runs_learn_alike():
     """Over 6 seeds and a short budget, the batch and the separate runs reach the same mean
     return within three standard errors (trajectories part after a few iterations: float
