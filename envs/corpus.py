@@ -16,7 +16,7 @@ That buys two things a real corpus never gives us:
    pi*(food) ∝ pi_ref(food) * exp(r(food) / beta), so training can be checked
    against it instead of being judged by eye.
 
-`FOOD_CORPUS` is this corpus as pretraining sees it (`ppo.lm.pretrain.TextCorpus`:
+`FOOD_CORPUS` is this corpus as pretraining sees it (`ppo.lm.models.pretrain.TextCorpus`:
 characters, a seeded sample, and a fingerprint for the cache key).
 """
 

@@ -153,7 +153,7 @@ def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str 
 
 def make_seed_batch_env(env_id: str, num_seeds: int, num_envs: int, backend: str = "auto", device: str = "cpu",
                         frame_stack: int = 1):
-    """The envs of a batch of `num_seeds` runs with `num_envs` copies each (ppo.seed_batch).
+    """The envs of a batch of `num_seeds` runs with `num_envs` copies each (ppo.trainers.seed_batch).
 
     Torch backend: one env of num_seeds · num_envs copies in seed groups (one physics call,
     one random stream per run). Gymnasium: a StackedVecEnv of each run's own envs. With

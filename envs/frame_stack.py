@@ -44,7 +44,7 @@ class FrameStackVecEnv:
     """The `ppo.vec_env.VecEnv` interface over `envs`, each observation the last K of its copy.
 
     `member_num_envs`: the copies per member when `envs` is the envs of a seed batch
-    (`ppo.seed_batch`; member s owns copies s·n … (s+1)·n − 1), for `member_state_dict`.
+    (`ppo.trainers.seed_batch`; member s owns copies s·n … (s+1)·n − 1), for `member_state_dict`.
     """
 
     def __init__(self, envs: VecEnv, num_frames: int, member_num_envs: int | None = None):

@@ -5,7 +5,7 @@ up to (not including) its EOS token. It is *well-formed* when that text is exact
 food of the corpus and the model did emit EOS (`envs.corpus.parse_completion`).
 
 Rewards here are plain Python functions of (completion text, ended with EOS), one
-number per completion; `ppo.lm.rewards` turns them into per-token rewards. Two kinds:
+number per completion; `ppo.lm.algorithm.rewards` turns them into per-token rewards. Two kinds:
 
 * a rule reward, e.g. `target_food_score`: +score when the completion is the target
   food followed by EOS, 0 otherwise (the seed notebook's "+4 for pizzaE");
@@ -13,7 +13,7 @@ number per completion; `ppo.lm.rewards` turns them into per-token rewards. Two k
   corpus does not follow (ravin's favourite foods are donuts, ice cream and soda).
   `preferred` says which of two completions the rule prefers; synthetic preference
   pairs are labelled with it and a reward model is fitted to them
-  (`ppo.lm.reward_model`).
+  (`ppo.lm.algorithm.reward_model`).
 """
 
 from __future__ import annotations

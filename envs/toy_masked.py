@@ -9,7 +9,7 @@ episode; the best policy earns episode_length.
 Two ways to handle the invalid actions (`invalid`):
 
     "mask"     the observation is Dict({"observation": target one-hot (K,), "action_mask": (K,)}),
-               gymnasium's layout, which the trainer masks with (ppo.encoders); an invalid
+               gymnasium's layout, which the trainer masks with (ppo.models.encoders); an invalid
                action reaching the env is an error (RuntimeError).
     "penalty"  the observation is the Box [target one-hot, valid indicator] (2K,), and an
                invalid action earns −`penalty` (and nothing happens): the agent must learn

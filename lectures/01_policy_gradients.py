@@ -43,7 +43,7 @@ moves the policy, and every seed learns to balance the pole and then forgets it.
 
 **Prerequisites.** Python, PyTorch autograd, what an MDP and a return are.
 
-**Library.** The network pieces come from `ppo/networks.py` (`mlp`, `CategoricalHead`),
+**Library.** The network pieces come from `ppo/models/networks.py` (`mlp`, `CategoricalHead`),
 the batched CartPole from `envs/classic/cartpole.py`. REINFORCE itself is written here
 in full, because it is the starting point that the library improves on.
 """
@@ -56,7 +56,7 @@ from torch import nn
 
 from _common import Lecture, mean_and_spread, plt, print_table
 from envs.classic import make_torch_vec_env
-from ppo.networks import CategoricalHead, mlp
+from ppo.models.networks import CategoricalHead, mlp
 
 lecture = Lecture("01_policy_gradients", __doc__)
 GAMMA = 0.99
@@ -434,7 +434,7 @@ hundreds of such terms, and one Adam step at a fixed learning rate can undo what
 policy knew. Lecture 2 shrinks the noise with a baseline; lecture 4 measures how far
 one update may move the policy before its objective stops predicting the return, and
 lecture 5's clipped objective limits that move. The weights
-end up in `ppo/advantages.py`.
+end up in `ppo/algorithm/advantages.py`.
 """
 
 # %%

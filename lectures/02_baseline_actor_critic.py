@@ -14,7 +14,7 @@ better the action taken was than the policy's average in that state. We do not k
 so we learn it by regression on the returns: that network is the *critic*, the policy
 is the *actor*.
 
-**The networks.** `ppo.networks.ActorCritic` with `shared=False`: the actor and the
+**The networks.** `ppo.models.networks.ActorCritic` with `shared=False`: the actor and the
 critic are two separate MLPs, with their own parameters and their own learning rates,
 as in Sutton & Barto's REINFORCE with baseline (§13.4). (`shared=True` gives one trunk
 with a policy head and a value head; then the critic's loss also moves the policy's
@@ -30,11 +30,11 @@ variance.
 
 **Prerequisites.** Lecture 1.
 
-**Library.** `ppo/networks.py` (`ActorCritic`), `ppo/stacked_networks.py` and
-`ppo/optim.py` (`StackedActorCritic`, `StackedAdam`: many independent networks as one
-batched computation, with one Adam each), `ppo/trainer.py` (`collect_rollout` and
-`compute_advantages`, for the variance measurement), `ppo/losses.py` (`value_loss`,
-`explained_variance`), `experiments/statistics.py` (IQM and bootstrap intervals).
+**Library.** `ppo/models/networks.py` (`ActorCritic`), `ppo/models/stacked_networks.py` and
+`ppo/parallel/optim.py` (`StackedActorCritic`, `StackedAdam`: many independent networks as one
+batched computation, with one Adam each), `ppo/trainers/ppo.py` (`collect_rollout` and
+`compute_advantages`, for the variance measurement), `ppo/algorithm/losses.py` (`value_loss`,
+`explained_variance`), `experiments/commands/statistics.py` (IQM and bootstrap intervals).
 """
 
 # %%
@@ -45,14 +45,14 @@ import torch
 
 from _common import Lecture, plt, print_table
 from envs.classic import make_torch_vec_env
-from experiments.statistics import interval_estimates
-from experiments.train import training_envs
+from experiments.commands.statistics import interval_estimates
+from experiments.commands.train import training_envs
 from ppo.config import PPOConfig
-from ppo.losses import explained_variance
-from ppo.networks import ActorCritic
-from ppo.optim import StackedAdam
-from ppo.stacked_networks import StackedActorCritic
-from ppo.trainer import PPO
+from ppo.algorithm.losses import explained_variance
+from ppo.models.networks import ActorCritic
+from ppo.parallel.optim import StackedAdam
+from ppo.models.stacked_networks import StackedActorCritic
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("02_baseline_actor_critic", __doc__)
 # The learning rates and the critic's rate were chosen on seeds 1–5; the results below are

@@ -32,7 +32,7 @@ The λ that is best for one estimate is not the λ that is best for a batch of t
 
 **Prerequisites.** Lectures 1–2; the Bellman equation V = r_π + γ P_π V.
 
-**Library.** `ppo/advantages.py` — `compute_gae`, with terminations and truncations kept
+**Library.** `ppo/algorithm/advantages.py` — `compute_gae`, with terminations and truncations kept
 apart (lecture 8); the trainer uses λ = 0.95 by default (`gae_lambda` in `ppo/config.py`).
 """
 
@@ -40,7 +40,7 @@ apart (lecture 8); the trainer uses λ = 0.95 by default (`gae_lambda` in `ppo/c
 import torch
 
 from _common import Lecture, plt, print_table
-from ppo.advantages import compute_gae
+from ppo.algorithm.advantages import compute_gae
 from ppo.config import PPOConfig
 
 lecture = Lecture("03_gae", __doc__)
@@ -298,7 +298,7 @@ of B steps holds fewer than B independent estimates; and this critic's error is 
 per state, while a trained critic's error changes as it learns.
 
 On CartPole the same function runs over a (T, N) rollout with terminations and
-time-limit truncations: `ppo/advantages.py`, tested against a slow reference in
+time-limit truncations: `ppo/algorithm/advantages.py`, tested against a slow reference in
 `tests/test_gae.py`.
 """
 

@@ -26,9 +26,9 @@ policy (table, plot).
 
 **Prerequisites.** Lectures 1–3.
 
-**Library.** `ppo/trainer.py` — `PPO.update`, K epochs of minibatch steps on one
-rollout; `ppo/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
-`ppo/distributions.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
+**Library.** `ppo/trainers/ppo.py` — `PPO.update`, K epochs of minibatch steps on one
+rollout; `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
+`ppo/algorithm/distributions.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
 argument. `lectures/_saved_update.py` saves the update's start so that it can be repeated.
 """
 

@@ -28,8 +28,8 @@ clip fraction and the KL between the old and new policy (table, histograms).
 
 **Prerequisites.** Lectures 1–4.
 
-**Library.** `ppo/losses.py` — `clipped_surrogate_loss` (it returns −L^CLIP, a loss to
-minimise), `clip_fraction`, `kl_estimate`; `ppo/trainer.py` — `PPO.update`, K epochs of
+**Library.** `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (it returns −L^CLIP, a loss to
+minimise), `clip_fraction`, `kl_estimate`; `ppo/trainers/ppo.py` — `PPO.update`, K epochs of
 minibatch steps; `lectures/_saved_update.py` — the saved start of lecture 4's update.
 """
 
@@ -41,7 +41,7 @@ import torch
 from _common import Lecture, plt, print_table
 from _saved_update import saved_start
 from ppo.config import PPOConfig
-from ppo.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages
+from ppo.algorithm.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages
 
 lecture = Lecture("05_clipped_surrogate", __doc__)
 EPSILON = 0.2

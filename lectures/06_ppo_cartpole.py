@@ -13,17 +13,17 @@ the library's trainer:
             one Adam step on L, gradient norm clipped
         log the diagnostics
 
-Nothing in this script re-implements a step: it configures `ppo.trainer.PPO` as
+Nothing in this script re-implements a step: it configures `ppo.trainers.ppo.PPO` as
 `ppo-train` does, trains, plots, evaluates the result on gymnasium's own CartPole-v1,
 repeats the run over ten seeds and tells you how to look at the run in TensorBoard. Read
-`ppo/trainer.py` next to it: `collect_rollout`, `compute_advantages` and `update` are
+`ppo/trainers/ppo.py` next to it: `collect_rollout`, `compute_advantages` and `update` are
 the three lines of the loop above.
 
 **Prerequisites.** Lectures 1–5.
 
-**Library.** `ppo/config.py` (every hyperparameter), `experiments/presets.py` (the
-per-environment settings `ppo-train` starts from), `ppo/trainer.py` (the loop),
-`ppo/logger.py` (metrics.csv and TensorBoard), `ppo/plotting.py`, `ppo/evaluation.py`;
+**Library.** `ppo/config.py` (every hyperparameter), `experiments/commands/presets.py` (the
+per-environment settings `ppo-train` starts from), `ppo/trainers/ppo.py` (the loop),
+`ppo/runs/logger.py` (metrics.csv and TensorBoard), `ppo/runs/plotting.py`, `ppo/runs/evaluation.py`;
 `envs/classic/cartpole.py` (CartPole as batched tensor code, the training backend here).
 """
 
@@ -35,14 +35,14 @@ import torch
 
 from _common import Lecture, mean_and_spread, plt, print_table, shown_path
 from envs.factory import gymnasium_env_factory, make_seed_batch_env
-from experiments.presets import build_config
-from experiments.cli import given_flags
-from experiments.train import build_parser, training_envs
+from experiments.commands.presets import build_config
+from experiments.commands.cli import given_flags
+from experiments.commands.train import build_parser, training_envs
 from ppo.config import PPOConfig
-from ppo.evaluation import evaluate_policy, load_policy
-from ppo.plotting import plot_learning_curve
-from ppo.seed_batch import SeedBatchPPO
-from ppo.trainer import PPO
+from ppo.runs.evaluation import evaluate_policy, load_policy
+from ppo.runs.plotting import plot_learning_curve
+from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("06_ppo_cartpole", __doc__)
 
@@ -51,7 +51,7 @@ lecture = Lecture("06_ppo_cartpole", __doc__)
 ## The configuration
 
 `ppo-train` does not use the library's defaults for CartPole on the batched torch
-backend: it uses a *preset* (`experiments/presets.py`), and so does this lecture.
+backend: it uses a *preset* (`experiments/commands/presets.py`), and so does this lecture.
 `build_config` assembles a config the way the command does — dataclass defaults, then
 the env's preset, then the flags given — so the run below is exactly the one the
 printed shell command starts (the lecture parses that command with `ppo-train`'s own
@@ -81,7 +81,7 @@ peaks near 500 and then drops again, ending more than 20 below its peak (still a
 panel) jumps more than tenfold over its level at the solving iteration: episodes that
 fall short of 500 again have returns far from what the critic learned to predict. How
 much this costs depends on the rest of the configuration (learning rate, epochs, how
-long the run goes on after solving); the preset's comment in `experiments/presets.py`
+long the run goes on after solving); the preset's comment in `experiments/commands/presets.py`
 records the measurements over seeds it was chosen by. Exercise: rerun the seed study at
 the end with `norm_adv=True, ent_coef=0.01` and longer `total_timesteps`, and watch the
 last-20 return after it first reaches 500.
@@ -238,7 +238,7 @@ lecture.claim("most of an iteration's time goes into the update, not the rollout
 
 Training returns are from the *sampling* policy on the torch environment. The number to
 report is the *greedy* policy (argmax of the logits) on the reference environment, over
-whole episodes: `ppo.evaluation` loads the checkpoint and runs gymnasium's CartPole-v1,
+whole episodes: `ppo.runs.evaluation` loads the checkpoint and runs gymnasium's CartPole-v1,
 whatever backend trained it. 500 is the most an episode can score.
 """
 
@@ -256,7 +256,7 @@ print(f"greedy evaluation, {EVAL_EPISODES} episodes of gymnasium CartPole-v1: "
 A single run can be lucky. The same configuration with other seeds (new initial
 weights, new episodes, new minibatch orders) shows whether the result belongs to the
 method or to seed 21. Ten seeds, 21–30, none of which the preset was tuned on, train
-as one batched computation (`ppo/seed_batch.py`, `SeedBatchPPO`; lecture 7 uses it for
+as one batched computation (`ppo/trainers/seed_batch.py`, `SeedBatchPPO`; lecture 7 uses it for
 its sweeps). Member s of the batch draws the same random numbers as the single run with
 seed s and starts from the same weights, but it is not the same run: the batched matrix
 products round differently from one network's, and in a system this sensitive those

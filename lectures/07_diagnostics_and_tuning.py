@@ -39,12 +39,12 @@ what the short sweep's ranking of the larger step is worth at the full budget.
 
 **Prerequisites.** Lectures 3–6.
 
-**Library.** `ppo/trainer.py` (`PPO.update` computes the diagnostics), `ppo/losses.py`
-(`kl_estimate`, `clip_fraction`, `explained_variance`), `ppo/logger.py` (the same
-numbers in metrics.csv and TensorBoard); `ppo/seed_batch.py` (`SeedBatchPPO`: the ten
-seeds of one setting trained as one batched computation), `experiments/presets.py`
-(the CartPole preset), `experiments/statistics.py` (interquartile mean and
-stratified-bootstrap intervals, from the `rliable` package), `experiments/plot.py`
+**Library.** `ppo/trainers/ppo.py` (`PPO.update` computes the diagnostics), `ppo/algorithm/losses.py`
+(`kl_estimate`, `clip_fraction`, `explained_variance`), `ppo/runs/logger.py` (the same
+numbers in metrics.csv and TensorBoard); `ppo/trainers/seed_batch.py` (`SeedBatchPPO`: the ten
+seeds of one setting trained as one batched computation), `experiments/commands/presets.py`
+(the CartPole preset), `experiments/commands/statistics.py` (interquartile mean and
+stratified-bootstrap intervals, from the `rliable` package), `experiments/commands/plot.py`
 (`mean_curve`: the mean over seeds with a t-interval; `ppo-plot` draws the same plots
 from run folders). The runs use the batched torch CartPole (`envs/classic/cartpole.py`,
 `env_backend="torch"`).
@@ -53,14 +53,14 @@ from run folders). The runs use the batched torch CartPole (`envs/classic/cartpo
 # %%
 from _common import Lecture, plt, print_table
 from envs.factory import make_seed_batch_env
-from experiments.plot import mean_curve
-from experiments.presets import build_config
-from experiments.statistics import interval_estimates
+from experiments.commands.plot import mean_curve
+from experiments.commands.presets import build_config
+from experiments.commands.statistics import interval_estimates
 from ppo.config import PPOConfig
-from ppo.seed_batch import SeedBatchPPO
+from ppo.trainers.seed_batch import SeedBatchPPO
 
 lecture = Lecture("07_diagnostics_and_tuning", __doc__)
-# The preset was tuned on seeds 1–20 (experiments/presets.py): these ten are seeds it never saw.
+# The preset was tuned on seeds 1–20 (experiments/commands/presets.py): these ten are seeds it never saw.
 SEEDS = lecture.choose(full=list(range(21, 31)), quick=[21, 22, 23, 24])
 PRESET = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
 BASE = PRESET.replace(total_timesteps=lecture.choose(full=PRESET.total_timesteps, quick=2 * 2048))
@@ -261,7 +261,7 @@ to 0, now over the short run.
 
 A run's *final return* is its training return (the mean of its last 20 episodes)
 averaged over the last quarter of the run. Each setting has ten of them, one per seed,
-and two summaries with 95% confidence intervals (`experiments.statistics.interval_estimates`,
+and two summaries with 95% confidence intervals (`experiments.commands.statistics.interval_estimates`,
 rliable's estimators):
 
 * **IQM**, the interquartile mean: the mean of the middle half of the runs (with ten,
@@ -357,7 +357,7 @@ print_table([{"setting": key, "approx KL": row["approx_kl"], "clip fraction": ro
 The first figure shows the learning curves of each sweep: at every iteration the mean
 over the ten seeds, and a band of ± t(0.975, 9)·s/√10 around it (s the standard
 deviation over the seeds at that iteration): a 95% t-interval for the mean
-(`experiments.plot.mean_curve`), cut to 0–500, the range a return can take: a
+(`experiments.commands.plot.mean_curve`), cut to 0–500, the range a return can take: a
 t-interval is symmetric about the mean, so where most seeds sit at a bound it reaches
 past it. Here that cut never binds (every band stays below 500 after this short
 budget); in the long runs' figure below it does. In every panel the preset is blue, the

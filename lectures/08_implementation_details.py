@@ -32,10 +32,10 @@ shows the difference:
 
 **Prerequisites.** Lectures 3–7 (lecture 7 for the confidence intervals).
 
-**Library.** `ppo/config.py` (the switches), `experiments/presets.py` (the CartPole
-preset), `ppo/seed_batch.py` (`SeedBatchPPO`: ten seeds as one batched computation),
-`experiments/statistics.py` (IQM and bootstrap intervals), `ppo/trainer.py`,
-`ppo/advantages.py` (terminated vs truncated), `ppo/losses.py`, `ppo/storage.py` (the
+**Library.** `ppo/config.py` (the switches), `experiments/commands/presets.py` (the CartPole
+preset), `ppo/trainers/seed_batch.py` (`SeedBatchPPO`: ten seeds as one batched computation),
+`experiments/commands/statistics.py` (IQM and bootstrap intervals), `ppo/trainers/ppo.py`,
+`ppo/algorithm/advantages.py` (terminated vs truncated), `ppo/algorithm/losses.py`, `ppo/algorithm/storage.py` (the
 rollout buffer). The tests that pin each detail down: `tests/test_gae.py`,
 `tests/test_trainer.py`, `tests/test_losses.py`.
 """
@@ -48,18 +48,18 @@ from torch.distributions import Categorical
 
 from _common import Lecture, plt, print_table
 from envs.factory import make_seed_batch_env
-from experiments.plot import mean_curve
-from experiments.presets import build_config
-from experiments.statistics import interval_estimates
-from experiments.train import training_envs
-from ppo.advantages import compute_gae
-from ppo.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages, value_loss
-from ppo.networks import ActorCritic
-from ppo.seed_batch import SeedBatchPPO
-from ppo.trainer import PPO
+from experiments.commands.plot import mean_curve
+from experiments.commands.presets import build_config
+from experiments.commands.statistics import interval_estimates
+from experiments.commands.train import training_envs
+from ppo.algorithm.advantages import compute_gae
+from ppo.algorithm.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages, value_loss
+from ppo.models.networks import ActorCritic
+from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("08_implementation_details", __doc__)
-# The preset was tuned on seeds 1–20 (experiments/presets.py): the ablations run on others.
+# The preset was tuned on seeds 1–20 (experiments/commands/presets.py): the ablations run on others.
 SEEDS = lecture.choose(full=list(range(101, 111)), quick=[101, 102])
 CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
 BASE = CANONICAL.replace(total_timesteps=lecture.choose(full=CANONICAL.total_timesteps // 2,
@@ -279,14 +279,14 @@ seeds 101–110):
 * **Value clipping hurts**: its intervals lie below the base's for both scores, and its
   critic explains less of the return's variance (the line under the table). With
   returns in the hundreds, keeping V within 0.2 of its old value per update holds the
-  critic back (the preset's comment in `experiments/presets.py` says the same).
+  critic back (the preset's comment in `experiments/commands/presets.py` says the same).
   Andrychowicz et al. (2021) found PPO-style value clipping hurt on MuJoCo at every
   threshold they tried and recommend against it.
 * **Advantage whitening helps** at this budget, and clearly: its intervals lie above
   the base's for both scores (the second figure: its band leaves the base's only in the
   second half of the run). The preset turns it off all the same, and this lecture
   cannot say whether it should: that choice rests on runs at the full 100,000 steps,
-  which its comment in `experiments/presets.py` records (once every episode lasts 500
+  which its comment in `experiments/commands/presets.py` records (once every episode lasts 500
   steps, whitening scales the advantages' noise to unit size and the policy drifts
   away from the solution), and this lecture, at half that budget, does not test them.
   Lecture 6's exercise is the place to. Andrychowicz et al. (2021) found per-minibatch
@@ -469,7 +469,7 @@ as_column = lambda values: torch.tensor(values).unsqueeze(1)  # noqa: E731  (T,)
 terminal = as_column(short_dones).bool()
 library_advantages, _ = compute_gae(as_column(short_rewards), as_column(short_values),
                                     as_column(short_values[1:] + [reset_value]), terminal, terminal, GAMMA, LAMBDA)
-print_table([{"step": t, "done": short_dones[t], "mistaken Â": mistaken_advantages[t], "ppo.advantages Â": float(library_advantages[t]),
+print_table([{"step": t, "done": short_dones[t], "mistaken Â": mistaken_advantages[t], "ppo.algorithm.advantages Â": float(library_advantages[t]),
               "difference": mistaken_advantages[t] - float(library_advantages[t])}
              for t in range(4)], title="Defect 2b: the last step of a rollout that ends on a termination")
 differences = [mistaken_advantages[t] - float(library_advantages[t]) for t in range(4)]
@@ -773,7 +773,7 @@ kl = (torch.exp(logprobs_ref) * (logprobs_ref - logprobs)).mean()       # not KL
 ```
 
 With samples drawn from π, an unbiased entropy estimate is mean(−log π(x)), and the KL
-estimators of `ppo.losses` (k1 = −log ρ, k3 = (ρ − 1) − log ρ with ρ = π_ref(x) / π(x);
+estimators of `ppo.algorithm.losses` (k1 = −log ρ, k3 = (ρ − 1) − log ρ with ρ = π_ref(x) / π(x);
 Schulman 2020) are unbiased for KL(π ‖ π_ref). Here all are compared with the exact
 values, which we can compute for a small vocabulary: the "entropy" is a sum, so it
 grows with the number of tokens, and the "KL" is off by an order of magnitude or more,
@@ -807,7 +807,7 @@ for name, row in zip(("entropy", "KL"), estimator_rows):
                   abs(row["sampled estimate"] - row["exact"]) < 0.05 * row["exact"],
                   measured=f"exact {row['exact']:.4f}, sampled {row['sampled estimate']:.4f}")
 print("The trainer uses the exact entropy of each state's action distribution (entropy() of the policy head's "
-      "distribution in ppo.networks) and k3 for the approx KL.")
+      "distribution in ppo.models.networks) and k3 for the approx KL.")
 
 # %% [markdown]
 """
@@ -847,7 +847,7 @@ for age in [a for a in (0, 1, 2, 5, 10, 20) if a < len(base_rollouts)]:
                      "KL(collector ‖ final), k3": float(kl_estimate(log_probs_now - log_probs_old, "k3"))})
 print_table(age_rows, title=f"Defect 7: seed {SEEDS[0]}'s final policy against its past rollouts (batch of {BASE.batch_size})")
 print(f"A replay buffer of 10^5 transitions would hold the last {100_000 // BASE.batch_size} rollouts of this run. "
-      "ppo.storage.RolloutBuffer holds exactly one rollout and is overwritten every iteration.")
+      "ppo.algorithm.storage.RolloutBuffer holds exactly one rollout and is overwritten every iteration.")
 lecture.claim("Both grow with the rollout's age", age_rows[-1]["ratio outside [0.8, 1.2]"] > age_rows[0]["ratio outside [0.8, 1.2]"]
               and age_rows[-1]["KL(collector ‖ final), k3"] > age_rows[0]["KL(collector ‖ final), k3"],
               measured=f"ages {age_rows[0]['rollout age (updates before the last)']} → "

@@ -27,11 +27,11 @@ intervals (table).
 
 **Prerequisites.** Lectures 4–7 (lecture 4 for the KL penalty of the TRPO bound).
 
-**Library.** `ppo/variants.py` — `kl_penalty_loss`, the update rules
+**Library.** `ppo/trainers/variants.py` — `kl_penalty_loss`, the update rules
 `update_kl_coefficient` and `update_clip_coefficient`, and the trainers `PPOPenalty` and
-`AdaptiveClipPPO`, each a subclass of `ppo.trainer.PPO` that overrides the policy loss
+`AdaptiveClipPPO`, each a subclass of `ppo.trainers.ppo.PPO` that overrides the policy loss
 or the ε it reads, and adapts after every update. Tests: `tests/test_variants.py`.
-`experiments/statistics.py` (`interval_estimates`) and `experiments/plot.py`
+`experiments/commands/statistics.py` (`interval_estimates`) and `experiments/commands/plot.py`
 (`mean_curve`) for the statistics over seeds.
 """
 
@@ -42,13 +42,13 @@ import numpy as np
 import torch
 
 from _common import Lecture, plt, print_table
-from experiments.plot import mean_curve
-from experiments.presets import build_config
-from experiments.statistics import interval_estimates
-from experiments.train import training_envs
-from ppo.losses import clipped_surrogate_loss
-from ppo.trainer import PPO
-from ppo.variants import KL_TOLERANCE, AdaptiveClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
+from experiments.commands.plot import mean_curve
+from experiments.commands.presets import build_config
+from experiments.commands.statistics import interval_estimates
+from experiments.commands.train import training_envs
+from ppo.algorithm.losses import clipped_surrogate_loss
+from ppo.trainers.ppo import PPO
+from ppo.trainers.variants import KL_TOLERANCE, AdaptiveClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
 
 lecture = Lecture("09_variants", __doc__)
 # The CartPole preset was tuned on seeds 1–20 and lecture 7 reports on 21–30: these ten are new to both.
@@ -130,7 +130,7 @@ The adaptive ones use d_targ = 0.01 and start from β₀ = 1 and the preset's ε
 The variants report, per iteration, the coefficient the update used (`beta` or
 `clip_coef`) and the KL measured on the whole rollout afterwards (`kl_after_update`);
 for PPO-Clip the callback measures the same KL with the same function,
-`ppo.variants.rollout_kl`. The variants are subclasses of the single-run trainer, so
+`ppo.trainers.variants.rollout_kl`. The variants are subclasses of the single-run trainer, so
 the thirty runs run one after another (`SeedBatchPPO` batches PPO-Clip only).
 """
 
@@ -161,7 +161,7 @@ episodes, averaged over the last quarter of the run, as in lecture 7), the media
 its per-update KLs, the share of its updates whose KL fell inside the band
 [d_targ / 1.5, 1.5 · d_targ] where neither rule acts, and the spread of its KLs (the
 ratio of the 90th to the 10th percentile). Over the ten seeds: the IQM with a 95%
-stratified-bootstrap interval (`experiments.statistics.interval_estimates`; lecture 7).
+stratified-bootstrap interval (`experiments.commands.statistics.interval_estimates`; lecture 7).
 """
 
 # %%
@@ -206,7 +206,7 @@ def overlaps(quantity: str, first: str, second: str) -> bool:
 ## The figure
 
 Left: the return, the mean of the ten seeds with its 95% t-interval
-(`experiments.plot.mean_curve`). Middle: the KL of each update, the median over seeds
+(`experiments.commands.plot.mean_curve`). Middle: the KL of each update, the median over seeds
 with the band between the 25th and 75th percentiles, on a log axis (every KL here is
 positive), with the target band in grey. Right: β and ε, median over seeds and
 interquartile band; the dotted lines are ε's bounds. Each algorithm has one colour in

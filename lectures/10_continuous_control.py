@@ -21,18 +21,18 @@ scales around it:
 * **Normalisation.** Observations are rescaled by running mean and std; rewards are
   divided by the running std of the discounted return. Pendulum's costs run to −16 per
   step, so raw returns are large, and the critic must chase them.
-* **The Pendulum preset** of `experiments/presets.py`, and an ablation over ten seeds: the
+* **The Pendulum preset** of `experiments/commands/presets.py`, and an ablation over ten seeds: the
   observation normalisation, the reward scaling and the value clipping each switched
   alone, evaluated greedily on gymnasium's Pendulum-v1, with bootstrap intervals.
 
 **Prerequisites.** Lectures 6–8.
 
-**Library.** `ppo/networks.py` (`GaussianHead`, `ActorCritic.greedy_action`),
-`ppo/trainer.py` (`PPO.env_action`, `collect_rollout`), `ppo/normalize.py`
-(`ObservationNormalizer`, `RewardScaler`), `experiments/presets.py` (`PRESETS["Pendulum-v1"]`),
-`ppo/evaluation.py` (frozen statistics at evaluation), `envs/classic/pendulum.py` (the
-batched torch Pendulum that trains here), `ppo/seed_batch.py` (`SeedBatchPPO`: ten seeds
-as one batched computation), `experiments/statistics.py` (`interval_estimates`). Tests: `tests/test_networks.py`,
+**Library.** `ppo/models/networks.py` (`GaussianHead`, `ActorCritic.greedy_action`),
+`ppo/trainers/ppo.py` (`PPO.env_action`, `collect_rollout`), `ppo/models/normalize.py`
+(`ObservationNormalizer`, `RewardScaler`), `experiments/commands/presets.py` (`PRESETS["Pendulum-v1"]`),
+`ppo/runs/evaluation.py` (frozen statistics at evaluation), `envs/classic/pendulum.py` (the
+batched torch Pendulum that trains here), `ppo/trainers/seed_batch.py` (`SeedBatchPPO`: ten seeds
+as one batched computation), `experiments/commands/statistics.py` (`interval_estimates`). Tests: `tests/test_networks.py`,
 `tests/test_normalize.py`, `tests/test_continuous.py`.
 """
 
@@ -49,17 +49,17 @@ import torch
 from _common import Lecture, plt, print_table, shown_path
 from envs.classic import make_torch_vec_env
 from envs.factory import gymnasium_env_factory, make_seed_batch_env
-from experiments.benchmark_continuous import SUCCESS_THRESHOLD
-from experiments.plot import mean_curve
-from experiments.presets import build_config
-from experiments.statistics import interval_estimates
-from experiments.train import training_envs
+from experiments.benchmarks.continuous import SUCCESS_THRESHOLD
+from experiments.commands.plot import mean_curve
+from experiments.commands.presets import build_config
+from experiments.commands.statistics import interval_estimates
+from experiments.commands.train import training_envs
 from ppo.config import PPOConfig
-from ppo.evaluation import Policy, evaluate_policy, load_policy
-from ppo.networks import ActorCritic, GaussianHead
-from ppo.normalize import ObservationNormalizer, RewardScaler
-from ppo.seed_batch import SeedBatchPPO
-from ppo.trainer import PPO
+from ppo.runs.evaluation import Policy, evaluate_policy, load_policy
+from ppo.models.networks import ActorCritic, GaussianHead
+from ppo.models.normalize import ObservationNormalizer, RewardScaler
+from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("10_continuous_control", __doc__)
 ENV_ID = "Pendulum-v1"
@@ -354,7 +354,7 @@ checkpoint and are frozen at evaluation.
 ## 4. The preset
 
 `build_config({"env_id": "Pendulum-v1"})` starts from the PPOConfig defaults and applies
-the row `PRESETS["Pendulum-v1"]` (its comment in `experiments/presets.py` records what
+the row `PRESETS["Pendulum-v1"]` (its comment in `experiments/commands/presets.py` records what
 it was measured to reach, and on which seeds). The table lists every setting the
 preset changes; the runs below use it with TensorBoard files off and one departure: half
 its budget, 100k steps instead of 200k, so that section 5's forty runs fit in a few
@@ -385,9 +385,9 @@ none of those the preset's comment says it was tuned on. Each final policy is ev
 clipped to the bounds) on gymnasium's own Pendulum-v1 through `load_policy`, with the
 observation statistics frozen as they were at the end of training. Returns are
 negative and closer to 0 is better; a run *succeeds* when its greedy mean reaches the
-mark `experiments/benchmark_continuous.py` uses (printed below). Over the ten runs of a
+mark `experiments/benchmarks/continuous.py` uses (printed below). Over the ten runs of a
 setting: the IQM of the greedy return with a 95% stratified-bootstrap interval
-(`experiments.statistics.interval_estimates`, lecture 7). A setting differs from the
+(`experiments.commands.statistics.interval_estimates`, lecture 7). A setting differs from the
 preset when the two intervals do not overlap. (Engstrom et al. 2020 and Andrychowicz et
 al. 2021 ablate these choices on larger tasks; see the reading list.)
 """
@@ -414,7 +414,7 @@ SETTINGS = dict([("preset", {}), *(switched(label, field) for label, field in SW
 COLORS = dict(zip(SETTINGS, ("tab:blue", "tab:orange", "tab:green", "tab:purple")))  # one colour per setting, every panel
 runs_folder = lecture.path("runs")
 shutil.rmtree(runs_folder, ignore_errors=True)  # a fresh set of run folders every time the lecture runs
-print(f"seeds {SEEDS[0]}–{SEEDS[-1]}; success: greedy mean ≥ {SUCCESS:g} (experiments.benchmark_continuous)")
+print(f"seeds {SEEDS[0]}–{SEEDS[-1]}; success: greedy mean ≥ {SUCCESS:g} (experiments.benchmarks.continuous)")
 
 results = {}
 for name, change in SETTINGS.items():
@@ -472,7 +472,7 @@ print_table([{"setting": name, f"greedy return, IQM [95% CI]": interval(greedy[n
 # %% [markdown]
 """
 The figure: left, the training return (mean of the last 20 episodes) of each setting,
-the mean of the ten seeds with its 95% t-interval (`experiments.plot.mean_curve`);
+the mean of the ten seeds with its 95% t-interval (`experiments.commands.plot.mean_curve`);
 middle, each setting's IQM of the greedy return with its interval, the dots its ten
 runs, the dashed line the success mark, on a log scale of the cost −return so that
 returns near −1000 and near −200 are both readable; right, the critic's explained variance, mean
@@ -589,7 +589,7 @@ lecture.claim("value clipping off reaches the mark on fewer runs than the preset
 """
 ## The statistics travel with the checkpoint
 
-`ppo.evaluation.load_policy` rebuilds the policy from `checkpoint.pt`, including the
+`ppo.runs.evaluation.load_policy` rebuilds the policy from `checkpoint.pt`, including the
 observation normaliser's running mean and variance, frozen. Forget them — feed raw
 observations to a network trained on normalised ones — and the same weights act on
 inputs of the wrong scale. The first preset run's checkpoint, both ways:
@@ -624,7 +624,7 @@ lecture.claim("without its statistics the same checkpoint does worse", float(wit
 * Normalisation statistics are part of the policy; evaluation must load them.
 
 The preset at its full budget over more seeds, from the command line:
-`python -m experiments.benchmark_continuous --env-id Pendulum-v1 --seeds 1 2 3 4 5`.
+`python -m experiments.benchmarks.continuous --env-id Pendulum-v1 --seeds 1 2 3 4 5`.
 """
 
 # %%

@@ -15,7 +15,7 @@ for thousands.
 The trainer does not care which it gets: both speak the `VecEnv` interface of
 `ppo/vec_env.py` (same autoreset contract, torch tensors in and out), and
 `PPOConfig.env_backend` picks one (`"gymnasium"` or `"torch"`). So the comparison is
-exact: the same `ppo.trainer.PPO`, the same hyperparameters, the same seed; only the
+exact: the same `ppo.trainers.ppo.PPO`, the same hyperparameters, the same seed; only the
 object that steps the environments changes.
 
 **What it shows.**
@@ -31,8 +31,8 @@ object that steps the environments changes.
 **Library.** `envs/classic/` (`make_torch_vec_env`, `base.py` for the shared episode
 bookkeeping, `cartpole.py` for the physics), `ppo/vec_env.py` (the `VecEnv` interface the trainer steps),
 `envs/gymnasium_vec_env.py` (`GymnasiumVecEnv`), `envs/factory.py` (backend choice),
-`experiments/presets.py` (`BACKEND_PRESETS`),
-`experiments/benchmark_envs.py` (`benchmark_stepping`; the command-line benchmark that
+`experiments/commands/presets.py` (`BACKEND_PRESETS`),
+`experiments/benchmarks/environments.py` (`benchmark_stepping`; the command-line benchmark that
 also compares each backend's shipped defaults over many seeds).
 """
 
@@ -47,12 +47,12 @@ import torch
 from _common import Lecture, plt, print_table
 from envs.classic import make_torch_vec_env
 from envs.factory import gymnasium_env_factory, make_vec_env
-from experiments.benchmark_envs import benchmark_stepping
-from experiments.iteration_profile import PARTS, time_env_steps, time_iteration
-from experiments.presets import BACKEND_PRESETS, build_config
-from experiments.train import training_envs
-from ppo.evaluation import Policy, evaluate_policy
-from ppo.trainer import PPO
+from experiments.benchmarks.environments import benchmark_stepping
+from experiments.studies.iteration_profile import PARTS, time_env_steps, time_iteration
+from experiments.commands.presets import BACKEND_PRESETS, build_config
+from experiments.commands.train import training_envs
+from ppo.runs.evaluation import Policy, evaluate_policy
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("11_fast_environments", __doc__)
 ENV_ID = "CartPole-v1"
@@ -166,8 +166,8 @@ Stepping is one part of an iteration. `PPO.train` runs three named steps —
 `collect_rollout`, `compute_advantages`, `update` — and we time each with
 `time.perf_counter`. Inside the rollout we also time the environment's `step` calls
 alone; the rest of the rollout is the policy network's forward pass and sampling for
-every step, and the bookkeeping. (`experiments/iteration_profile.py` holds these timers,
-and `python -m experiments.iteration_profile --env-id ENV` prints the same split for any env.)
+every step, and the bookkeeping. (`experiments/studies/iteration_profile.py` holds these timers,
+and `python -m experiments.studies.iteration_profile --env-id ENV` prints the same split for any env.)
 
 Both backends run the configuration tuned for the torch CartPole,
 `BACKEND_PRESETS[("CartPole-v1", "torch")]`, printed below: many copies, short
@@ -264,7 +264,7 @@ case is that the small operations lose more from a second thread than the large 
 
 # %%
 def time_with_threads(threads: int, rounds: int) -> dict:
-    torch.set_num_threads(threads)  # process-wide, as experiments.cli.configure_process does for --num-threads
+    torch.set_num_threads(threads)  # process-wide, as experiments.commands.cli.configure_process does for --num-threads
     config = CONFIG.replace(num_threads=threads)
     trainer = PPO(config, training_envs(config), progress=False)
     trainer.collect_rollout()
@@ -342,7 +342,7 @@ happen to be solved in fewer steps), so one seed's race can go either way even t
 the torch backend is faster per step. Each run's steps per second is one run of a couple
 of seconds, so load from other processes moves it more than section 3's alternated
 medians. Each policy is then evaluated greedily on gymnasium's own CartPole-v1
-(`ppo.evaluation.evaluate_policy`), whatever trained it.
+(`ppo.runs.evaluation.evaluate_policy`), whatever trained it.
 """
 
 
@@ -431,11 +431,11 @@ lecture.save_figure(figure, "race.png")
   seed's race can therefore go either way (the line under the race table says which
   backend reached 475 first and which needed fewer steps): a faster backend is a claim
   about the rate, and a claim about time-to-solve needs many seeds
-  (`python -m experiments.benchmark_envs` runs them).
+  (`python -m experiments.benchmarks.environments` runs them).
 * Curves against samples (right panel of race.png) show whether the two backends learn
   the same task; curves against seconds show what the backend buys.
 
-`python -m experiments.benchmark_envs` repeats sections 1 and 5 over more seeds and
+`python -m experiments.benchmarks.environments` repeats sections 1 and 5 over more seeds and
 also compares each backend with its own shipped defaults.
 """
 

@@ -21,8 +21,8 @@ corpus every well-formed answer is one of ten foods, so π* can be computed and 
 result checked against it — a yardstick real RLHF never has.
 
 The machinery is the one from CartPole: the clipped surrogate and the value loss of
-`ppo/losses.py`, GAE of `ppo/advantages.py` run along the token axis (γ = 1, the
-last real token terminal), the same K epochs of minibatches of `ppo/update.py`, the same
+`ppo/algorithm/losses.py`, GAE of `ppo/algorithm/advantages.py` run along the token axis (γ = 1, the
+last real token terminal), the same K epochs of minibatches of `ppo/algorithm/update.py`, the same
 KL estimators k1 and k3 as the "approx KL". The trainer does not know the task: it gets
 the prompts and the reward from us, as a `CompletionTask`.
 
@@ -65,14 +65,14 @@ against π*.
 (each placement's exact expected gradient), `task.py` (`CompletionTask`), `rlhf_trainer.py`
 (`RLHFTrainer`), `optimum.py` (π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
 (the known distribution), `envs/token_task.py` (prompts and rule rewards),
-`experiments/food_task.py` (the two handed to the trainer); for section 7
-`experiments/two_choice_task.py`, `ppo/lm/group_trainer.py` (RLOO and GRPO),
-`ppo/lm/optimum_distance.py` (distance to π*), `experiments/compare_lm_trainers.py`
-(`position_shares`, `first_reaching`), `experiments/grpo_biases.py` (`difficulty_bias`) and
-`experiments/statistics.py` (IQM with confidence intervals); `ppo/update.py`,
-`ppo/losses.py` (`kl_per_sample`), `ppo/advantages.py`
-(`compute_gae`). Command lines: `python -m experiments.rlhf`, `python -m
-experiments.compare_lm_trainers`.
+`experiments/tasks/food_task.py` (the two handed to the trainer); for section 7
+`experiments/tasks/two_choice_task.py`, `ppo/lm/trainers/group_trainer.py` (RLOO and GRPO),
+`ppo/lm/exact/optimum_distance.py` (distance to π*), `experiments/studies/compare_lm_trainers.py`
+(`position_shares`, `first_reaching`), `experiments/studies/grpo_biases.py` (`difficulty_bias`) and
+`experiments/commands/statistics.py` (IQM with confidence intervals); `ppo/algorithm/update.py`,
+`ppo/algorithm/losses.py` (`kl_per_sample`), `ppo/algorithm/advantages.py`
+(`compute_gae`). Command lines: `python -m experiments.commands.rlhf`, `python -m
+experiments.studies.compare_lm_trainers`.
 """
 
 # %%
@@ -85,26 +85,26 @@ from matplotlib.ticker import MaxNLocator
 
 from _common import Lecture, plt, print_table
 from envs import corpus
-from experiments.compare_lm_trainers import first_reaching, position_shares
-from experiments.food_task import FoodTaskConfig, food_task
-from experiments.grpo_biases import difficulty_bias, print_difficulty
-from experiments.statistics import interval_estimates
-from experiments.two_choice_task import ANSWERS, TwoChoiceTaskConfig, two_choice_task
-from ppo.advantages import compute_gae
-from ppo.lm.diagnostics import critic_values_along, plot_critic_values
-from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.group_trainer import trainer_class
-from ppo.lm.kl_gradients import enumerated_batch, placement_gradients
-from ppo.lm.kl_penalty import KL_PENALTIES
-from ppo.lm.model import GPT, GPTConfig, next_token_log_probs
-from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
-from ppo.lm.optimum_distance import total_variation
-from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
-from ppo.lm.rewards import per_token_kl
-from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer
-from ppo.lm.rollout import collect_rollout, repeat_prompts
-from ppo.lm.sampling import sample_texts
+from experiments.studies.compare_lm_trainers import first_reaching, position_shares
+from experiments.tasks.food_task import FoodTaskConfig, food_task
+from experiments.studies.grpo_biases import difficulty_bias, print_difficulty
+from experiments.commands.statistics import interval_estimates
+from experiments.tasks.two_choice_task import ANSWERS, TwoChoiceTaskConfig, two_choice_task
+from ppo.algorithm.advantages import compute_gae
+from ppo.lm.trainers.diagnostics import critic_values_along, plot_critic_values
+from ppo.lm.trainers.evaluation import evaluate_lm_policy
+from ppo.lm.trainers.group_trainer import trainer_class
+from ppo.lm.exact.kl_gradients import enumerated_batch, placement_gradients
+from ppo.lm.algorithm.kl_penalty import KL_PENALTIES
+from ppo.lm.models.gpt import GPT, GPTConfig, next_token_log_probs
+from ppo.lm.exact.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.exact.optimum_distance import total_variation
+from ppo.lm.models.pretrain import PretrainConfig, load_or_pretrain_sft
+from ppo.lm.algorithm.rewards import per_token_kl
+from ppo.lm.trainers.rlhf_config import RLHFConfig
+from ppo.lm.trainers.rlhf_trainer import RLHFTrainer
+from ppo.lm.algorithm.rollout import collect_rollout, repeat_prompts
+from ppo.lm.models.sampling import sample_texts
 
 lecture = Lecture("12_ppo_for_language_models", __doc__)
 PERSON, RELATION, TARGET = "ravin", "likes", "pizza"
@@ -120,11 +120,11 @@ KL_SAMPLES = lecture.choose(full=2000, quick=200)  # completions on which sectio
 ## 1. The model: an SFT model of a corpus whose distribution we know
 
 `envs/corpus.py` draws sentences "person relation food" from a table of percentages.
-`load_or_pretrain_sft` trains the tiny GPT of `ppo/lm/model.py` on them by next-token
+`load_or_pretrain_sft` trains the tiny GPT of `ppo/lm/models/gpt.py` on them by next-token
 prediction (once; the checkpoint is cached under a hash of its configuration). Because
 the table is known, so is what the model should have learned. For each food,
 π_ref(food + EOS | prompt) is a product of next-token probabilities — computed exactly
-(`ppo.lm.optimum.completion_probabilities`), no sampling involved. The full run's SFT
+(`ppo.lm.exact.optimum.completion_probabilities`), no sampling involved. The full run's SFT
 model matches the corpus's ten foods to within a percentage point each and puts under
 1% on malformed strings; it says pizza rarely, under 15% of the time. (The --quick run
 uses a small model trained in seconds, which matches the table only roughly.)
@@ -220,7 +220,7 @@ lecture.claim("the critic's value head starts at zero", bool((rollout.values[mas
 ## 3. The pizza experiment
 
 `RLHFTrainer.train` runs one PPO iteration per batch of completions (the module
-docstring of `ppo/lm/rlhf_trainer.py` spells out the loop) and calls us back after each
+docstring of `ppo/lm/trainers/rlhf_trainer.py` spells out the loop) and calls us back after each
 with its metrics, as CartPole's trainer does. We print the
 diagnostics worth watching, the ones TRL logs among them: the target rate, the share of
 well-formed completions (a food, then EOS), the mean sequence KL to the reference, the
@@ -285,7 +285,7 @@ print_table([{"prefix": text, "V before": critic_before[text][-1], "V after": cr
 
 
 def optimum_at(beta: float):
-    """π*_β of the rule reward over the ten foods and the malformed rest (`ppo.lm.optimum`)."""
+    """π*_β of the rule reward over the ten foods and the malformed rest (`ppo.lm.exact.optimum`)."""
     scores = {group: (TASK_CONFIG.score if group == TARGET else 0.0) for group in reference_probabilities}
     return kl_regularised_optimum(reference_probabilities, scores, beta)
 
@@ -377,7 +377,7 @@ lecture.claim("pizza is the only food that starts with p, and after 'ravin likes
 
 Each completion is one episode of n tokens; the last real token (EOS) is terminal, so
 nothing is bootstrapped past it; γ = 1 (nothing to discount inside a sentence) and λ < 1
-lets the critic shorten the credit path. `ppo.advantages.compute_gae` takes (T, N)
+lets the critic shorten the credit path. `ppo.algorithm.advantages.compute_gae` takes (T, N)
 tensors, steps × environments: here T is the token position and N the batch of
 completions. For the completion above, by hand:
 """
@@ -420,7 +420,7 @@ later.
 
 **Measuring.** The penalty needs KL(π ‖ π_ref) from samples. Per token, with
 ρ = π_ref(y_t|s_t) / π(y_t|s_t), k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased
-(Schulman 2020; `ppo.losses.kl_per_sample`); k1 can be negative, k3 cannot. Schulman
+(Schulman 2020; `ppo.algorithm.losses.kl_per_sample`); k1 can be negative, k3 cannot. Schulman
 finds k3 the one with the smaller variance while π and π_ref are close (ρ near 1). Once
 the policy has moved far, as ours has, a rare token that π_ref likes much more than π does
 gives a huge ρ, and k3 a heavy tail. With a tiny vocabulary we can also compute the exact
@@ -550,7 +550,7 @@ and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
   π(a|s) = β·π_ref(a|s)/(μ_s − Q(s,a)), with μ_s the Lagrange multiplier that makes
   π(·|s) sum to 1, rather than π* ∝ π_ref·exp(score/β)).
 
-`ppo.lm.kl_gradients` checks these claims on a model small enough to list every
+`ppo.lm.exact.kl_gradients` checks these claims on a model small enough to list every
 completion (a 7-token vocabulary, at most 3 tokens: 259 completions): the exact expected
 gradient of each placement's surrogate, Σ_y π(y)·∇S(y), against the exact gradient of each
 divergence. A cosine of 1 with a norm ratio of 1 means the placement follows that gradient.
@@ -682,10 +682,10 @@ lecture.claim("reward-k1 and loss-full land on π*; loss-k3 lands elsewhere (on 
 
 For the rule reward (score for exactly "pizza" + EOS, 0 for anything else) the
 objective's maximiser is π*(y) ∝ π_ref(y) · exp(score(y) / β), computed here over the
-ten foods and the lumped malformed rest (`ppo.lm.optimum`). A small β buys a high target
+ten foods and the lumped malformed rest (`ppo.lm.exact.optimum`). A small β buys a high target
 rate at a large KL; a large β keeps the model close to the SFT model. We train PPO at a
 few β (the run above is one of them), evaluate each policy on fresh samples at
-temperature 1 (`ppo.lm.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
+temperature 1 (`ppo.lm.trainers.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
 
 What the run shows: PPO follows π*'s trade-off — from the smallest β to the largest its
 rate falls by more than 20 points and its KL by more than a nat — and at every β it ends
@@ -782,7 +782,7 @@ lecture.save_figure(figure, "training_curves.png")
 """
 ## 7. A decision in mid-sequence: the two-choice task
 
-`experiments/two_choice_task.py`. The prompt is a name — eight prompts, "ravin ",
+`experiments/tasks/two_choice_task.py`. The prompt is a name — eight prompts, "ravin ",
 "maya ", …, one per person of the corpus — and the SFT model completes it with a relation
 and a food: "likes donuts", "hates lettuce". The relation is decided at the completion's
 first token (t = 0, "l" or "h"), the food at t = 6 (and at t = 7 among soda, salad and
@@ -893,7 +893,7 @@ lecture.claim("from either state the SFT model adds a paid food in 11–15% of i
     RLOO, k3 in the loss   the same baseline; β·k3 differentiated in the loss
     GRPO                   Â_i = (R_i − mean_j R_j) / std_j R_j over the group; β·k3 in the loss, as published
 
-(`ppo/lm/group_trainer.py`: RLOO is Ahmadian et al. 2024's leave-one-out baseline, GRPO
+(`ppo/lm/trainers/group_trainer.py`: RLOO is Ahmadian et al. 2024's leave-one-out baseline, GRPO
 Shao et al. 2024's group-normalised one; lecture 13 works one group by hand.) Each row
 differs from the one above in one thing: the critic gives way to a group baseline, then
 k1 in the reward to k3 in the loss, then the plain difference to one divided by the
@@ -1122,7 +1122,7 @@ lecture.save_figure(figure, "two_choice_comparison.png")
 """
 ### GRPO's division by the group's std, exactly
 
-How much does the division weigh? `experiments/grpo_biases.py` computes it exactly for a
+How much does the division weigh? `experiments/studies/grpo_biases.py` computes it exactly for a
 score that is 1 with probability p and 0 otherwise (ours has three levels, so this gives
 the shape, not our exact factor): summed over the binomial number of successes in a group
 of G = 8, the expected gradient of one completion's term is c(p)·∇p, and the table sets

@@ -24,32 +24,32 @@ as with the proxy.
    pairs, its scores next to the hidden rule — and strings it never saw that it scores
    above every food.
 2. Reward over-optimisation measured as Gao, Schulman & Hilton (2022) measure it
-   (`experiments/overoptimization.py`): the gold and the proxy score against the
+   (`experiments/studies/overoptimization.py`): the gold and the proxy score against the
    distance d = √KL from the SFT model, for PPO at a sweep of β over training and for
    best-of-n sampling (exactly), with their fitted functional forms.
-3. Two KL controllers (`ppo/lm/kl_control.py`): Ziegler et al.'s proportional rule, and
+3. Two KL controllers (`ppo/lm/algorithm/kl_control.py`): Ziegler et al.'s proportional rule, and
    β solved from the batch so that the KL-regularised optimum has the target KL.
-4. Two critic-free trainers of the library (`ppo/lm/group_trainer.py`) — a
+4. Two critic-free trainers of the library (`ppo/lm/trainers/group_trainer.py`) — a
    group-normalised baseline (GRPO) and a leave-one-out baseline (RLOO) — against PPO
    with a critic, on the same reward.
-5. DPO (`ppo/lm/dpo.py`): the policy trained on the comparisons directly, against the
+5. DPO (`ppo/lm/trainers/dpo.py`): the policy trained on the comparisons directly, against the
    exact optimum it aims at.
 
 **Prerequisites.** Lecture 12.
 
-**Library.** `ppo/lm/reward_model.py` (`RewardModel`, `bradley_terry_loss`,
+**Library.** `ppo/lm/algorithm/reward_model.py` (`RewardModel`, `bradley_terry_loss`,
 `train_reward_model`, `pairwise_accuracy`), `envs/token_task.py` (`preference_pairs`,
-`healthiness`, `corrupt`), `ppo/lm/task.py` (`CompletionTask`: any reward),
-`ppo/lm/rlhf_trainer.py` (`RLHFTrainer`), `ppo/lm/group_trainer.py` (`trainer_class`,
-`GroupBaselineTrainer`, `group_advantages`), `ppo/lm/kl_control.py`
-(`OptimumKLController`, `ProportionalKLController`), `ppo/lm/enumeration.py`, `ppo/lm/best_of_n.py`,
-`ppo/lm/overoptimization_fit.py`, `experiments/overoptimization.py` (`train_proxy`,
-`best_of_n_points`, `ppo_points`), `ppo/lm/rollout.py` (`sample_completions`,
-`score_completions`), `ppo/lm/rewards.py` (`per_token_kl`); for section 6 `ppo/lm/dpo.py`
-(`DPOConfig`, `train_dpo`), `experiments/preference_rater.py` (`rater_comparisons`) and
-`experiments/preference_methods.py` (`train_preference_policy`). Command line:
-`python -m experiments.rlhf --reward model [--algorithm grpo|rloo]`,
-`python -m experiments.overoptimization`.
+`healthiness`, `corrupt`), `ppo/lm/algorithm/task.py` (`CompletionTask`: any reward),
+`ppo/lm/trainers/rlhf_trainer.py` (`RLHFTrainer`), `ppo/lm/trainers/group_trainer.py` (`trainer_class`,
+`GroupBaselineTrainer`, `group_advantages`), `ppo/lm/algorithm/kl_control.py`
+(`OptimumKLController`, `ProportionalKLController`), `ppo/lm/exact/enumeration.py`, `ppo/lm/exact/best_of_n.py`,
+`ppo/lm/exact/overoptimization_fit.py`, `experiments/studies/overoptimization.py` (`train_proxy`,
+`best_of_n_points`, `ppo_points`), `ppo/lm/algorithm/rollout.py` (`sample_completions`,
+`score_completions`), `ppo/lm/algorithm/rewards.py` (`per_token_kl`); for section 6 `ppo/lm/trainers/dpo.py`
+(`DPOConfig`, `train_dpo`), `experiments/tasks/preference_rater.py` (`rater_comparisons`) and
+`experiments/studies/preference_methods.py` (`train_preference_policy`). Command line:
+`python -m experiments.commands.rlhf --reward model [--algorithm grpo|rloo]`,
+`python -m experiments.studies.overoptimization`.
 """
 
 # %%
@@ -65,23 +65,23 @@ import torch
 from _common import Lecture, plt, print_table
 from envs import corpus
 from envs.token_task import HEALTHINESS, corrupt, healthiness, is_well_formed, preference_pairs
-from experiments import overoptimization
-from experiments.food_task import FoodTaskConfig, food_task
-from experiments.preference_methods import train_preference_policy
-from experiments.preference_rater import rater_comparisons
-from experiments.two_choice_task import ANSWERS, TwoChoiceTaskConfig, two_choice_task
-from ppo.lm.best_of_n import best_of_n_kl_bound
-from ppo.lm.dpo import DPOConfig
-from ppo.lm.group_trainer import group_advantages, trainer_class
-from ppo.lm.kl_control import KLFeedback, ProportionalKLController, largest_tilted_kl, solve_beta, tilted_kl
-from ppo.lm.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
-from ppo.lm.optimum_distance import total_variation
-from ppo.lm.pretrain import PretrainConfig, load_or_pretrain_sft
-from ppo.lm.reward_model import bradley_terry_loss, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
-from ppo.lm.rewards import per_token_kl
-from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer
-from ppo.lm.rollout import repeat_prompts, sample_completions, score_completions
+from experiments.studies import overoptimization
+from experiments.tasks.food_task import FoodTaskConfig, food_task
+from experiments.studies.preference_methods import train_preference_policy
+from experiments.tasks.preference_rater import rater_comparisons
+from experiments.tasks.two_choice_task import ANSWERS, TwoChoiceTaskConfig, two_choice_task
+from ppo.lm.exact.best_of_n import best_of_n_kl_bound
+from ppo.lm.trainers.dpo import DPOConfig
+from ppo.lm.trainers.group_trainer import group_advantages, trainer_class
+from ppo.lm.algorithm.kl_control import KLFeedback, ProportionalKLController, largest_tilted_kl, solve_beta, tilted_kl
+from ppo.lm.exact.optimum import MALFORMED, completion_probabilities, kl_regularised_optimum
+from ppo.lm.exact.optimum_distance import total_variation
+from ppo.lm.models.pretrain import PretrainConfig, load_or_pretrain_sft
+from ppo.lm.algorithm.reward_model import bradley_terry_loss, encode_comparisons, encode_texts, pairwise_accuracy, train_reward_model
+from ppo.lm.algorithm.rewards import per_token_kl
+from ppo.lm.trainers.rlhf_config import RLHFConfig
+from ppo.lm.trainers.rlhf_trainer import RLHFTrainer
+from ppo.lm.algorithm.rollout import repeat_prompts, sample_completions, score_completions
 
 lecture = Lecture("13_rlhf_pipeline", __doc__)
 PERSON, RELATION = "ravin", "likes"
@@ -209,9 +209,9 @@ lecture.save_figure(figure, "reward_model.png")
 
 The probe shows *that* a proxy over-scores strings it never saw. Gao, Schulman & Hilton
 (2022) measure *how much optimisation* it takes before the gold score suffers, and find
-the same functional forms across reward-model sizes. `experiments/overoptimization.py`
+the same functional forms across reward-model sizes. `experiments/studies/overoptimization.py`
 runs their experiment on the food task; its command (`python -m
-experiments.overoptimization`) writes a figure, a CSV and the fits. Here we call its
+experiments.studies.overoptimization`) writes a figure, a CSV and the fits. Here we call its
 functions on the lecture's SFT model, with the command's defaults (far smaller ones
 under `--quick`), and write the same CSV and a figure like its own:
 
@@ -225,8 +225,8 @@ under `--quick`), and write the same CSV and a figure like its own:
   has hardly seen one (section 2's reward model saw many, on purpose);
 * best-of-n (`best_of_n_points`): draw n completions from π_ref, keep the one the proxy
   scores highest. Every completion with π_ref(y|x) ≥ ε is enumerated with its exact
-  probability (`ppo.lm.enumeration`), and with F(s) = P_ref(r ≤ s), F⁻(s) = P_ref(r < s),
-  q = F − F⁻ (`ppo.lm.best_of_n`),
+  probability (`ppo.lm.exact.enumeration`), and with F(s) = P_ref(r ≤ s), F⁻(s) = P_ref(r < s),
+  q = F − F⁻ (`ppo.lm.exact.best_of_n`),
 
       π_bon(y) = π_ref(y) / q(r(y)) · (F(r(y))ⁿ − F⁻(r(y))ⁿ),
 
@@ -238,7 +238,7 @@ under `--quick`), and write the same CSV and a figure like its own:
   scores and the sequence KL of every iteration's rollout, and of fresh samples at the end.
 
 With d = √KL(π ‖ π_ref), the gold score gained over the SFT model is fitted by least
-squares (`ppo.lm.overoptimization_fit`) with the paper's forms
+squares (`ppo.lm.exact.overoptimization_fit`) with the paper's forms
 
     best-of-n:  R(d) = d · (a − b·d)           peak at d* = a / (2b)
     RL:         R(d) = d · (a − b·log d)       peak at d* = exp(a/b − 1)
@@ -454,7 +454,7 @@ d(a − b log d) is a smooth hump. Its peak KL* says little about where the clif
 ## 4. An adaptive β
 
 A fixed β is an exchange rate you must guess. `ppo-rlhf --kl-target` asks for a KL
-instead, and a controller of `ppo/lm/kl_control.py` moves β after every batch. Ziegler
+instead, and a controller of `ppo/lm/algorithm/kl_control.py` moves β after every batch. Ziegler
 et al. (2019) use a proportional rule (`ProportionalKLController`): with the batch's mean
 sequence KL and its n completions,
 
@@ -558,7 +558,7 @@ print_table(step_rows, title=f"One step from β = 1.0: target {KL_TARGET} nats, 
 same = all(math.isclose(row["β by the proportional rule"], row["β from ProportionalKLController"], rel_tol=1e-12)
            for row in step_rows)
 print("the library's controller takes exactly the proportional step" if same else
-      "the library's controller departs from the plain proportional rule here (ppo/lm/kl_control.py says how)")
+      "the library's controller departs from the plain proportional rule here (ppo/lm/algorithm/kl_control.py says how)")
 lecture.claim("The library's controller takes exactly the proportional step", same,
               measured=", ".join(f"{row['β by the proportional rule']:.4g} / {row['β from ProportionalKLController']:.4g}"
                                  for row in step_rows))
@@ -681,14 +681,14 @@ others. With the sequence reward R_i = r_φ(y_i) − β · Σ_t KL_t(y_i):
     RLOO:   Â_i = R_i − (1 / (G − 1)) Σ_{j ≠ i} R_j
 
 Every token of completion i gets the same Â_i; no value network, no GAE. The library's
-`GroupBaselineTrainer` (`ppo/lm/group_trainer.py`) is `RLHFTrainer` with three methods
+`GroupBaselineTrainer` (`ppo/lm/trainers/group_trainer.py`) is `RLHFTrainer` with three methods
 replaced: the rollout's prompts come in groups of G, `advantages` puts Â_i on every token
 (`group_advantages`), and `minibatch_loss` drops the value loss. Everything else is PPO's:
 the sampler, the per-token log-probs at temperature τ, the clipped surrogate with the
-same ε, and the same update routine (`ppo.update.run_update`: epochs, minibatches,
+same ε, and the same update routine (`ppo.algorithm.update.run_update`: epochs, minibatches,
 gradient clipping, early stop). `trainer_class(config.algorithm)` picks the trainer, as
 `ppo-rlhf --algorithm grpo|rloo --group-size G` does. Where the KL penalty goes is
-`RLHFConfig.kl_penalty` (`ppo/lm/kl_penalty.py`): RLOO keeps PPO's placement, k1 in the
+`RLHFConfig.kl_penalty` (`ppo/lm/algorithm/kl_penalty.py`): RLOO keeps PPO's placement, k1 in the
 reward, so its baseline is the only difference from PPO. GRPO divides each reward by its
 group's std, which would rescale a KL in the reward, so it puts k3 in the loss as
 published (`loss-k3`, the default for `grpo`): that regularises the reverse KL at each
@@ -749,12 +749,12 @@ in the policy itself; maximised over π in place of r, it is
 
     L_DPO = −log σ(β·h),    h = log π(y_w)/π_ref(y_w) − log π(y_l)/π_ref(y_l)
 
-(`ppo/lm/dpo.py`, `train_dpo`). No reward model, no sampling during training: one
-supervised pass over the comparisons. It runs here as `experiments/preference_methods.py`
+(`ppo/lm/trainers/dpo.py`, `train_dpo`). No reward model, no sampling during training: one
+supervised pass over the comparisons. It runs here as `experiments/studies/preference_methods.py`
 runs it, on the two-choice task of lecture 12, section 7 (a relation at the first token
 and a food six tokens later, paid only together): comparisons of the SFT model's own
 samples, two completions of one prompt, labelled by a simulated rater who prefers y₁ with
-probability σ((r(y₁) − r(y₂))/t) (`experiments/preference_rater.py`). Those comparisons
+probability σ((r(y₁) − r(y₂))/t) (`experiments/tasks/preference_rater.py`). Those comparisons
 imply the reward r/t, so DPO at β aims at π_ref·exp(r/(t·β)), which we compute exactly over
 the 20 answers (lecture 12's `kl_regularised_optimum`): on this task, unlike the food
 answers scored by a learned reward model above, we can say exactly where DPO should land
@@ -774,7 +774,7 @@ model has 0.2% (and the target, which tilts only the 20 answers, less still). On
 sampled completions, and pushing a rejected one down can send its mass to strings no
 comparison contains, which nothing in the loss prices, whereas PPO would sample such
 strings and be charged their KL. `python -m
-experiments.preference_methods` sets DPO beside IPO, a reward model + PPO and best-of-n
+experiments.studies.preference_methods` sets DPO beside IPO, a reward model + PPO and best-of-n
 from the same comparisons, over several seeds.
 """
 

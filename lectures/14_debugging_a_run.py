@@ -11,7 +11,7 @@ side, and turns what they show into a table of signatures. Then it hands you the
 diagnostics of three runs with their bug hidden, to name it yourself; the answers are
 at the end.
 
-The diagnostics, all in every row of `metrics.csv` (`ppo/update.py`, `run_update`,
+The diagnostics, all in every row of `metrics.csv` (`ppo/algorithm/update.py`, `run_update`,
 lists how each is computed; lecture 7 explains approx KL, clip fraction, entropy and
 explained variance):
 
@@ -43,9 +43,9 @@ subclass of `SeedBatchPPO` (or one changed setting) below:
 
 **Prerequisites.** Lectures 5–8 (lecture 7 for the diagnostics, lecture 8 for defects 3 and 4).
 
-**Library.** `ppo/update.py` (the diagnostics), `ppo/seed_batch.py` (`SeedBatchPPO`,
-which the bugs subclass), `ppo/losses.py`, `ppo/logger.py` (the same numbers in
-metrics.csv and TensorBoard), `experiments/presets.py` (the CartPole preset). The
+**Library.** `ppo/algorithm/update.py` (the diagnostics), `ppo/trainers/seed_batch.py` (`SeedBatchPPO`,
+which the bugs subclass), `ppo/algorithm/losses.py`, `ppo/runs/logger.py` (the same numbers in
+metrics.csv and TensorBoard), `experiments/commands/presets.py` (the CartPole preset). The
 library's own tests pin the correct behaviour down: a ratio of 1 on the first
 minibatch (`tests/test_trainer.py`, `tests/test_update.py`).
 """
@@ -58,9 +58,9 @@ import torch
 
 from _common import Lecture, plt, print_table
 from envs.factory import make_seed_batch_env
-from experiments.presets import build_config
-from ppo.seed_batch import SeedBatchPPO
-from ppo.update import MinibatchLoss
+from experiments.commands.presets import build_config
+from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.algorithm.update import MinibatchLoss
 
 lecture = Lecture("14_debugging_a_run", __doc__)
 CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})

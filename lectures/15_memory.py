@@ -21,10 +21,10 @@ trained state holds.
 
 **Library.** `envs/partially_observable.py` (CartPoleNoVel-v1), `envs/cue_memory.py`
 (CueMemory-v0), `envs/frame_stack.py` (`FrameStackVecEnv`, `frame_stack` in PPOConfig),
-`ppo/recurrent_networks.py` (`RecurrentActorCritic`), `ppo/recurrent_trainer.py`
-(`RecurrentPPO`), `ppo/sequence_storage.py`; tests in `tests/test_recurrent.py`,
-`tests/test_frame_stack.py`, `tests/test_cue_memory.py`; `ppo/seed_batch.py`
-(`SeedBatchPPO`) and `experiments/statistics.py` (`interval_estimates`) for the seeds.
+`ppo/models/recurrent_networks.py` (`RecurrentActorCritic`), `ppo/trainers/recurrent.py`
+(`RecurrentPPO`), `ppo/algorithm/sequence_storage.py`; tests in `tests/test_recurrent.py`,
+`tests/test_frame_stack.py`, `tests/test_cue_memory.py`; `ppo/trainers/seed_batch.py`
+(`SeedBatchPPO`) and `experiments/commands/statistics.py` (`interval_estimates`) for the seeds.
 """
 
 # %%
@@ -37,13 +37,13 @@ from _common import Lecture, plt, print_table
 from envs.classic.cartpole import TorchCartPole
 from envs.cue_memory import DEFAULT_DELAY, DEFAULT_NUM_CUES
 from envs.factory import gymnasium_env_factory, make_seed_batch_env, make_vec_env
-from experiments.plot import mean_curve
-from experiments.presets import build_config
-from experiments.statistics import interval_estimates
-from experiments.train import training_envs
-from ppo.evaluation import Policy, evaluate_policy, load_policy
-from ppo.recurrent_trainer import RecurrentPPO
-from ppo.seed_batch import SeedBatchPPO
+from experiments.commands.plot import mean_curve
+from experiments.commands.presets import build_config
+from experiments.commands.statistics import interval_estimates
+from experiments.commands.train import training_envs
+from ppo.runs.evaluation import Policy, evaluate_policy, load_policy
+from ppo.trainers.recurrent import RecurrentPPO
+from ppo.trainers.seed_batch import SeedBatchPPO
 
 lecture = Lecture("15_memory", __doc__)
 
@@ -184,7 +184,7 @@ print(f"{STACK} frames, greedy return per seed: " + ", ".join(f"{score:.1f}" for
 # %% [markdown]
 """
 The table gives the IQM over the ten seeds with its 95% stratified-bootstrap interval
-(`experiments.statistics.interval_estimates`, lecture 7). With two frames the interval
+(`experiments.commands.statistics.interval_estimates`, lecture 7). With two frames the interval
 lies entirely above the MLP's: the stack recovers most of what hiding the velocities
 took. It does not recover all of it on every seed; the per-seed returns printed above
 show the spread.
@@ -279,7 +279,7 @@ lecture.claim("10 frames answer right at least 95% of the time", reach_rate >= 0
 """
 ## 4. The recurrent policy
 
-`ppo/recurrent_networks.py`: the MLP's hidden layers, then a GRU cell, then the heads.
+`ppo/models/recurrent_networks.py`: the MLP's hidden layers, then a GRU cell, then the heads.
 The actor and the critic each have their own (the config's `shared_network = False`, as
 for the feed-forward network), stepped together as one batched computation. Per step,
 with x_t the hidden layers' output for o_t:
@@ -290,7 +290,7 @@ with x_t the hidden layers' output for o_t:
     π(a | o_≤t) = softmax(head(h_t))
 
 `recurrent = "lstm"` swaps the cell for an LSTM (a state (h, c) and four gates). What the
-trainer (`ppo/recurrent_trainer.py`, `RecurrentPPO`) must get right, each with the test
+trainer (`ppo/trainers/recurrent.py`, `RecurrentPPO`) must get right, each with the test
 in `tests/test_recurrent.py` that fails when it is wrong:
 
 * **the state resets where an episode starts** — at the first reset and at every
@@ -450,7 +450,7 @@ has to learn to keep it, through a gradient that crosses eight blank steps, and 
 task it learns that quickly.
 
 The learning curves (the mean of the last 20 training episodes, sampled actions; mean
-over seeds with a 95% t-interval band, `experiments.plot.mean_curve`). Left: on
+over seeds with a 95% t-interval band, `experiments.commands.plot.mean_curve`). Left: on
 CartPoleNoVel the MLP's curve stays flat near the bottom; two frames and the GRU climb.
 The GRU's band, over three seeds, is wide (a t-interval with two degrees
 of freedom). Right: on the cue task the MLP and 9 frames stay on the chance line, 10

@@ -24,12 +24,12 @@ wherever it appears, and most cells say nothing. This lecture:
 **Prerequisites.** Lectures 6–8 (the loop, seeds and intervals), 11 (batched
 environments), 15 (frame stacking, and why a velocity needs two frames).
 
-**Library.** `ppo/encoders.py` (`MinAtarCNN`, `NatureCNN`, `resolve_encoder`, channel-last
-layout and uint8 scaling), `ppo/distributions.py` (`MaskedCategoricalDistribution`),
+**Library.** `ppo/models/encoders.py` (`MinAtarCNN`, `NatureCNN`, `resolve_encoder`, channel-last
+layout and uint8 scaling), `ppo/algorithm/distributions.py` (`MaskedCategoricalDistribution`),
 `envs/minatar/` (`TorchBreakout`, `TorchSpaceInvaders`, `make_minatar_vec_env`, the
 gymnasium registration), `envs/toy_masked.py` (the masking task),
-`experiments/masking_experiment.py`, `experiments/learning_curves.py`,
-`experiments/statistics.py` (`interval_estimates`), `experiments/iteration_profile.py`.
+`experiments/studies/masking_experiment.py`, `experiments/studies/learning_curves.py`,
+`experiments/commands/statistics.py` (`interval_estimates`), `experiments/studies/iteration_profile.py`.
 """
 
 # %%
@@ -40,18 +40,18 @@ import torch
 from _common import Lecture, plt, print_table
 from envs.minatar import TorchBreakout, make_minatar_vec_env
 from envs.minatar.gymnasium_env import drawing_channels, grid_picture
-from experiments.evaluate import UNLIMITED_ENV_STEP_LIMIT, evaluation_env_factory
-from experiments.iteration_profile import time_env_steps, time_iteration
-from experiments.learning_curves import curve_intervals, plot_learning_curves
-from experiments.masking_experiment import (SETTINGS, build_parser, curve_table, interval_text, parse_seed_list,
+from experiments.commands.evaluate import UNLIMITED_ENV_STEP_LIMIT, evaluation_env_factory
+from experiments.studies.iteration_profile import time_env_steps, time_iteration
+from experiments.studies.learning_curves import curve_intervals, plot_learning_curves
+from experiments.studies.masking_experiment import (SETTINGS, build_parser, curve_table, interval_text, parse_seed_list,
                                             separation, train_one)
-from experiments.presets import build_config
-from experiments.statistics import interval_estimates
+from experiments.commands.presets import build_config
+from experiments.commands.statistics import interval_estimates
 from ppo.config import PPOConfig
-from ppo.distributions import MaskedCategoricalDistribution
-from ppo.encoders import MLPEncoder, NatureCNN, make_encoder, resolve_encoder
-from ppo.evaluation import Policy, evaluate_policy
-from ppo.trainer import PPO
+from ppo.algorithm.distributions import MaskedCategoricalDistribution
+from ppo.models.encoders import MLPEncoder, NatureCNN, make_encoder, resolve_encoder
+from ppo.runs.evaluation import Policy, evaluate_policy
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("16_seeing", __doc__)
 BREAKOUT = TorchBreakout.env_id
@@ -119,7 +119,7 @@ An MLP reads the 400 numbers of a frame as a flat list: the weight from "ball at
 has nothing to do with the weight from "ball at (3, 5)", and the network must learn what a
 ball is at each of the 100 cells separately. A **convolution** slides one small filter over
 the image, so the same weights look at every 3 × 3 neighbourhood: what it learns about a
-ball in one place holds everywhere. `resolve_encoder("auto", space)` (`ppo/encoders.py`)
+ball in one place holds everywhere. `resolve_encoder("auto", space)` (`ppo/models/encoders.py`)
 picks a CNN for any 3-D Box:
 
 * `MinAtarCNN` (Young & Tian 2019) for small images: one convolution, 16 filters of
@@ -433,8 +433,8 @@ lecture.claim(f"every copy finished its first {EPISODES_PER_COPY} episodes (the 
 4 epochs of 4 minibatches) with two CNN trunks, the library's default, and with one
 shared by both heads. Sharing removes one CNN's parameters (the whole of one trunk,
 131,792) and one CNN forward and backward pass per sample. The timing takes
-iterations in turn from each layout (`experiments.iteration_profile.time_iteration`, the
-timers lecture 11 uses; `python -m experiments.iteration_profile --env-id
+iterations in turn from each layout (`experiments.studies.iteration_profile.time_iteration`, the
+timers lecture 11 uses; `python -m experiments.studies.iteration_profile --env-id
 MinAtar/Breakout-v1` prints the same split from the shell): the shared trunk's update
 takes less time than the two trunks' (less than 0.85 of it, the median over the
 iterations), and its whole iteration too. Whether it learns as well is measured in
@@ -508,7 +508,7 @@ are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see
 budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
 rewards of any size; the MinAtar preset, `ppo-train --env-id MinAtar/Breakout-v1` with no
 other flag, shares the trunk and trains for the published budget of 10 million steps;
-`python -m experiments.benchmark_minatar_ppo` runs it, and the README gives what it
+`python -m experiments.benchmarks.minatar_ppo` runs it, and the README gives what it
 reaches on seeds never used to choose it.) The table gives each run's steps per second on one
 core; lecture 11 showed where an iteration's time goes, and here, in the table of
 section 3, more than half of it is the update, the CNNs' forward and backward passes
@@ -666,7 +666,7 @@ there, a card not in hand, FIRE while the cannon cools down. Two ways to handle 
   actions are valid in which state, and meanwhile it spends samples on them.
 * **a mask** (Huang & Ontañón 2022; sb3-contrib's `MaskablePPO`): the env says which
   actions are valid, and the policy's logits of the others are replaced by the most
-  negative float before the softmax (`ppo.distributions.MaskedCategoricalDistribution`):
+  negative float before the softmax (`ppo.algorithm.distributions.MaskedCategoricalDistribution`):
 
       π(a | s) = softmax(z̃)_a,   z̃_a = z_a if a is valid, else −3.4 · 10³⁸,
 
@@ -676,7 +676,7 @@ there, a card not in hand, FIRE while the cannon cools down. Two ways to handle 
   update's recomputed log π and entropy, and evaluation, so the ratio r_t(θ) compares
   like with like. An env offers a mask as a Dict observation, `{"observation": ...,
   "action_mask": ...}` (gymnasium's convention), and the trainer applies it
-  (`ppo/encoders.py`, `split_observation`).
+  (`ppo/models/encoders.py`, `split_observation`).
 
 First the distribution on one state with four actions, two of them valid: the invalid
 actions' probabilities and their logits' gradients are exactly 0, and the entropy is the
@@ -705,7 +705,7 @@ lecture.claim("the entropy is that of the valid actions' renormalised probabilit
 
 # %% [markdown]
 """
-**The experiment** (`experiments/masking_experiment.py`, whose functions run here). A
+**The experiment** (`experiments/studies/masking_experiment.py`, whose functions run here). A
 toy task (`envs/toy_masked.py`): each step, 3 of 32 actions are valid, drawn afresh, and
 one of them is the target, shown as a one-hot vector; choosing it earns 1, an episode is
 8 steps. With the mask the policy sees the target and the env's mask; with the penalty it
@@ -716,8 +716,8 @@ sentences below were written from a run on seeds 100–104). Each run is scored 
 at 11 points of its training, from before the first update to the end: the share of
 steps on which it chose the target (1 at best; a uniform choice
 among the valid actions gets 1/3). The tables give the IQM over the 5 seeds with 95%
-stratified-bootstrap intervals (`experiments.statistics.interval_estimates`, lecture 7),
-the curve's intervals from `experiments.learning_curves.curve_intervals`.
+stratified-bootstrap intervals (`experiments.commands.statistics.interval_estimates`, lecture 7),
+the curve's intervals from `experiments.studies.learning_curves.curve_intervals`.
 
 What the run shows: with the mask, the IQM is above 0.95 from the second point on (after
 3 iterations) and ends at 1; the penalty ends far below, under 0.8, and its interval lies
@@ -798,7 +798,7 @@ Exercises: train Breakout for 1 million steps with the preset (`ppo-train --env-
 MinAtar/Breakout-v1 --total-timesteps 1000000`, its shared trunk) and with
 `--no-shared-network` added, and see whether the two layouts part; train
 `MinAtar/SpaceInvaders-v1` the same way; run `python -m
-experiments.masking_experiment` with `--num-valid 8` or a larger `--penalty` and see how
+experiments.studies.masking_experiment` with `--num-valid 8` or a larger `--penalty` and see how
 the gap changes.
 """
 

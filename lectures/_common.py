@@ -47,9 +47,9 @@ else:
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from ppo.malloc import keep_freed_memory  # noqa: E402
+from ppo.parallel.malloc import keep_freed_memory  # noqa: E402
 
-# The process-wide settings the training commands make (experiments/cli.py, configure_process):
+# The process-wide settings the training commands make (experiments/commands/cli.py, configure_process):
 torch.set_num_threads(1)  # tiny networks: one thread is fastest, and the machine is shared
 keep_freed_memory()  # autograd's freed buffers stay in the process instead of being page-faulted in again
 
@@ -92,6 +92,7 @@ class Lecture:
 
     def __init__(self, name: str, description: str | None = None):
         parser = argparse.ArgumentParser(
+            allow_abbrev=False,
             description=(description or name).strip().splitlines()[0],
             epilog=f"Files go to lecture_outputs/{name}/ (or $LECTURE_OUTPUTS/{name}/).",
         )

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from experiments.train import training_envs
+from experiments.commands.train import training_envs
 from ppo.config import PPOConfig
-from ppo.trainer import PPO
+from ppo.trainers.ppo import PPO
 
 
 @dataclass

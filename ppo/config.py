@@ -2,13 +2,13 @@
 
 Two trainers share this vocabulary. `UpdateConfig` holds what every PPO update needs —
 the K epochs of minibatches, the optimiser, GAE and the loss — and `PPOConfig` adds the
-environment side (CartPole and friends); `ppo.lm.rlhf_config.RLHFConfig` adds the
+environment side (CartPole and friends); `ppo.lm.trainers.rlhf_config.RLHFConfig` adds the
 language-model side. A concept has one name and one meaning on both sides:
 `learning_rate`, `max_grad_norm`, `clip_coef`, `value_clip_coef`, `target_kl`, ...
 
 The defaults of `PPOConfig` are CleanRL's for discrete actions (4 envs × 128 steps,
 4 minibatches × 4 epochs, lr 2.5e-4 annealed, γ 0.99, λ 0.95, ε 0.2, ...). The commands
-start from an environment's preset (`experiments/presets.py`) and apply the flags last.
+start from an environment's preset (`experiments/commands/presets.py`) and apply the flags last.
 
 Derived sizes:
     batch_size     = num_envs · num_steps            samples per rollout
@@ -279,7 +279,7 @@ class PPOConfig(UpdateConfig):
         default="auto",
         metadata={"help": "what reads the observation: 'mlp', 'nature-cnn' (images ≥ 36×36), 'minatar-cnn' "
                   "(small images such as MinAtar's 10×10), or 'auto' (a CNN for a 3-D Box, by its size; "
-                  "else the MLP) (ppo.encoders)"},
+                  "else the MLP) (ppo.models.encoders)"},
     )
     shared_network: bool = field(
         default=False,
@@ -291,7 +291,7 @@ class PPOConfig(UpdateConfig):
         default="none",
         metadata={"help": "a recurrent core after the hidden layers: 'gru', 'lstm' or 'none' (feed-forward); "
                   "recurrent runs minibatch whole sequences (sequence_length), so their number must be divisible "
-                  "by num_minibatches (ppo.recurrent_trainer)"},
+                  "by num_minibatches (ppo.trainers.recurrent)"},
     )
     recurrent_hidden_size: int = field(default=64, metadata={"help": "width of the GRU / LSTM state"})
     sequence_length: int | None = field(

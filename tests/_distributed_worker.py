@@ -18,13 +18,13 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from experiments.train import training_envs  # noqa: E402
+from experiments.commands.train import training_envs  # noqa: E402
 from ppo.config import PPOConfig  # noqa: E402
-from ppo.distributed import SINGLE_PROCESS, PeerFailure, World, close_world, init_world  # noqa: E402
-from ppo.losses import normalize_advantages  # noqa: E402
-from ppo.normalize import RunningMeanStd  # noqa: E402
-from ppo.trainer import PPO  # noqa: E402
-from ppo.update import run_update  # noqa: E402
+from ppo.parallel.distributed import SINGLE_PROCESS, PeerFailure, World, close_world, init_world  # noqa: E402
+from ppo.algorithm.losses import normalize_advantages  # noqa: E402
+from ppo.models.normalize import RunningMeanStd  # noqa: E402
+from ppo.trainers.ppo import PPO  # noqa: E402
+from ppo.algorithm.update import run_update  # noqa: E402
 
 CONFIG = PPOConfig(env_id="CartPole-v1", env_backend="torch", num_envs=8, num_steps=32, num_minibatches=1,
                    update_epochs=3, learning_rate=3e-3, total_timesteps=8 * 32 * 6, tensorboard=False, seed=4)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from envs.corpus import FOOD_CORPUS
-from ppo.lm.pretrain import PretrainConfig, pretrain
+from ppo.lm.models.pretrain import PretrainConfig, pretrain
 
 TINY_PRETRAIN = PretrainConfig(
     seed=0, corpus_size=6_000, val_size=200, steps=250, batch_size=64, learning_rate=1e-2, warmup_steps=20,

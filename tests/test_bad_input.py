@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from experiments import evaluate, pretrain_lm, rlhf, train
-from ppo.checkpoint import load_checkpoint, save_checkpoint
+from experiments.commands import evaluate, pretrain_lm, rlhf, train
+from ppo.runs.checkpoint import load_checkpoint, save_checkpoint
 
 COMMANDS = {"ppo-train": train.main, "ppo-eval": evaluate.main, "ppo-pretrain-lm": pretrain_lm.main,
             "ppo-rlhf": rlhf.main}
@@ -97,23 +97,27 @@ ROWS = [
     ("ppo-train", ["--resume", "{run}", "--preset", "none"], "(got --preset)"),
     ("ppo-train", ["--resume", "{run}", "--learning-rate", "0.1"], "(got --learning-rate)"),
     ("ppo-train", ["--resume", "{tmp}/missing"], "does not exist"),
+    ("ppo-train", [*TINY_RUN, "--learning-rat", "1e-3", "--run-dir", "{tmp}/run"], "unrecognized arguments: --learning-rat"),
     ("ppo-eval", ["{run}", "--seed", "-1"], "seed = -1"),
     ("ppo-eval", ["{run}", "--episodes", "0"], "episodes = 0"),
     ("ppo-eval", ["{tmp}/missing"], "does not exist"),
+    ("ppo-eval", ["{run}", "--episode", "2"], "unrecognized arguments: --episode 2"),
     ("ppo-pretrain-lm", ["--learning-rate", "inf"], "learning_rate"),
+    ("ppo-pretrain-lm", ["--learning-rat", "1e-3"], "unrecognized arguments: --learning-rat"),
     ("ppo-pretrain-lm", ["--weight-decay", "nan"], "weight_decay"),
     ("ppo-pretrain-lm", ["--max-grad-norm", "nan"], "max_grad_norm"),
     ("ppo-pretrain-lm", ["--cache-dir", "{file}/cache"], "cache folder {file}/cache cannot be written"),
     ("ppo-pretrain-lm", ["--out", "{file}/sft.pt", "--cache-dir", "{tmp}/cache"], "cannot be written"),
     ("ppo-pretrain-lm", ["--cache-dir", "{corrupt_cache}"], "corrupt"),
     ("ppo-rlhf", ["--eval-samples", "0", "--run-dir", "{tmp}/run"], "eval_samples = 0"),
+    ("ppo-rlhf", ["--iteration", "2", "--run-dir", "{tmp}/run"], "unrecognized arguments: --iteration 2"),
     ("ppo-rlhf", ["--kl-target", "1", "--kl-controller", "pid", "--run-dir", "{tmp}/run"],
      "kl_controller = 'pid' is not one of optimum, proportional"),
     ("ppo-rlhf", ["--kl-target", "1", "--kl-horizon", "10", "--run-dir", "{tmp}/run"],
      "kl_horizon = 10 must be more than batch_size / 5"),
     ("ppo-rlhf", ["--sft-cache-dir", "{file}/cache", "--run-dir", "{tmp}/run"], "--sft-cache-dir {file}/cache"),
     ("ppo-rlhf", ["--run-dir", "{file}/run"], "run_dir {file}/run cannot be written"),
-    ("ppo-rlhf", ["--resume", "{tmp}/missing"], "cannot be used to resume"),
+    ("ppo-rlhf", ["--resume", "{tmp}/missing"], "run folder {tmp}/missing does not exist"),
     ("ppo-rlhf", ["--resume", "{tmp}/missing", "--kl-coef", "0.3"], "(got --kl-coef)"),
 ]
 
@@ -121,7 +125,7 @@ ROWS = [
 @pytest.fixture
 def corrupt_cache(tmp_path):
     from envs.corpus import FOOD_CORPUS
-    from ppo.lm.pretrain import PretrainConfig, cached_checkpoint_path
+    from ppo.lm.models.pretrain import PretrainConfig, cached_checkpoint_path
 
     cache = tmp_path / "corrupt_cache"
     path = cached_checkpoint_path(FOOD_CORPUS, PretrainConfig(), cache)
@@ -207,7 +211,7 @@ def test_a_read_only_run_folder_is_refused_before_training(tmp_path, capsys):
 
 
 def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_checkpoint(tmp_path, capsys, monkeypatch):
-    from ppo.trainer import PPO
+    from ppo.trainers.ppo import PPO
 
     run_dir = tmp_path / "run"
     original = PPO.run_iteration

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from envs.factory import EnvError
-from experiments import evaluate, train
-from experiments.presets import build_config
+from experiments.commands import evaluate, train
+from experiments.commands.presets import build_config
 from ppo.config import ConfigError, PPOConfig
 
 
@@ -98,7 +98,7 @@ def test_cli_user_errors_are_one_line_with_exit_code_2(main, argv, fragment, cap
 
 
 def test_console_entry_point_prints_no_traceback():
-    result = run_cli("experiments.train", "--clip-coef", "0")
+    result = run_cli("experiments.commands.train", "--clip-coef", "0")
     assert result.returncode == 2
     assert result.stderr.strip() == "ppo-train: error: clip_coef = 0.0 must be a finite number > 0"
 
@@ -164,7 +164,7 @@ def test_a_resumed_run_evaluates_as_many_episodes_as_it_was_started_with(tmp_pat
 
 
 def test_a_resumed_runs_summary_counts_the_steps_and_seconds_of_this_command_only(tmp_path, capsys):
-    from ppo.checkpoint import load_checkpoint
+    from ppo.runs.checkpoint import load_checkpoint
 
     run_dir = tmp_path / "run"
     assert train.main([*TINY_RUN, "--total-timesteps", "256", "--eval-episodes", "0", "--run-dir", str(run_dir)]) == 0

@@ -17,13 +17,13 @@ from torch.distributions import Normal
 
 from envs.factory import gymnasium_env_factory
 from envs.gymnasium_vec_env import GymnasiumVecEnv
-from experiments.train import training_envs
-from ppo.checkpoint import load_checkpoint, save_checkpoint
+from experiments.commands.train import training_envs
+from ppo.runs.checkpoint import load_checkpoint, save_checkpoint
 from ppo.config import PPOConfig
-from ppo.evaluation import Policy, evaluate_policy, load_policy
-from ppo.networks import ActorCritic
-from ppo.normalize import ObservationNormalizer, RewardScaler, RunningMeanStd
-from ppo.trainer import PPO
+from ppo.runs.evaluation import Policy, evaluate_policy, load_policy
+from ppo.models.networks import ActorCritic
+from ppo.models.normalize import ObservationNormalizer, RewardScaler, RunningMeanStd
+from ppo.trainers.ppo import PPO
 
 OBS = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
 
@@ -227,7 +227,7 @@ def test_short_pendulum_run_improves_clearly_on_the_untrained_policy():
 def test_mountain_car_continuous_preset_finds_the_flag_and_keeps_going_there():
     # The sparse +100 against the 0.1 u² action cost: the preset (64 batched envs, both
     # normalisers) at 150k steps, seed 1. Measured: 93.1 over 100 greedy episodes, about 5 s.
-    from experiments.presets import build_config
+    from experiments.commands.presets import build_config
 
     config = build_config({"env_id": "MountainCarContinuous-v0", "seed": 1, "total_timesteps": 150_000, "tensorboard": False})
     trainer = PPO(config, training_envs(config), progress=False)

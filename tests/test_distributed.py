@@ -3,7 +3,7 @@
 * The gradient average is the full-batch gradient: one update on 2 shares of a batch
   equals one update on the whole batch in one process, to float rounding.
 * After training, every process holds bit-identical parameters.
-* `torchrun --nproc-per-node 2 -m experiments.train` solves CartPole as one run.
+* `torchrun --nproc-per-node 2 -m experiments.commands.train` solves CartPole as one run.
 * A process that dies takes the run down within a bounded time; its checkpoint loads.
 * Every collective runs on the process group's device (World.device): in a group that
   serves CUDA tensors only, as NCCL does, no collective hands it a CPU tensor.
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppo.checkpoint import load_checkpoint
+from ppo.runs.checkpoint import load_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.distributed import SINGLE_PROCESS, World, is_peer_failure, whiten_across
-from ppo.losses import normalize_advantages
+from ppo.parallel.distributed import SINGLE_PROCESS, World, is_peer_failure, whiten_across
+from ppo.algorithm.losses import normalize_advantages
 
 REPO = Path(__file__).resolve().parents[1]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
@@ -147,7 +147,7 @@ def test_after_training_every_process_holds_the_same_parameters(tmp_path):
 @pytest.mark.slow  # full tier: torchrun runs
 def test_two_processes_solve_cartpole_as_one_run(tmp_path):
     run_dir = tmp_path / "run"
-    result = torchrun("-m", "experiments.train", "--env-id", "CartPole-v1", "--run-dir", str(run_dir),
+    result = torchrun("-m", "experiments.commands.train", "--env-id", "CartPole-v1", "--run-dir", str(run_dir),
                       "--no-progress", "--eval-episodes", "20", "--no-tensorboard")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "on 2 processes" in result.stdout
@@ -172,7 +172,7 @@ def _children(pid: int) -> list[int]:
 def test_a_dead_process_takes_the_run_down_within_a_bounded_time(tmp_path):
     run_dir = tmp_path / "run"
     launcher = subprocess.Popen(
-        [*TORCHRUN, "-m", "experiments.train", "--env-id", "CartPole-v1", "--total-timesteps", "100000000",
+        [*TORCHRUN, "-m", "experiments.commands.train", "--env-id", "CartPole-v1", "--total-timesteps", "100000000",
          "--checkpoint-every", "1", "--run-dir", str(run_dir), "--no-progress", "--no-tensorboard"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     deadline = time.monotonic() + 120
@@ -202,8 +202,8 @@ def test_one_process_world_changes_nothing():
 
 
 def test_sizes_that_do_not_divide_among_the_processes_are_refused_in_one_line():
-    from experiments.train import training_envs
-    from ppo.trainer import PPO
+    from experiments.commands.train import training_envs
+    from ppo.trainers.ppo import PPO
 
     config = PPOConfig(env_id="CartPole-v1", env_backend="torch", num_envs=3, num_steps=8, num_minibatches=1,
                        tensorboard=False)
@@ -217,7 +217,7 @@ def test_sizes_that_do_not_divide_among_the_processes_are_refused_in_one_line():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_training_runs_on_the_local_gpu(tmp_path):
     run_dir = tmp_path / "run"
-    result = subprocess.run([sys.executable, "-m", "experiments.train", "--device", "cuda", "--total-timesteps", "8192",
+    result = subprocess.run([sys.executable, "-m", "experiments.commands.train", "--device", "cuda", "--total-timesteps", "8192",
                              "--run-dir", str(run_dir), "--no-progress", "--eval-episodes", "5"],
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -225,7 +225,7 @@ def test_cuda_training_runs_on_the_local_gpu(tmp_path):
 
 @pytest.mark.slow  # full tier: torchrun runs
 def test_a_two_process_run_stopped_and_resumed_under_torchrun_equals_the_run_left_alone(tmp_path):
-    args = ["-m", "experiments.train", "--env-id", "CartPole-v1", "--env-backend", "torch", "--total-timesteps",
+    args = ["-m", "experiments.commands.train", "--env-id", "CartPole-v1", "--env-backend", "torch", "--total-timesteps",
             str(16 * 2048), "--checkpoint-every", "1", "--eval-episodes", "0", "--no-progress", "--no-tensorboard"]
     assert torchrun(*args, "--run-dir", str(tmp_path / "reference")).returncode == 0
     run_dir = tmp_path / "stopped"
@@ -237,8 +237,8 @@ def test_a_two_process_run_stopped_and_resumed_under_torchrun_equals_the_run_lef
         time.sleep(0.01)
     launcher.send_signal(signal.SIGINT)  # torchrun passes it on to both processes
     _, err = launcher.communicate(timeout=120)
-    assert "torchrun --nproc-per-node 2 -m experiments.train --resume" in err
-    assert torchrun("-m", "experiments.train", "--resume", str(run_dir), "--eval-episodes", "0",
+    assert "torchrun --nproc-per-node 2 -m experiments.commands.train --resume" in err
+    assert torchrun("-m", "experiments.commands.train", "--resume", str(run_dir), "--eval-episodes", "0",
                     "--no-progress").returncode == 0
     reference, resumed = load_checkpoint(tmp_path / "reference"), load_checkpoint(run_dir)
     for key in reference["model"]:

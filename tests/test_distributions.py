@@ -8,13 +8,13 @@ import pytest
 import torch
 from torch.distributions import Categorical
 
-from ppo.distributions import (
+from ppo.algorithm.distributions import (
     CategoricalDistribution,
     MaskedCategoricalDistribution,
     MultiCategoricalDistribution,
     diagonal_gaussian,
 )
-from ppo.networks import ActorCritic, CategoricalHead
+from ppo.models.networks import ActorCritic, CategoricalHead
 
 LOGITS = [1.0, 2.0, 3.0, 4.0]
 MASK = [True, False, True, False]  # actions 0 and 2 valid

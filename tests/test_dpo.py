@@ -1,4 +1,4 @@
-"""DPO and IPO (ppo/lm/dpo.py): the losses and their gradients, the sequence log-probs, the optimum each
+"""DPO and IPO (ppo/lm/trainers/dpo.py): the losses and their gradients, the sequence log-probs, the optimum each
 one reaches when minimised exactly, and training a tiny model on comparisons."""
 
 import copy
@@ -10,10 +10,10 @@ from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread 
 
 from envs import corpus
 from ppo.config import ConfigError
-from ppo.lm.dpo import DPOConfig, dpo_loss, encode_preference_pairs, ipo_optimum, sequence_log_probs, train_dpo
-from ppo.lm.model import completion_log_probs
-from ppo.lm.reward_model import encode_comparisons
-from ppo.lm.rollout import sample_completions
+from ppo.lm.trainers.dpo import DPOConfig, dpo_loss, encode_preference_pairs, ipo_optimum, sequence_log_probs, train_dpo
+from ppo.lm.models.gpt import completion_log_probs
+from ppo.lm.algorithm.reward_model import encode_comparisons
+from ppo.lm.algorithm.rollout import sample_completions
 
 # ---------------------------------------------------------------- the losses
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
-from experiments import dpo
-from ppo.lm.rlhf_trainer import load_lm_policy
+from experiments.commands import dpo
+from ppo.lm.trainers.rlhf_trainer import load_lm_policy
 
 
 def exit_code(argv: list[str]) -> int:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ppo.config import ConfigError, PPOConfig
-from ppo.encoders import (
+from ppo.models.encoders import (
     MinAtarCNN,
     MLPEncoder,
     NatureCNN,
@@ -20,7 +20,7 @@ from ppo.encoders import (
     resolve_encoder,
     split_observation_space,
 )
-from ppo.networks import ActorCritic, spaces_from_dict, spaces_to_dict
+from ppo.models.networks import ActorCritic, spaces_from_dict, spaces_to_dict
 
 ATARI = gym.spaces.Box(0, 255, (84, 84, 4), dtype=np.uint8)  # channel-last frames
 MINATAR = gym.spaces.Box(0.0, 1.0, (4, 10, 10), dtype=np.float32)  # this project's MinAtar: channel-first

@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from envs.factory import gymnasium_env_factory
-from experiments import evaluate
+from experiments.commands import evaluate
 from ppo.config import PPOConfig
-from ppo.evaluation import Policy, evaluate_policy, sample_action
-from ppo.networks import CategoricalDistribution
+from ppo.runs.evaluation import Policy, evaluate_policy, sample_action
+from ppo.models.networks import CategoricalDistribution
 
 
 class ConstantModel(torch.nn.Module):
@@ -157,8 +157,8 @@ def test_seeded_sampling_draws_from_the_policy():
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory) -> Path:
-    from experiments.train import training_envs
-    from ppo.trainer import PPO
+    from experiments.commands.train import training_envs
+    from ppo.trainers.ppo import PPO
 
     run_dir = tmp_path_factory.mktemp("eval") / "run"
     config = PPOConfig(env_id="CartPole-v1", env_backend="torch", num_envs=4, num_steps=16, total_timesteps=64,

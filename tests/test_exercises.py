@@ -77,13 +77,13 @@ def test_the_shortcut_table_names_functions_that_exist(name: str):
 
 
 GAE_FROM_THE_LIBRARY = {
-    "from-import": "from ppo.advantages import compute_gae\n",
-    "module alias": "import ppo.advantages as advantages\n",
-    "from the package": "from ppo import advantages\n",
+    "from-import": "from ppo.algorithm.advantages import compute_gae\n",
+    "module alias": "import ppo.algorithm.advantages as advantages\n",
+    "from the package": "from ppo.algorithm import advantages\n",
     "the package": "import ppo\n",
-    "dotted use": "import ppo.networks\nfunction = ppo.advantages.compute_gae\n",
-    "by a string": "import importlib\nadvantages = importlib.import_module('ppo.advantages')\n",
-    "inside the function": "def gae(*args):\n    from ppo.advantages import compute_gae\n    return compute_gae(*args)\n",
+    "dotted use": "import ppo.models.networks\nfunction = ppo.algorithm.advantages.compute_gae\n",
+    "by a string": "import importlib\nadvantages = importlib.import_module('ppo.algorithm.advantages')\n",
+    "inside the function": "def gae(*args):\n    from ppo.algorithm.advantages import compute_gae\n    return compute_gae(*args)\n",
     "the solutions": "from solutions.lecture_03 import gae\n",
     "the solutions, relatively": "from .solutions.lecture_03 import gae\n",
 }
@@ -115,7 +115,7 @@ def test_a_gae_that_calls_the_library_fails_its_checks(tmp_path: Path):
     for package in ("ppo", "envs", "experiments"):
         (tmp_path / package).symlink_to(REPO_ROOT / package)
     solution = (EXERCISES / "solutions" / "lecture_03.py").read_text(encoding="utf-8")
-    cheat = ("\n\nfrom ppo.advantages import compute_gae\n\n\n"
+    cheat = ("\n\nfrom ppo.algorithm.advantages import compute_gae\n\n\n"
              "def gae(rewards, values, next_values, terminated, dones, gamma, gae_lambda):\n"
              "    column = lambda x: x.unsqueeze(1)\n"
              "    advantages, _ = compute_gae(column(rewards), column(values), column(next_values), column(terminated),\n"
@@ -126,7 +126,7 @@ def test_a_gae_that_calls_the_library_fails_its_checks(tmp_path: Path):
                              str(exercises / "test_lecture_03.py")], cwd=tmp_path,
                             env={**os.environ, "EXERCISE_SOLUTIONS": "0"}, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout
-    assert "uses the library's own implementation" in result.stdout and "from ppo.advantages import compute_gae" in result.stdout
+    assert "uses the library's own implementation" in result.stdout and "from ppo.algorithm.advantages import compute_gae" in result.stdout
 
 
 def test_the_mystery_answers_are_the_runs_the_script_made():

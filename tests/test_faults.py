@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppo.checkpoint import load_checkpoint
+from ppo.runs.checkpoint import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 WALL_CLOCK_COLUMNS = {"time_s", "steps_per_second"}
@@ -28,7 +28,7 @@ TORCH_RUN = ["--env-id", "CartPole-v1", "--env-backend", "torch", "--total-times
 
 
 def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "experiments.train", *args]
+    return [sys.executable, "-m", "experiments.commands.train", *args]
 
 
 def start(args: list[str]) -> subprocess.Popen:
@@ -159,7 +159,7 @@ def test_gymnasium_backend_resumed_logs_every_step_once_in_order(tmp_path):
 
 
 def test_interrupted_save_leaves_no_temporary_file_behind(tmp_path):
-    from ppo.checkpoint import save_checkpoint
+    from ppo.runs.checkpoint import save_checkpoint
 
     stale = tmp_path / ".checkpoint.pt.abc123.tmp"
     stale.write_bytes(b"half a checkpoint")
@@ -171,7 +171,7 @@ def test_interrupted_save_leaves_no_temporary_file_behind(tmp_path):
 def test_ctrl_c_inside_torch_save_is_an_interrupt_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     """A second Ctrl-C can land inside torch.save, whose zip writer then raises a RuntimeError on its way
     out; the command must see the KeyboardInterrupt (exit 130, no traceback), not the RuntimeError."""
-    from ppo import checkpoint
+    from ppo.runs import checkpoint
 
     path = tmp_path / "checkpoint.pt"
     checkpoint.save_checkpoint({"x": 1}, path)
@@ -191,7 +191,7 @@ def test_ctrl_c_inside_torch_save_is_an_interrupt_and_keeps_the_previous_checkpo
 
 
 def test_checkpoint_follows_the_umask(tmp_path):
-    from ppo.checkpoint import save_checkpoint
+    from ppo.runs.checkpoint import save_checkpoint
 
     previous = os.umask(0o022)
     try:
@@ -221,9 +221,9 @@ def flipped(path: Path, position: int) -> Path:
 
 
 def test_a_checkpoint_opens_with_plain_torch_load_weights_only(tmp_path):
-    from experiments.train import training_envs
+    from experiments.commands.train import training_envs
     from ppo.config import PPOConfig
-    from ppo.trainer import PPO
+    from ppo.trainers.ppo import PPO
 
     config = PPOConfig(env_id="CartPole-v1", env_backend="torch", num_envs=4, num_steps=16, total_timesteps=64,
                        tensorboard=False)
@@ -236,7 +236,7 @@ def test_a_checkpoint_opens_with_plain_torch_load_weights_only(tmp_path):
 
 
 def test_a_flipped_byte_in_the_tensors_or_the_plain_data_is_caught(tmp_path):
-    from ppo.checkpoint import CheckpointError, save_checkpoint
+    from ppo.runs.checkpoint import CheckpointError, save_checkpoint
 
     path = tmp_path / "checkpoint.pt"
     save_checkpoint(MARKED, path)
@@ -252,7 +252,7 @@ def test_a_flipped_byte_in_the_tensors_or_the_plain_data_is_caught(tmp_path):
 def test_no_flipped_byte_anywhere_goes_unnoticed(tmp_path):
     """A flip anywhere in the file is caught (one line), or changes nothing the file holds
     (zip padding, the archive's own bookkeeping): 150 positions spread over the whole file."""
-    from ppo.checkpoint import CheckpointError, save_checkpoint
+    from ppo.runs.checkpoint import CheckpointError, save_checkpoint
 
     path = tmp_path / "checkpoint.pt"
     save_checkpoint(MARKED, path)
@@ -283,7 +283,7 @@ def write_format_2(state: dict, path: Path) -> None:
 
 
 def test_checkpoints_of_the_older_formats_still_load(tmp_path):
-    from ppo.checkpoint import CheckpointError
+    from ppo.runs.checkpoint import CheckpointError
 
     write_format_2(MARKED, tmp_path / "format2.pt")
     assert_same_contents(load_checkpoint(tmp_path / "format2.pt"), {"format": 2, **MARKED})
@@ -296,7 +296,7 @@ def test_checkpoints_of_the_older_formats_still_load(tmp_path):
 
 
 def test_a_loaded_checkpoint_saved_again_gets_a_fresh_checksum(tmp_path):
-    from ppo.checkpoint import save_checkpoint
+    from ppo.runs.checkpoint import save_checkpoint
 
     write_format_2(MARKED, tmp_path / "old.pt")
     state = load_checkpoint(tmp_path / "old.pt")
@@ -307,7 +307,7 @@ def test_a_loaded_checkpoint_saved_again_gets_a_fresh_checksum(tmp_path):
 
 
 def test_the_checksum_tells_apart_what_prints_alike():
-    from ppo.checkpoint import content_digest
+    from ppo.runs.checkpoint import content_digest
 
     digests = {content_digest(value) for value in (
         [1], [1.0], [True], ["1"], (1,), {"a": 1}, {"a": 1.0},
@@ -326,9 +326,9 @@ def test_resumed_gymnasium_run_normalises_its_first_observation_with_the_loaded_
     Their first observation must be normalised with the checkpoint's statistics (after merging
     that observation, as every observation is merged before the network sees it), not with
     the statistics of a fresh normaliser, which put every entry near ±1."""
-    from experiments.train import training_envs
+    from experiments.commands.train import training_envs
     from ppo.config import PPOConfig
-    from ppo.trainer import PPO
+    from ppo.trainers.ppo import PPO
 
     config = PPOConfig(env_id="CartPole-v1", env_backend="gymnasium", num_envs=4, num_steps=32,
                        total_timesteps=4 * 128, normalize_obs=True, tensorboard=False)

@@ -183,7 +183,7 @@ def test_spaces_that_cannot_stack_and_bad_sizes_are_refused():
 
 
 def test_ppo_train_with_frame_stack_trains_and_evaluates(tmp_path):
-    from experiments.train import main
+    from experiments.commands.train import main
 
     run_dir = tmp_path / "run"
     code = main(["--env-id", "CartPoleNoVel-v1", "--frame-stack", "3", "--num-envs", "4", "--num-steps", "16",
@@ -199,9 +199,9 @@ def test_ppo_train_with_frame_stack_trains_and_evaluates(tmp_path):
 def test_a_resumed_frame_stacked_run_continues_as_if_never_stopped(tmp_path):
     """The checkpoint holds the stacks: stopping after 2 iterations and resuming gives the
     uninterrupted run's weights bit for bit (same CPU, same operations in the same order)."""
-    from experiments.train import training_envs
+    from experiments.commands.train import training_envs
     from ppo.config import PPOConfig
-    from ppo.trainer import PPO
+    from ppo.trainers.ppo import PPO
 
     config = PPOConfig(env_id="CartPoleNoVel-v1", env_backend="torch", frame_stack=3, num_envs=4, num_steps=32,
                        total_timesteps=4 * 128, tensorboard=False)

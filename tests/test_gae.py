@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.advantages import compute_gae, successor_values
+from ppo.algorithm.advantages import compute_gae, successor_values
 
 
 def slow_gae(rewards, values, last_value, final_values, terminated, truncated, gamma, lam):

@@ -5,12 +5,12 @@ import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
 from envs import corpus
-from experiments.food_task import FoodTaskConfig, food_task
+from experiments.tasks.food_task import FoodTaskConfig, food_task
 from ppo.config import ConfigError
-from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.group_trainer import GroupBaselineTrainer, group_advantages
-from ppo.lm.optimum import completion_probabilities
-from ppo.lm.rlhf_config import RLHFConfig
+from ppo.lm.trainers.evaluation import evaluate_lm_policy
+from ppo.lm.trainers.group_trainer import GroupBaselineTrainer, group_advantages
+from ppo.lm.exact.optimum import completion_probabilities
+from ppo.lm.trainers.rlhf_config import RLHFConfig
 
 
 def test_rloo_advantages_by_hand():
@@ -93,7 +93,7 @@ def test_grpo_keeps_the_kl_out_of_the_group_normalised_advantage():
 def test_settings_without_effect_on_a_group_baseline_are_refused_unless_at_their_defaults(algorithm):
     """norm_adv, whiten_rewards, the critic's settings and GAE's do nothing without a critic: a value other than the
     default is refused by name; the defaults (and ppo with the same values) pass."""
-    from ppo.lm.rlhf_config import UNUSED_WITHOUT_CRITIC
+    from ppo.lm.trainers.rlhf_config import UNUSED_WITHOUT_CRITIC
 
     RLHFConfig(algorithm=algorithm).validate()
     changed = {"norm_adv": True, "whiten_rewards": True, "critic": "shared", "critic_learning_rate": 1e-2,

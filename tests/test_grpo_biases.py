@@ -1,4 +1,4 @@
-"""experiments/grpo_biases.py: each bias points the way the options' equations say, on hand-worked cases."""
+"""experiments/studies/grpo_biases.py: each bias points the way the options' equations say, on hand-worked cases."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 from _tiny_lm import one_torch_thread  # noqa: F401 (an autouse fixture)
 
-from experiments import grpo_biases
+from experiments.studies import grpo_biases
 
 
 def test_difficulty_weights_of_a_group_of_three_by_hand():

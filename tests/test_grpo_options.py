@@ -10,21 +10,21 @@ import pytest
 import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
-from experiments.food_task import FoodTaskConfig, food_task
+from experiments.tasks.food_task import FoodTaskConfig, food_task
 from ppo.config import ConfigError
-from ppo.lm.group_trainer import (
+from ppo.lm.trainers.group_trainer import (
     GroupBaselineTrainer,
     average_tokens,
     group_advantages,
     trainer_class,
     zero_spread_fraction,
 )
-from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rollout import TokenBatch, score_completions
-from ppo.lm.task import CompletionTask
-from ppo.losses import clip_fraction, clipped_surrogate_loss
-from ppo.optim import FlatAdam
-from ppo.update import MinibatchLoss, run_update
+from ppo.lm.trainers.rlhf_config import RLHFConfig
+from ppo.lm.algorithm.rollout import TokenBatch, score_completions
+from ppo.lm.algorithm.task import CompletionTask
+from ppo.algorithm.losses import clip_fraction, clipped_surrogate_loss
+from ppo.parallel.optim import FlatAdam
+from ppo.algorithm.update import MinibatchLoss, run_update
 
 # ---------------------------------------------------------------- advantage scaling
 

@@ -1,11 +1,11 @@
-"""experiments.iteration_profile: the parts of an iteration add up to what the trainer ran."""
+"""experiments.studies.iteration_profile: the parts of an iteration add up to what the trainer ran."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments import iteration_profile
-from experiments.presets import build_config
+from experiments.studies import iteration_profile
+from experiments.commands.presets import build_config
 
 
 def test_the_parts_cover_the_iteration_and_the_env_steps_are_counted():

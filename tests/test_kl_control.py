@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from ppo.lm.kl_control import (
+from ppo.lm.algorithm.kl_control import (
     FixedKLController,
     KLFeedback,
     OptimumKLController,
@@ -18,7 +18,7 @@ from ppo.lm.kl_control import (
     solve_beta,
     tilted_kl,
 )
-from ppo.lm.optimum import kl_regularised_optimum
+from ppo.lm.exact.optimum import kl_regularised_optimum
 
 # A stub task: four answers with these reference probabilities and scores.
 REFERENCE = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)
@@ -26,7 +26,7 @@ SCORES = torch.tensor([0.0, 0.2, 0.5, 1.0], dtype=torch.float64)
 
 
 def exact_optimum_kl(beta: float) -> float:
-    """KL(π*_β ‖ π_ref) from the closed form of ppo.lm.optimum (an independent implementation)."""
+    """KL(π*_β ‖ π_ref) from the closed form of ppo.lm.exact.optimum (an independent implementation)."""
     names = [str(i) for i in range(len(REFERENCE))]
     optimum = kl_regularised_optimum(dict(zip(names, REFERENCE.tolist())), dict(zip(names, SCORES.tolist())), beta)
     return optimum.kl
@@ -134,7 +134,7 @@ def test_proportional_rule_by_hand_and_the_fallback_of_the_optimum_controller():
 
 def test_a_horizon_that_could_make_beta_negative_is_refused():
     from ppo.config import ConfigError
-    from ppo.lm.rlhf_config import RLHFConfig
+    from ppo.lm.trainers.rlhf_config import RLHFConfig
 
     assert RLHFConfig(kl_target=1.0, iterations=2, batch_size=32).effective_kl_horizon == 32  # never below B
     assert RLHFConfig(kl_target=1.0, iterations=100, batch_size=32).effective_kl_horizon == 160

@@ -11,8 +11,8 @@ import pytest
 import torch
 from _tiny_lm import one_torch_thread  # noqa: F401 (autouse fixture)
 
-from ppo.lm.kl_gradients import CHECKED_PLACEMENTS, enumerated_batch, placement_gradients
-from ppo.lm.model import GPT, GPTConfig, next_token_log_probs
+from ppo.lm.exact.kl_gradients import CHECKED_PLACEMENTS, enumerated_batch, placement_gradients
+from ppo.lm.models.gpt import GPT, GPTConfig, next_token_log_probs
 
 VOCAB, EOS, PAD, MAX_NEW_TOKENS = 7, 1, 2, 3  # BOS, EOS, PAD and four letters; 259 completions
 

@@ -7,11 +7,11 @@ states) still runs without error; only a return threshold catches it.
 import pytest
 
 from envs.factory import gymnasium_env_factory
-from experiments.benchmark_continuous import SUCCESS_THRESHOLD
-from experiments.presets import build_config
-from experiments.train import training_envs
-from ppo.evaluation import Policy, evaluate_policy
-from ppo.trainer import PPO
+from experiments.benchmarks.continuous import SUCCESS_THRESHOLD
+from experiments.commands.presets import build_config
+from experiments.commands.train import training_envs
+from ppo.runs.evaluation import Policy, evaluate_policy
+from ppo.trainers.ppo import PPO
 
 
 def train_and_evaluate(flags: dict, episodes: int = 100):
@@ -44,6 +44,6 @@ def test_cartpole_on_gymnasium_backend_learns():
 @pytest.mark.parametrize("env_id", ["Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"])
 def test_every_classic_control_preset_solves_its_task_on_seed_1(env_id):
     # The shipped preset as `ppo-train --env-id ENV` runs it (torch backend), evaluated over
-    # 100 greedy episodes on gymnasium's env; "solved" as in experiments/benchmark_continuous.py.
+    # 100 greedy episodes on gymnasium's env; "solved" as in experiments/benchmarks/continuous.py.
     _, returns = train_and_evaluate({"env_id": env_id, "seed": 1})
     assert returns.mean() >= SUCCESS_THRESHOLD[env_id], returns.mean()

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from ppo.lm.model import GPT, GPTConfig, completion_log_probs, log_probs_of, next_token_log_probs
+from ppo.lm.models.gpt import GPT, GPTConfig, completion_log_probs, log_probs_of, next_token_log_probs
 
 
 CONFIG = GPTConfig(vocab_size=11, block_size=16, n_layer=2, n_head=2, n_embd=16)

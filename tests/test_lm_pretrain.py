@@ -6,11 +6,11 @@ import torch
 import torch.nn.functional as F
 
 from envs.corpus import FOOD_CORPUS
-from experiments import pretrain_lm
-from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from experiments.commands import pretrain_lm
+from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
-from ppo.lm import pretrain as pretrain_module
-from ppo.lm.pretrain import (
+from ppo.lm.models import pretrain as pretrain_module
+from ppo.lm.models.pretrain import (
     PretrainingInterrupted,
     PretrainConfig,
     cached_checkpoint_path,
@@ -104,7 +104,7 @@ def test_mismatched_checkpoint_raises_clear_error(trained, tmp_path):
         load_sft_checkpoint(path)
     torch.save({"something": "else"}, path)
     with pytest.raises(CheckpointError, match="not a checkpoint of this project"):
-        load_sft_checkpoint(path)  # the file format of ppo.checkpoint; the SFT payload has a version of its own
+        load_sft_checkpoint(path)  # the file format of ppo.runs.checkpoint; the SFT payload has a version of its own
 
 
 def test_load_or_pretrain_caches_by_config(trained, tmp_path, monkeypatch):

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from ppo.lm.model import GPT, GPTConfig, log_probs_of
-from ppo.lm.sampling import sample, sample_naive
+from ppo.lm.models.gpt import GPT, GPTConfig, log_probs_of
+from ppo.lm.models.sampling import sample, sample_naive
 
 
 CONFIG = GPTConfig(vocab_size=12, block_size=24, n_layer=2, n_head=2, n_embd=16)
@@ -105,7 +105,7 @@ def test_returned_tensors_can_enter_autograd():
 
 
 def test_benchmark_script_runs(capsys):
-    from experiments import benchmark_sampling
+    from experiments.benchmarks import sampling as benchmark_sampling
 
     assert benchmark_sampling.main(["--batch-sizes", "2", "--repeats", "1", "--new-tokens", "3"]) == 0
     assert "speed-up" in capsys.readouterr().out

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from envs import corpus
-from ppo.lm.tokenizer import CharTokenizer
+from ppo.lm.models.tokenizer import CharTokenizer
 
 
 def test_hand_worked_ids():

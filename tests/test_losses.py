@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.distributions import Categorical
 
-from ppo.losses import (
+from ppo.algorithm.losses import (
     clip_fraction,
     clipped_surrogate_loss,
     explained_variance,

@@ -9,8 +9,8 @@ import torch
 
 from envs.toy_masked import MaskedChoiceVecEnv
 from ppo.config import ConfigError, PPOConfig
-from ppo.evaluation import load_policy
-from ppo.trainer import PPO, StepsEnvs, check_spaces
+from ppo.runs.evaluation import load_policy
+from ppo.trainers.ppo import PPO, StepsEnvs, check_spaces
 from ppo.vec_env import StepResult
 
 # as tests/test_trainer.py: a few float32 ulps of 1.0 from batch-shape-dependent rounding

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from envs.toy_masked import MaskedChoiceVecEnv
-from experiments.learning_curves import curve_iterations
-from experiments.masking_experiment import build_parser, main, make_config, train_one
+from experiments.studies.learning_curves import curve_iterations
+from experiments.studies.masking_experiment import build_parser, main, make_config, train_one
 from ppo.config import ConfigError
-from ppo.trainer import PPO
+from ppo.trainers.ppo import PPO
 
 # 4 iterations of 512 steps: curve points at iterations 0, 2, 4
 TINY = ["--total-timesteps", "2048", "--curve-points", "3", "--eval-envs", "60", "--curve-eval-envs", "20"]

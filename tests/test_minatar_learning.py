@@ -1,6 +1,6 @@
 """PPO learns MinAtar Breakout with its preset, from the image, well above a random player.
 
-The preset (experiments.presets.MINATAR): one MinAtar CNN trunk shared by the policy and
+The preset (experiments.commands.presets.MINATAR): one MinAtar CNN trunk shared by the policy and
 value heads, 128 batched envs × 32 steps, 4 epochs of 8 minibatches at lr 1e-3, 10M steps.
 Here its first 32 iterations (131,072 steps, with the learning rate annealed over them):
 a silently broken update (a sign, a mask, a channel layout) leaves the return near the
@@ -9,11 +9,11 @@ random player's.
 
 import envs  # noqa: F401  (registers the MinAtar ids)
 from envs.factory import make_vec_env
-from experiments.evaluate import evaluation_env_factory
-from experiments.presets import build_config
-from ppo.encoders import MinAtarCNN
-from ppo.evaluation import Policy, evaluate_policy
-from ppo.trainer import PPO
+from experiments.commands.evaluate import evaluation_env_factory
+from experiments.commands.presets import build_config
+from ppo.models.encoders import MinAtarCNN
+from ppo.runs.evaluation import Policy, evaluate_policy
+from ppo.trainers.ppo import PPO
 
 RANDOM_BREAKOUT_RETURN = 0.4  # a uniformly random player's mean return (lecture 16 measures 0.39)
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.distributions import Normal
 
-from ppo.networks import ActorCritic
+from ppo.models.networks import ActorCritic
 
 OBS = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
 
@@ -66,7 +66,7 @@ def test_log_std_initial_value():
 def test_categorical_distribution_matches_torch_distributions():
     from torch.distributions import Categorical
 
-    from ppo.networks import CategoricalDistribution
+    from ppo.models.networks import CategoricalDistribution
 
     torch.manual_seed(0)
     logits = torch.randn(64, 5) * 3

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.normalize import ObservationNormalizer, RewardScaler, RunningMeanStd
+from ppo.models.normalize import ObservationNormalizer, RewardScaler, RunningMeanStd
 
 
 def test_running_mean_std_matches_numpy_over_batches_of_different_sizes():

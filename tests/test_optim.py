@@ -6,8 +6,8 @@ import gymnasium as gym
 import pytest
 import torch
 
-from ppo.networks import ActorCritic
-from ppo.optim import FlatAdam
+from ppo.models.networks import ActorCritic
+from ppo.parallel.optim import FlatAdam
 
 
 def test_first_step_by_hand():

@@ -8,10 +8,10 @@ import torch
 
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 from envs import corpus
-from ppo.lm.best_of_n import best_of_n_curve, best_of_n_kl_bound, best_of_n_probabilities, kl_divergence
-from ppo.lm.enumeration import enumerate_completions
-from ppo.lm.optimum import completion_probabilities
-from ppo.lm.overoptimization_fit import fit_overoptimization
+from ppo.lm.exact.best_of_n import best_of_n_curve, best_of_n_kl_bound, best_of_n_probabilities, kl_divergence
+from ppo.lm.exact.enumeration import enumerate_completions
+from ppo.lm.exact.optimum import completion_probabilities
+from ppo.lm.exact.overoptimization_fit import fit_overoptimization
 
 
 def simulate_best_of_n(p: torch.Tensor, scores: torch.Tensor, n: int, trials: int, seed: int) -> torch.Tensor:
@@ -189,7 +189,7 @@ def test_enumeration_finds_every_food_with_the_probability_teacher_forcing_gives
 
 
 def test_command_writes_the_figure_csv_and_fits(tmp_path, monkeypatch, capsys):
-    import experiments.overoptimization as command
+    import experiments.studies.overoptimization as command
 
     monkeypatch.setattr(command, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
     out = tmp_path / "out"
@@ -219,7 +219,7 @@ def test_command_writes_the_figure_csv_and_fits(tmp_path, monkeypatch, capsys):
     (["--best-of-n-max", "many"], "invalid int value"),
 ])
 def test_bad_input_gets_one_line_and_exit_code_2(argv, message, capsys, tmp_path):
-    from experiments.overoptimization import main
+    from experiments.studies.overoptimization import main
 
     try:
         code = main([*argv, "--out-dir", str(tmp_path / "out")])

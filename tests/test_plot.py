@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.plot import main, planned_iterations
-from ppo.seed_batch import DIVERGED_NAME
+from experiments.commands.plot import main, planned_iterations
+from ppo.trainers.seed_batch import DIVERGED_NAME
 from test_statistics import two_settings, write_run
 
 REPS = ["--reps", "200"]
@@ -123,7 +123,7 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
 
 
 def test_the_module_runs_as_a_command(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "experiments.plot", str(tmp_path / "nowhere")],
+    result = subprocess.run([sys.executable, "-m", "experiments.commands.plot", str(tmp_path / "nowhere")],
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"ppo-plot: error: {tmp_path / 'nowhere'} does not exist"]
@@ -249,7 +249,7 @@ def test_without_the_stats_extra_the_command_says_how_to_install_it(tmp_path, mi
     """As after `make demo`, which installs the core only: a None in sys.modules makes the import fail."""
     run = finished_run(tmp_path / "runs" / "A__seed1", 1, [1, 2, 3, 4])
     script = (f"import sys; sys.modules[{missing!r}] = None\n"
-              "from experiments.plot import main\n"
+              "from experiments.commands.plot import main\n"
               f"sys.exit(main([{str(run)!r}]))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 2, result.stderr

@@ -7,11 +7,11 @@ import random
 import pytest
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
-import experiments.preference_methods as command
-from experiments.preference_rater import label_pair, rater_comparisons
-from experiments.two_choice_task import ANSWERS, TwoChoiceTaskConfig
-from ppo.lm.optimum import MALFORMED, NO_EOS, completion_probabilities
-from ppo.lm.rlhf_config import RLHFConfig
+import experiments.studies.preference_methods as command
+from experiments.tasks.preference_rater import label_pair, rater_comparisons
+from experiments.tasks.two_choice_task import ANSWERS, TwoChoiceTaskConfig
+from ppo.lm.exact.optimum import MALFORMED, NO_EOS, completion_probabilities
+from ppo.lm.trainers.rlhf_config import RLHFConfig
 
 SCORES = {"likes salad": 1.0, "hates soda": 0.5, "likes pizza": 0.0, "hates tacos": 0.0}
 
@@ -111,7 +111,7 @@ def test_a_bad_flag_is_one_line_and_exit_2(flags, message, capsys, tmp_path):
 
 def test_exact_gold_and_right_by_hand():
     """Two prompts: gold Σ_g π(g)·r(g) and the right rate Σ_{g paid} π(g), then their mean over the prompts."""
-    from experiments.compare_lm_trainers import exact_gold_and_right
+    from experiments.studies.compare_lm_trainers import exact_gold_and_right
 
     scores = {"likes salad": 1.0, "hates soda": 0.5, "likes soda": 0.0, MALFORMED: 0.0, NO_EOS: -1.0}
     first = {"likes salad": 0.5, "hates soda": 0.2, "likes soda": 0.2, MALFORMED: 0.05, NO_EOS: 0.05}
@@ -122,7 +122,7 @@ def test_exact_gold_and_right_by_hand():
 
 
 def test_the_trainer_table_gives_dpo_its_pairs_and_no_half_way_point(capsys):
-    from experiments.compare_lm_trainers import RunResult, print_table
+    from experiments.studies.compare_lm_trainers import RunResult, print_table
 
     shares = [0.2, 0.1, 0.4, 0.2, 0.1]
     results = [RunResult("ppo", 1, 0.9, 0.9, 1.5, 0.2, 0.3, 0.01, 256, 3.0, 128, shares, [0.3, 0.5, 0.7, 0.9]),

@@ -13,11 +13,11 @@ import re
 import pytest
 
 from envs.factory import gymnasium_env_factory
-from experiments import train
-from experiments.benchmark_continuous import CLASSIC_CONTROL, SUCCESS_THRESHOLD, ZOO_FIGURE
-from experiments.presets import PRESETS, build_config, format_presets
+from experiments.commands import train
+from experiments.benchmarks.continuous import CLASSIC_CONTROL, SUCCESS_THRESHOLD, ZOO_FIGURE
+from experiments.commands.presets import PRESETS, build_config, format_presets
 from ppo.config import PPOConfig
-from ppo.trainer import PPO
+from ppo.trainers.ppo import PPO
 
 # The SB3 zoo's training budget for each task (its benchmark table), in env steps.
 ZOO_BUDGET = {"CartPole-v1": 100_000, "Acrobot-v1": 1_000_000, "MountainCar-v0": 1_000_000, "Pendulum-v1": 2_000_000}
@@ -85,8 +85,8 @@ def test_cartpole_evaluation_factory_is_gymnasiums_numpy_vectorised_env():
 
 
 def test_benchmark_tables_report_success_counts_medians_and_the_sb3_ratio():
-    from experiments.benchmark_continuous import format_summary_table
-    from experiments.benchmark_envs import format_command_table
+    from experiments.benchmarks.continuous import format_summary_table
+    from experiments.benchmarks.environments import format_command_table
 
     results = [{"eval_mean": m, "train_wall_s": t, "steps_per_s": 1000.0 * t} for m, t in [(500, 1.0), (470, 3.0), (500, 2.0)]]
     table = format_summary_table([{"env_id": "CartPole-v1", "threshold": 475.0, "config": {"total_timesteps": 100_000},

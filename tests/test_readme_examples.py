@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from _tiny_lm import tiny_sft
-from experiments import plot, rlhf, train
-from experiments.cli import given_flags
-from ppo.lm.rlhf_config import RLHFConfig
+from experiments.commands import plot, rlhf, train
+from experiments.commands.cli import given_flags
+from ppo.lm.trainers.rlhf_config import RLHFConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_TIMEOUT_S = 600  # seconds of work each, but CI machines are slow and shared

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments import readme_figures
-from experiments.readme_figures import BLOCKS, EARLIER, MEASURED_HERE, check, marked_blocks, rewrite
+from experiments.tools import readme_figures
+from experiments.tools.readme_figures import BLOCKS, EARLIER, MEASURED_HERE, check, marked_blocks, rewrite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_block_of_the_readme_equals_what_its_record_renders_to():
-    result = subprocess.run([sys.executable, "-m", "experiments.readme_figures", "--check"], cwd=REPO_ROOT,
+    result = subprocess.run([sys.executable, "-m", "experiments.tools.readme_figures", "--check"], cwd=REPO_ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -61,7 +61,7 @@ def test_a_number_changed_by_hand_in_a_marked_block_is_caught_and_rendering_rest
 
 def test_check_fails_from_the_command_line_on_a_planted_number(readme_copy):
     _plant(readme_copy, "seed-batch-rounding", "497.3", "499.3")
-    result = subprocess.run([sys.executable, "-m", "experiments.readme_figures", "--check", "--readme", str(readme_copy)],
+    result = subprocess.run([sys.executable, "-m", "experiments.tools.readme_figures", "--check", "--readme", str(readme_copy)],
                             cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stdout.startswith("seed-batch-rounding:")
@@ -185,7 +185,7 @@ def test_overoptimization_paragraph_is_written_from_the_record():
 
 
 def test_a_hacked_string_is_one_the_healthiness_rule_calls_malformed():
-    from experiments.readme_figures import _first_completion
+    from experiments.tools.readme_figures import _first_completion
 
     assert _first_completion("'lttttte' 97%, 'letttte' 2%") == ("lttttte", True, 0.97)
     assert _first_completion("'lettu…' 5%") == ("lettu", False, 0.05)
@@ -239,7 +239,7 @@ def test_recurrent_paragraph_counts_seeds_over_the_bar_and_divides_the_medians()
 
 
 def test_the_recurrent_benchmark_refuses_an_unknown_env_in_one_line(capsys):
-    from experiments import benchmark_recurrent_zoo
+    from experiments.benchmarks import recurrent_zoo as benchmark_recurrent_zoo
 
     with pytest.raises(SystemExit) as exit_info:
         benchmark_recurrent_zoo.main(["--env-id", "CartPole-v1"])

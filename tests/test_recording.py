@@ -5,12 +5,12 @@ import sys
 import pytest
 
 from envs.factory import gymnasium_env_factory
-from experiments.evaluate import RECORDING_NAME, main
-from experiments.train import training_envs
+from experiments.commands.evaluate import RECORDING_NAME, main
+from experiments.commands.train import training_envs
 from ppo.config import ConfigError, PPOConfig
-from ppo.evaluation import evaluate_policy, load_policy
-from ppo.recording import record_episode
-from ppo.trainer import PPO
+from ppo.runs.evaluation import evaluate_policy, load_policy
+from ppo.runs.recording import record_episode
+from ppo.trainers.ppo import PPO
 
 CARTPOLE = gymnasium_env_factory("CartPole-v1")
 RENDERED_CARTPOLE = gymnasium_env_factory("CartPole-v1", render_mode="rgb_array")

@@ -1,4 +1,4 @@
-"""Recurrent PPO (ppo.recurrent_trainer), one test per way it is known to go wrong.
+"""Recurrent PPO (ppo.trainers.recurrent), one test per way it is known to go wrong.
 
 The env is CartPole with only (x, θ) observed (`PositionsOnly`, defined here), a task
 whose episodes end inside a rollout, so every rollout holds episode starts and carries
@@ -15,18 +15,18 @@ from gymnasium import spaces
 from torch import nn
 
 from envs.classic import make_torch_vec_env
-from experiments import train
-from ppo.checkpoint import load_checkpoint
+from experiments.commands import train
+from ppo.runs.checkpoint import load_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.distributed import World
-from ppo.evaluation import Policy, evaluate_policy
-from ppo.losses import kl_per_sample
-from ppo.networks import ActorCritic
-from ppo.optim import FlatAdam
-from ppo.recurrent_networks import RecurrentActorCritic
-from ppo.recurrent_trainer import RecurrentPPO, columns, resume_run
-from ppo.seed_batch import SeedBatchPPO
-from ppo.trainer import PPO
+from ppo.parallel.distributed import World
+from ppo.runs.evaluation import Policy, evaluate_policy
+from ppo.algorithm.losses import kl_per_sample
+from ppo.models.networks import ActorCritic
+from ppo.parallel.optim import FlatAdam
+from ppo.models.recurrent_networks import RecurrentActorCritic
+from ppo.trainers.recurrent import RecurrentPPO, columns, resume_run
+from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.ppo import PPO
 from ppo.vec_env import StepResult
 
 KEPT = [0, 2]  # x and θ of CartPole's (x, ẋ, θ, θ̇)

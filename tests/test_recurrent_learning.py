@@ -11,10 +11,10 @@ import pytest
 
 import envs  # noqa: F401  (registers the partially observable envs)
 from envs.factory import gymnasium_env_factory, make_vec_env
-from experiments.presets import build_config
+from experiments.commands.presets import build_config
 from ppo.config import PPOConfig
-from ppo.evaluation import Policy, evaluate_policy
-from ppo.recurrent_trainer import RecurrentPPO
+from ppo.runs.evaluation import Policy, evaluate_policy
+from ppo.trainers.recurrent import RecurrentPPO
 
 MEMORYLESS_SUCCESS = 1 / 4  # CueMemory-v0's default 4 cues
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from experiments.rlhf import main
+from experiments.commands.rlhf import main
 
 
 def exit_code(argv: list[str]) -> int:
@@ -47,7 +47,7 @@ def test_a_setting_the_model_refuses_leaves_the_folders_as_they_were(tmp_path, m
     the refusal must still leave no run folder (nor runs/) behind."""
     from _tiny_lm import tiny_sft
 
-    from experiments import rlhf
+    from experiments.commands import rlhf
 
     monkeypatch.setattr(rlhf, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
     monkeypatch.chdir(tmp_path)
@@ -62,7 +62,7 @@ def test_a_setting_the_model_refuses_leaves_the_folders_as_they_were(tmp_path, m
 def test_a_resume_that_leaves_nothing_to_train_is_refused_and_changes_nothing(tmp_path, monkeypatch, capsys):
     from _tiny_lm import tiny_sft
 
-    from experiments import rlhf
+    from experiments.commands import rlhf
 
     monkeypatch.setattr(rlhf, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
     run_dir = tmp_path / "run"
@@ -89,9 +89,9 @@ def test_the_reward_model_is_normalised_and_measured_on_samples_at_the_run_tempe
 
     from _tiny_lm import tiny_sft
 
-    from experiments import rlhf
-    from experiments.food_task import FoodTaskConfig
-    from ppo.lm.rlhf_config import RLHFConfig
+    from experiments.commands import rlhf
+    from experiments.tasks.food_task import FoodTaskConfig
+    from ppo.lm.trainers.rlhf_config import RLHFConfig
 
     temperatures = []
     signature = inspect.signature(rlhf.sample_completions)

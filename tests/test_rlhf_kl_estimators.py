@@ -6,10 +6,10 @@ import pytest
 import torch
 from _tiny_lm import one_torch_thread  # noqa: F401 (autouse fixture)
 
-from ppo.lm.model import GPT, GPTConfig, next_token_log_probs
-from ppo.lm.rewards import sequence_kl
-from ppo.lm.rollout import sample_completions, score_completions
-from ppo.lm.tokenizer import CharTokenizer
+from ppo.lm.models.gpt import GPT, GPTConfig, next_token_log_probs
+from ppo.lm.algorithm.rewards import sequence_kl
+from ppo.lm.algorithm.rollout import sample_completions, score_completions
+from ppo.lm.models.tokenizer import CharTokenizer
 
 MAX_NEW_TOKENS = 3
 
@@ -66,8 +66,8 @@ def test_the_exact_per_token_kl_sums_to_the_enumerated_sequence_kl():
     import math
 
     from _tiny_lm import tiny_sft
-    from ppo.lm.model import next_token_log_probs
-    from ppo.lm.rollout import exact_token_kl
+    from ppo.lm.models.gpt import next_token_log_probs
+    from ppo.lm.algorithm.rollout import exact_token_kl
 
     model, tokenizer = tiny_sft()
     prompt = tokenizer.encode("ravin likes ")

@@ -7,9 +7,9 @@ import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
 from envs import corpus
-from ppo.lm.enumeration import ending_mass
-from ppo.lm.model import GPT, GPTConfig, completion_log_probs
-from ppo.lm.optimum import (
+from ppo.lm.exact.enumeration import ending_mass
+from ppo.lm.models.gpt import GPT, GPTConfig, completion_log_probs
+from ppo.lm.exact.optimum import (
     MALFORMED,
     NO_EOS,
     completion_probabilities,
@@ -17,8 +17,8 @@ from ppo.lm.optimum import (
     optimum_over_prompts,
     rule_scores,
 )
-from ppo.lm.rollout import sample_completions
-from ppo.lm.tokenizer import CharTokenizer
+from ppo.lm.algorithm.rollout import sample_completions
+from ppo.lm.models.tokenizer import CharTokenizer
 
 
 def kl_divergence(probabilities: dict, reference: dict) -> float:
@@ -167,7 +167,7 @@ def test_no_eos_and_malformed_groups_match_sampled_frequencies_at_a_short_limit(
 def test_a_group_that_scores_its_members_differently_by_hand():
     """Members with π_ref(·|G) = (1/4, 3/4) and r = (1, 0), β = 1: v = log(e/4 + 3/4), π*(·|G) = (e, 3)/(e + 3),
     E_π*(·|G)[r] = e/(e + 3), KL_G = E[r]/β − v/β. At β = 0: v = 1, π*(·|G) on the first member, KL_G = log 4."""
-    from ppo.lm.optimum import scored_group
+    from ppo.lm.exact.optimum import scored_group
 
     group = scored_group(torch.tensor([1.0, 0.0]), torch.tensor([0.01, 0.03]), beta=1.0)
     e = math.e
@@ -184,7 +184,7 @@ def test_the_malformed_group_by_enumeration_matches_brute_force_over_every_strin
     """T = 3 on the tiny model: every completion, scored by a reward that differs from string to string, gives
     π*(y) ∝ π_ref(y)·exp(r(y)/β) by brute force. The optimum over the groups, with MALFORMED as its enumerated soft
     value, must give the same π*(MALFORMED), KL and E[r]; scoring MALFORMED by its members' plain mean does not."""
-    from ppo.lm.optimum import ScoredGroup, malformed_group
+    from ppo.lm.exact.optimum import ScoredGroup, malformed_group
 
     model, tokenizer = tiny_sft()
     prompt, limit, beta, penalty = corpus.prompt("ravin", "likes"), 3, 0.3, -1.0

@@ -5,13 +5,13 @@ import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
 from envs import corpus
-from experiments.food_task import FoodTaskConfig, food_task
-from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.optimum import completion_probabilities
-from ppo.lm.rewards import rule_scorer
-from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer, load_lm_policy
-from ppo.lm.task import CompletionTask
+from experiments.tasks.food_task import FoodTaskConfig, food_task
+from ppo.lm.trainers.evaluation import evaluate_lm_policy
+from ppo.lm.exact.optimum import completion_probabilities
+from ppo.lm.algorithm.rewards import rule_scorer
+from ppo.lm.trainers.rlhf_config import RLHFConfig
+from ppo.lm.trainers.rlhf_trainer import RLHFTrainer, load_lm_policy
+from ppo.lm.algorithm.task import CompletionTask
 
 TINY = dict(batch_size=32, num_minibatches=2, max_new_tokens=10, sample_every=0, tensorboard=False)
 PIZZA = food_task(FoodTaskConfig(target_food="pizza", person="ravin"))
@@ -186,7 +186,7 @@ def test_old_configs_load_when_they_trained_with_k1_and_are_refused_otherwise():
 def test_a_run_folder_written_before_kl_penalty_resumes_or_is_refused_in_one_line(tmp_path):
     import json
 
-    from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+    from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
     model, tokenizer = tiny_sft()
     config = RLHFConfig(iterations=2, seed=8, **TINY)

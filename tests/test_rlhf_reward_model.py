@@ -4,7 +4,7 @@ import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
 from envs.token_task import HEALTHINESS, preference_pairs, preferred
-from ppo.lm.reward_model import RewardModel, bradley_terry_loss, encode_comparisons, pairwise_accuracy, train_reward_model
+from ppo.lm.algorithm.reward_model import RewardModel, bradley_terry_loss, encode_comparisons, pairwise_accuracy, train_reward_model
 
 
 def test_bradley_terry_loss_is_minus_log_sigmoid_of_the_margin():

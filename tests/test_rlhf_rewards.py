@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from ppo.lm.rewards import assemble_rewards, last_token_index, per_token_kl
-from ppo.lm.rlhf_trainer import token_advantages
+from ppo.lm.algorithm.rewards import assemble_rewards, last_token_index, per_token_kl
+from ppo.lm.trainers.rlhf_trainer import token_advantages
 
 # Row 0 ends with EOS at t = 2; row 1 never emitted EOS (cut off at T = 4).
 MASK = torch.tensor([[True, True, True, False], [True, True, True, True]])

@@ -12,9 +12,10 @@ import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 from test_rlhf_cli import exit_code  # ppo-rlhf's exit code, argparse's own exits (--help) included
 
-from experiments import rlhf, two_choice_task
-from experiments.food_task import FoodTaskAdapter, FoodTaskConfig
-from experiments.two_choice_task import (
+from experiments.commands import rlhf
+from experiments.tasks import two_choice_task
+from experiments.tasks.food_task import FoodTaskAdapter, FoodTaskConfig
+from experiments.tasks.two_choice_task import (
     ANSWERS,
     PAID,
     TwoChoiceTaskAdapter,
@@ -23,10 +24,10 @@ from experiments.two_choice_task import (
     group_rates,
 )
 from ppo.config import ConfigError
-from ppo.lm.model import completion_log_probs
-from ppo.lm.optimum import MALFORMED, NO_EOS
-from ppo.lm.optimum_distance import distance_to_optimum
-from ppo.lm.rlhf_config import RLHFConfig
+from ppo.lm.models.gpt import completion_log_probs
+from ppo.lm.exact.optimum import MALFORMED, NO_EOS
+from ppo.lm.exact.optimum_distance import distance_to_optimum
+from ppo.lm.trainers.rlhf_config import RLHFConfig
 
 # The tiny SFT model is rough: its prefix tree of EOS-free 16-token completions at the library's ε = 1e-8 takes
 # about 10 s per prompt and model. ε = 1e-5 brackets π_ref(NO_EOS) more loosely, in well under a second.

@@ -1,4 +1,4 @@
-"""One process per run folder (experiments.run_folder), in the library and through the real commands.
+"""One process per run folder (experiments.commands.run_folder), in the library and through the real commands.
 
 The command tests start real processes. To make "a second command while the first is
 training" deterministic, the first is frozen with SIGSTOP once it has claimed its folder
@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from experiments import rlhf, train
-from experiments.run_folder import (
+from experiments.commands import rlhf, train
+from experiments.commands.run_folder import (
     LOCK_NAME,
     RunFolderBusy,
     RunFolderClaims,
     claim_fresh_run_folder,
     claim_run_folder,
 )
-from ppo.checkpoint import load_checkpoint
+from ppo.runs.checkpoint import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 BATCH = 4 * 32
@@ -99,12 +99,12 @@ def test_a_folder_that_is_a_file_is_refused_in_one_line(tmp_path):
 
 # ---------------------------------------------------------------------------------------- the commands
 def start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "experiments.train", *args], cwd=REPO, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "experiments.commands.train", *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.train", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "experiments.commands.train", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
@@ -178,7 +178,7 @@ def test_two_commands_started_together_on_one_folder_one_trains_one_is_refused(t
     refused = next(err for code, _, err in results if code == 2)
     winner = next(process.pid for process, (code, _, _) in zip(processes, results) if code == 0)
     # the loser found the folder held: by the winner's recorded pid, or by "another process" when
-    # it looked between the winner's flock and its writing of the pid (experiments/run_folder.py);
+    # it looked between the winner's flock and its writing of the pid (experiments/commands/run_folder.py);
     # or, had the winner already finished, the folder holding a run
     held = (f"is in use by process {winner}," in one_line(refused)
             or "is in use by another process," in one_line(refused))
@@ -228,7 +228,7 @@ def test_ppo_train_in_process_is_refused_on_a_held_folder(tmp_path, capsys):
 
 
 def test_ppo_rlhf_is_refused_on_a_held_folder_for_a_new_run_and_a_resume(tmp_path, capsys):
-    from experiments.food_task import FoodTaskConfig
+    from experiments.tasks.food_task import FoodTaskConfig
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

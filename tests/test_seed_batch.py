@@ -1,4 +1,4 @@
-"""A batch of seeds (ppo.seed_batch) against the single runs it stands for."""
+"""A batch of seeds (ppo.trainers.seed_batch) against the single runs it stands for."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from _tiny_lm import one_torch_thread  # noqa: F401 (an autouse fixture: one tor
 
 from envs.classic import make_torch_vec_env
 from envs.factory import make_seed_batch_env, make_vec_env
-from experiments.presets import build_config
+from experiments.commands.presets import build_config
 from ppo.config import ConfigError
-from ppo.optim import FlatAdam, StackedAdam
-from ppo.logger import read_metrics
-from ppo.seed_batch import DIVERGED_NAME, SeedBatchPPO, parse_seeds
-from ppo.trainer import PPO
+from ppo.parallel.optim import FlatAdam, StackedAdam
+from ppo.runs.logger import read_metrics
+from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO, parse_seeds
+from ppo.trainers.ppo import PPO
 
 COMPARED = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm",
             "episode_return_mean", "gradient_steps", "early_stopped")
@@ -248,7 +248,7 @@ def test_parse_seeds_refuses(text):
 def test_sixteen_batched_cartpole_seeds_solve_it(tmp_path):
     """`ppo-train --seeds 101-116` (seeds not tuned on): at least 15 of 16 runs evaluate ≥ 475
     over 100 greedy episodes."""
-    from experiments.train import main
+    from experiments.commands.train import main
 
     assert main(["--seeds", "101-116", "--run-dir", str(tmp_path), "--no-progress", "--no-tensorboard"]) == 0
     scores = [json.loads((folder / "eval.json").read_text())["mean_return"] for folder in tmp_path.iterdir()

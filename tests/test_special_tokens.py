@@ -6,10 +6,10 @@ import dataclasses
 import torch
 
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401  (one_torch_thread: autouse fixture)
-from experiments.food_task import FoodTaskConfig, food_task
-from ppo.lm.model import GPT
-from ppo.lm.rollout import CompletionBatch, sample_completions
-from ppo.lm.tokenizer import SPECIAL_MARK
+from experiments.tasks.food_task import FoodTaskConfig, food_task
+from ppo.lm.models.gpt import GPT
+from ppo.lm.algorithm.rollout import CompletionBatch, sample_completions
+from ppo.lm.models.tokenizer import SPECIAL_MARK
 
 
 def special_tokens_inside(batch: CompletionBatch, tokenizer) -> int:

@@ -1,4 +1,4 @@
-"""Results over seeds (experiments.statistics): grouping by setting, IQM and mean with bootstrap
+"""Results over seeds (experiments.commands.statistics): grouping by setting, IQM and mean with bootstrap
 intervals, performance profiles, the summary table of a sweep — on run folders written by hand."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.statistics import (format_summary_table, group_runs, interval_estimates, iqm, load_run,
+from experiments.commands.statistics import (format_summary_table, group_runs, interval_estimates, iqm, load_run,
                                     performance_profiles, summarize_runs)
 from ppo.config import ConfigError
 
@@ -146,7 +146,7 @@ def test_a_folder_without_metrics_is_a_one_line_error(tmp_path):
 
 
 def test_the_statistics_package_is_imported_only_when_used():
-    code = ("import sys, experiments.train, experiments.sweep, experiments.statistics, experiments.plot; "
+    code = ("import sys, experiments.commands.train, experiments.commands.sweep, experiments.commands.statistics, experiments.commands.plot; "
             "print(sorted({'rliable', 'arch', 'pandas', 'scipy', 'statsmodels'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
-from experiments.cli import SweepValues
-from experiments.presets import build_config
-from experiments.sweep import expand_grid, format_value, run_folder_name
-from experiments.train import build_parser, main
+from experiments.commands.cli import SweepValues
+from experiments.commands.presets import build_config
+from experiments.commands.sweep import expand_grid, format_value, run_folder_name
+from experiments.commands.train import build_parser, main
 from ppo.config import ConfigError
 
 
@@ -92,7 +92,7 @@ def test_a_sweep_outlives_diverging_runs(tmp_path, capsys, monkeypatch):
     iteration 2. Every setting still trains, the table has a row for each and counts the
     diverged runs as failures, and each diverged folder keeps its last good checkpoint (none
     for a run that diverged in its first iteration), gets diverged.json and no evaluation."""
-    from ppo.seed_batch import DIVERGED_NAME, SeedBatchPPO
+    from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO
 
     correct_loss = SeedBatchPPO.minibatch_loss
 

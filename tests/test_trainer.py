@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from envs.factory import gymnasium_env_factory
-from experiments.train import training_envs
-from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from experiments.commands.train import training_envs
+from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import PPOConfig
-from ppo.evaluation import evaluate_policy, load_policy
-from ppo.logger import read_metrics
-from ppo.trainer import PPO
+from ppo.runs.evaluation import evaluate_policy, load_policy
+from ppo.runs.logger import read_metrics
+from ppo.trainers.ppo import PPO
 
 
 def make_trainer(config: PPOConfig, **kwargs) -> PPO:

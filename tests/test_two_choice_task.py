@@ -8,16 +8,16 @@ import pytest
 import torch
 from _tiny_lm import one_torch_thread, tiny_sft  # noqa: F401 (one_torch_thread is an autouse fixture)
 
-from experiments.compare_lm_trainers import first_reaching, position_shares
-from experiments.two_choice_task import ANSWERS, HEALTHY, PAID, UNHEALTHY, TwoChoiceTaskConfig, two_choice_task
+from experiments.studies.compare_lm_trainers import first_reaching, position_shares
+from experiments.tasks.two_choice_task import ANSWERS, HEALTHY, PAID, UNHEALTHY, TwoChoiceTaskConfig, two_choice_task
 from ppo.config import ConfigError
-from ppo.lm.evaluation import evaluate_lm_policy
-from ppo.lm.model import GPT, GPTConfig, completion_log_probs
-from ppo.lm.optimum import MALFORMED, NO_EOS
-from ppo.lm.optimum_distance import distance_to_optimum, group_kl, kl_to_optimum_from_samples
-from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer
-from ppo.lm.tokenizer import CharTokenizer
+from ppo.lm.trainers.evaluation import evaluate_lm_policy
+from ppo.lm.models.gpt import GPT, GPTConfig, completion_log_probs
+from ppo.lm.exact.optimum import MALFORMED, NO_EOS
+from ppo.lm.exact.optimum_distance import distance_to_optimum, group_kl, kl_to_optimum_from_samples
+from ppo.lm.trainers.rlhf_config import RLHFConfig
+from ppo.lm.trainers.rlhf_trainer import RLHFTrainer
+from ppo.lm.models.tokenizer import CharTokenizer
 
 
 def completions(*pairs):

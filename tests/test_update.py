@@ -1,12 +1,12 @@
-"""The update routine both trainers share (ppo.update): epochs, minibatches, early stop, diagnostics."""
+"""The update routine both trainers share (ppo.algorithm.update): epochs, minibatches, early stop, diagnostics."""
 
 import math
 
 import pytest
 import torch
 
-from ppo.optim import FlatAdam, linear_annealing
-from ppo.update import MinibatchLoss, gradient_step, run_update
+from ppo.parallel.optim import FlatAdam, linear_annealing
+from ppo.algorithm.update import MinibatchLoss, gradient_step, run_update
 
 
 class Recorder:

@@ -6,12 +6,12 @@ import math
 import pytest
 import torch
 
-from experiments.train import training_envs
-from ppo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from experiments.commands.train import training_envs
+from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError, PPOConfig
-from ppo.losses import clipped_surrogate_loss
-from ppo.trainer import PPO
-from ppo.variants import (
+from ppo.algorithm.losses import clipped_surrogate_loss
+from ppo.trainers.ppo import PPO
+from ppo.trainers.variants import (
     ON_TARGET,
     TOO_CLOSE,
     TOO_FAR,

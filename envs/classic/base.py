@@ -29,7 +29,7 @@ Seed groups (`groups=S`): the copies form S consecutive blocks of N = num_envs /
 with its own generator, so block s draws exactly what an N-copy env seeded alone would
 (`reset(seed=[seed_1, …, seed_S])`). The physics is still one call for all S·N copies;
 only the start states are drawn block by block. This is how a batch of seeds
-(`ppo.seed_batch`) gives every member its own environment stream.
+(`ppo.trainers.seed_batch`) gives every member its own environment stream.
 
 Either way there is no Python loop over copies and no `.item()` in `step`. On CPU a
 step in which no episode ended skips the restart altogether; `obs` is then the very
@@ -223,7 +223,7 @@ class TorchClassicEnv(ABC):
             "generator": self.generators[group].get_state(),
         }
 
-    member_state_dict = group_state_dict  # the name a seed batch asks for (ppo.seed_batch)
+    member_state_dict = group_state_dict  # the name a seed batch asks for (ppo.trainers.seed_batch)
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a `state_dict()`; ValueError if it belongs to another env or size."""

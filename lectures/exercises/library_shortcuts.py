@@ -1,16 +1,16 @@
 """Which library code each exercise must not call: the answer it asks you to write.
 
-An exercise that asks for GAE is not done by calling `ppo.advantages.compute_gae`. The
+An exercise that asks for GAE is not done by calling `ppo.algorithm.advantages.compute_gae`. The
 table below names, for every exercise function, the library names that implement it; the
 `exercise` fixture (conftest.py) reads the exercise module's source and fails every check
 of that module when it imports one of them, or one of the solutions, or reaches it as a
-dotted name (`ppo.advantages.compute_gae(...)`), or imports it by a string
-(`importlib.import_module("ppo.advantages")`). Checks may use the library freely: they
+dotted name (`ppo.algorithm.advantages.compute_gae(...)`), or imports it by a string
+(`importlib.import_module("ppo.algorithm.advantages")`). Checks may use the library freely: they
 compare your answer with it.
 
 A name is a dotted path to a module or to an object in it. An import is refused when it
 brings in a forbidden name, or a module or package that contains one (`from ppo import
-losses`, `import ppo.losses as L`). A name beginning with "." is a method or attribute
+losses`, `import ppo.algorithm.losses as L`). A name beginning with "." is a method or attribute
 that the exercise function must not call (".backward": no autograd in it).
 
 This is a guard against shortcuts taken by accident, not a sandbox: code that tries hard
@@ -28,49 +28,49 @@ SOLUTIONS = ("solutions",)
 # exercise module → exercise function → the library names that implement it
 FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
     "lecture_01": {
-        "rewards_to_go": ("ppo.advantages",),
+        "rewards_to_go": ("ppo.algorithm.advantages",),
     },
     "lecture_02": {
-        "explained_variance": ("ppo.losses.explained_variance",),
+        "explained_variance": ("ppo.algorithm.losses.explained_variance",),
     },
     "lecture_03": {
-        "td_errors": ("ppo.advantages",),
-        "gae": ("ppo.advantages", "ppo.trainer"),
-        "lambda_return": ("ppo.advantages",),
-        "predict_best_lambda": ("ppo.advantages",),
+        "td_errors": ("ppo.algorithm.advantages",),
+        "gae": ("ppo.algorithm.advantages", "ppo.trainers.ppo"),
+        "lambda_return": ("ppo.algorithm.advantages",),
+        "predict_best_lambda": ("ppo.algorithm.advantages",),
     },
     "lecture_04": {
         "conjugate_gradient": ("torch.linalg", "torch.inverse", "torch.cholesky_solve", "torch.cholesky_inverse"),
         "natural_gradient_step": ("torch.linalg", "torch.inverse", "torch.cholesky_solve", "torch.cholesky_inverse"),
     },
     "lecture_05": {
-        "clipped_surrogate_loss": ("ppo.losses.clipped_surrogate_loss", "ppo.losses.transition_loss", "ppo.trainer",
-                                   "ppo.variants"),
-        "clip_fraction": ("ppo.losses.clip_fraction", "ppo.losses.log_ratio_clip_fraction", "ppo.update"),
-        "predict_surrogate_gradient": ("ppo.losses.clipped_surrogate_loss",),
+        "clipped_surrogate_loss": ("ppo.algorithm.losses.clipped_surrogate_loss", "ppo.algorithm.losses.transition_loss", "ppo.trainers.ppo",
+                                   "ppo.trainers.variants"),
+        "clip_fraction": ("ppo.algorithm.losses.clip_fraction", "ppo.algorithm.losses.log_ratio_clip_fraction", "ppo.algorithm.update"),
+        "predict_surrogate_gradient": ("ppo.algorithm.losses.clipped_surrogate_loss",),
     },
     "lecture_06": {
-        "update_sizes": ("ppo.config", "experiments.presets"),
-        "learning_rate": ("ppo.optim.linear_annealing", "ppo.base_trainer"),
-        "finished_episode_returns": ("ppo.trainer",),
+        "update_sizes": ("ppo.config", "experiments.commands.presets"),
+        "learning_rate": ("ppo.parallel.optim.linear_annealing", "ppo.trainers.base"),
+        "finished_episode_returns": ("ppo.trainers.ppo",),
     },
     "lecture_07": {
-        "approx_kl": ("ppo.losses.kl_estimate", "ppo.losses.kl_per_sample", "ppo.update"),
-        "gradient_steps_taken": ("ppo.update",),
+        "approx_kl": ("ppo.algorithm.losses.kl_estimate", "ppo.algorithm.losses.kl_per_sample", "ppo.algorithm.update"),
+        "gradient_steps_taken": ("ppo.algorithm.update",),
     },
     "lecture_08": {
-        "whiten": ("ppo.losses.normalize_advantages", "ppo.distributed"),
-        "shuffled_minibatches": ("ppo.update",),
-        "reward_with_bootstrap": ("ppo.advantages",),
+        "whiten": ("ppo.algorithm.losses.normalize_advantages", "ppo.parallel.distributed"),
+        "shuffled_minibatches": ("ppo.algorithm.update",),
+        "reward_with_bootstrap": ("ppo.algorithm.advantages",),
     },
     "lecture_09": {
-        "adapt_beta": ("ppo.variants",),
-        "kl_penalty_loss": ("ppo.variants", "ppo.losses.kl_estimate", "ppo.losses.kl_per_sample"),
+        "adapt_beta": ("ppo.trainers.variants",),
+        "kl_penalty_loss": ("ppo.trainers.variants", "ppo.algorithm.losses.kl_estimate", "ppo.algorithm.losses.kl_per_sample"),
     },
     "lecture_10": {
-        "gaussian_log_prob": ("torch.distributions", "ppo.networks"),
-        "gaussian_entropy": ("torch.distributions", "ppo.networks"),
-        "merge_moments": ("ppo.normalize",),
+        "gaussian_log_prob": ("torch.distributions", "ppo.models.networks"),
+        "gaussian_entropy": ("torch.distributions", "ppo.models.networks"),
+        "merge_moments": ("ppo.models.normalize",),
     },
     "lecture_11": {
         "same_step_autoreset": ("envs",),
@@ -82,33 +82,33 @@ FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
         "kl_regularised_optimum": ("ppo.lm",),
     },
     "lecture_13": {
-        "bradley_terry_loss": ("ppo.lm.reward_model",),
+        "bradley_terry_loss": ("ppo.lm.algorithm.reward_model",),
         "group_normalised_advantages": ("ppo.lm",),
         "leave_one_out_advantages": ("ppo.lm",),
-        "predict_best_of_n_kl": ("ppo.lm.best_of_n",),
+        "predict_best_of_n_kl": ("ppo.lm.exact.best_of_n",),
     },
     "lecture_15": {
-        "masked_gru_step": ("ppo.recurrent_networks", "torch.nn.GRUCell", "torch.nn.GRU", "torch.gru_cell"),
+        "masked_gru_step": ("ppo.models.recurrent_networks", "torch.nn.GRUCell", "torch.nn.GRU", "torch.gru_cell"),
         "linear_probe_r2": ("sklearn",),
     },
     "lecture_16": {
-        "conv_output_side": ("torch.nn", "torch.conv2d", "torch.convolution", "ppo.encoders"),
-        "masked_log_softmax": ("ppo.distributions",),
+        "conv_output_side": ("torch.nn", "torch.conv2d", "torch.convolution", "ppo.models.encoders"),
+        "masked_log_softmax": ("ppo.algorithm.distributions",),
         "best_guess_accuracy": ("lectures",),
     },
     "derivations": {
         "expected_gradient": ("torch.autograd", "torch.func", ".backward", "torch.distributions"),
         "score_function": ("torch.autograd", "torch.func", ".backward", "torch.distributions"),
-        "gae_as_discounted_sum": ("ppo.advantages",),
-        "lambda_return_minus_value": ("ppo.advantages",),
+        "gae_as_discounted_sum": ("ppo.algorithm.advantages",),
+        "lambda_return_minus_value": ("ppo.algorithm.advantages",),
         "closed_form_optimum": ("ppo.lm",),
         "optimal_objective_value": ("ppo.lm",),
     },
     "ppo_from_scratch": {
-        "collect_rollout": ("ppo.trainer", "ppo.storage", "ppo.seed_batch", "ppo.base_trainer"),
-        "advantages_and_returns": ("ppo.advantages", "ppo.trainer"),
-        "ppo_loss": ("ppo.losses", "ppo.update", "ppo.trainer", "ppo.variants"),
-        "ppo_update": ("ppo.update", "ppo.trainer", "ppo.losses", "ppo.optim"),
+        "collect_rollout": ("ppo.trainers.ppo", "ppo.algorithm.storage", "ppo.trainers.seed_batch", "ppo.trainers.base"),
+        "advantages_and_returns": ("ppo.algorithm.advantages", "ppo.trainers.ppo"),
+        "ppo_loss": ("ppo.algorithm.losses", "ppo.algorithm.update", "ppo.trainers.ppo", "ppo.trainers.variants"),
+        "ppo_update": ("ppo.algorithm.update", "ppo.trainers.ppo", "ppo.algorithm.losses", "ppo.parallel.optim"),
     },
     "mystery_runs": {
         "diagnose": ("make_mystery_runs",),
@@ -166,7 +166,7 @@ def _uses(node: ast.AST, modules: set[str]) -> str | None:
         return f"a relative import (from {'.' * node.level}{node.module or ''} ...)"
     elif isinstance(node, ast.ImportFrom) and node.module:
         for alias in node.names:
-            # `from ppo import networks` brings ppo.networks, not the rest of ppo
+            # `from ppo import networks` brings ppo.models.networks, not the rest of ppo
             hits = sorted(name for name in modules if _covers(f"{node.module}.{alias.name}", name)
                           or node.module == name or node.module.startswith(name + "."))
             if hits:

@@ -31,9 +31,9 @@ if str(EXERCISES_DIR.parents[1]) not in sys.path:
     sys.path.insert(0, str(EXERCISES_DIR.parents[1]))
 
 from envs.factory import make_vec_env  # noqa: E402  (found through the path above)
-from experiments.presets import build_config  # noqa: E402
-from ppo.losses import clipped_surrogate_loss  # noqa: E402
-from ppo.trainer import PPO  # noqa: E402
+from experiments.commands.presets import build_config  # noqa: E402
+from ppo.algorithm.losses import clipped_surrogate_loss  # noqa: E402
+from ppo.trainers.ppo import PPO  # noqa: E402
 
 OUTPUT_DIR = EXERCISES_DIR / "mystery_metrics"
 SEED, STEPS = 31, 65_536

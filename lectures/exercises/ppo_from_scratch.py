@@ -1,7 +1,7 @@
 """PPO from scratch: the rollout and the update, written by you. Check: pytest lectures/exercises/test_ppo_from_scratch.py
 
 Lectures 3–6 use the library's `PPO` trainer; here you write its core yourself, without
-ppo.trainer, ppo.update, ppo.losses or ppo.advantages (the checks refuse a module that
+ppo.trainers.ppo, ppo.algorithm.update, ppo.algorithm.losses or ppo.algorithm.advantages (the checks refuse a module that
 imports them; torch and a batched environment from envs/ are all you need). The given
 loop in training_loop.py calls your four functions; its `train` is what the learning
 check runs: a short seeded CartPole run must reach the return stated there.

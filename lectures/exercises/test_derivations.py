@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from ppo.advantages import compute_gae
-from ppo.lm.optimum import kl_regularised_optimum
+from ppo.algorithm.advantages import compute_gae
+from ppo.lm.exact.optimum import kl_regularised_optimum
 
 LOGITS = torch.tensor([0.3, -1.2, 0.8, 0.0], dtype=torch.float64)
 WEIGHTS = torch.tensor([2.0, -1.0, 0.5, 4.0], dtype=torch.float64)

@@ -2,7 +2,7 @@
 
 import torch
 
-from ppo.losses import explained_variance
+from ppo.algorithm.losses import explained_variance
 
 
 def test_explained_variance_matches_the_library(exercise):

@@ -5,7 +5,7 @@ import functools
 import pytest
 import torch
 
-from ppo.advantages import compute_gae
+from ppo.algorithm.advantages import compute_gae
 
 GAMMA, LAMBDA = 0.9, 0.8
 LAMBDAS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0)

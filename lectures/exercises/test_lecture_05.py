@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from ppo import losses
+from ppo.algorithm import losses
 
 
 def random_batch(seed: int):

@@ -3,7 +3,7 @@
 import torch
 
 from ppo.config import PPOConfig
-from ppo.optim import linear_annealing
+from ppo.parallel.optim import linear_annealing
 
 
 def test_update_sizes_match_the_config(exercise):

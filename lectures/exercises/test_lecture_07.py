@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.distributions import Categorical, kl_divergence
 
-from ppo.losses import kl_estimate
+from ppo.algorithm.losses import kl_estimate
 
 
 @pytest.mark.parametrize("estimator", ["k1", "k3"])

@@ -2,8 +2,8 @@
 
 import torch
 
-from ppo.advantages import compute_gae
-from ppo.losses import normalize_advantages
+from ppo.algorithm.advantages import compute_gae
+from ppo.algorithm.losses import normalize_advantages
 
 
 def test_whiten_matches_the_library(exercise):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ppo import variants
+from ppo.trainers import variants
 
 
 @pytest.mark.parametrize("kl", [0.001, 0.006, 0.0067, 0.01, 0.014, 0.016, 0.2])

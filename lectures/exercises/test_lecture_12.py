@@ -2,8 +2,8 @@
 
 import torch
 
-from ppo.lm.optimum import kl_regularised_optimum
-from ppo.lm.rewards import assemble_rewards
+from ppo.lm.exact.optimum import kl_regularised_optimum
+from ppo.lm.algorithm.rewards import assemble_rewards
 
 EOS = 9
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from ppo.lm.best_of_n import best_of_n_probabilities, kl_divergence
-from ppo.lm.reward_model import bradley_terry_loss
+from ppo.lm.exact.best_of_n import best_of_n_probabilities, kl_divergence
+from ppo.lm.algorithm.reward_model import bradley_terry_loss
 
 
 def test_bradley_terry_loss_matches_the_library_and_stays_finite(exercise):

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from ppo.recurrent_networks import RecurrentCores
+from ppo.models.recurrent_networks import RecurrentCores
 
 
 def gru_weights(input_size: int, hidden_size: int, seed: int) -> nn.GRUCell:
@@ -38,7 +38,7 @@ def test_an_episode_start_forgets_the_state_exactly_where_it_is_set(exercise):
 
 
 def test_steps_agree_with_the_librarys_recurrent_core_over_a_sequence(exercise):
-    """Ten steps with episode starts inside, against ppo.recurrent_networks (float32; the
+    """Ten steps with episode starts inside, against ppo.models.recurrent_networks (float32; the
     library's batched matmuls round differently, so the bound is a few float32 ulps)."""
     torch.manual_seed(4)
     cores = RecurrentCores("gru", num_cores=1, input_size=3, hidden_size=5, ortho_init=False)

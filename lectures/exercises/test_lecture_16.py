@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from ppo.distributions import MaskedCategoricalDistribution
-from ppo.encoders import MinAtarCNN, NatureCNN
+from ppo.algorithm.distributions import MaskedCategoricalDistribution
+from ppo.models.encoders import MinAtarCNN, NatureCNN
 
 # (side, kernel, stride, padding): NatureCNN's three layers on 84 and on its smallest input 36,
 # the MinAtar CNN's layer, padding, a kernel that just fits, and strides that do not divide
@@ -30,7 +30,7 @@ def test_conv_output_side_is_the_side_torchs_convolution_gives(exercise, side, k
 
 def test_conv_output_side_follows_the_librarys_cnns_to_their_linear_layers(exercise):
     """84 → 20 → 9 → 7 (NatureCNN's linear layer reads 64 × 7 × 7) and 10 → 8 (the MinAtar
-    CNN's reads 16 × 8 × 8), the encoders of ppo/encoders.py built on those images."""
+    CNN's reads 16 × 8 × 8), the encoders of ppo/models/encoders.py built on those images."""
     side = 84
     for kernel, stride in ((8, 4), (4, 2), (3, 1)):
         side = exercise.conv_output_side(side, kernel, stride)
@@ -147,7 +147,7 @@ def test_an_entropy_summed_over_every_action_is_the_valid_actions_entropy_with_a
 
 
 def test_masked_log_softmax_matches_the_librarys_masked_categorical(exercise):
-    """Against ppo.distributions.MaskedCategoricalDistribution on random float32 inputs:
+    """Against ppo.algorithm.distributions.MaskedCategoricalDistribution on random float32 inputs:
     the same numbers on the masked actions, and within float32 rounding on the valid ones
     (log-probabilities down to about −60 here; a different order of operations moves them
     by a few ulps, 1e-6 relative is 8)."""

@@ -5,8 +5,8 @@ from torch.distributions import Categorical
 
 import training_loop
 from envs.classic import make_torch_vec_env
-from ppo.advantages import compute_gae
-from ppo.losses import clipped_surrogate_loss, value_loss
+from ppo.algorithm.advantages import compute_gae
+from ppo.algorithm.losses import clipped_surrogate_loss, value_loss
 
 NUM_ENVS, NUM_STEPS, TIME_LIMIT = 4, 24, 9  # a time limit of 9 steps: truncations inside the rollout
 

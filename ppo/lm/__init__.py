@@ -8,24 +8,24 @@ The pieces, in the order they are used:
 - ``sample``: batched sampling of completions, returning the log-probs PPO needs;
 - ``RLHFTrainer``: PPO with a KL penalty to the SFT model, on the task the caller passes
   (``CompletionTask``: prompts and a reward), built on the same core as CartPole:
-  ppo.lm.rollout -> ppo.lm.rewards -> ppo.advantages / ppo.update / ppo.losses.
+  ppo.lm.algorithm.rollout -> ppo.lm.algorithm.rewards -> ppo.algorithm.advantages / ppo.algorithm.update / ppo.algorithm.losses.
 
 This subpackage imports only the core (``ppo``) and itself; tasks and corpora come in
 from the caller.
 """
 
-from ppo.lm.evaluation import LMEvaluation, evaluate_lm_policy
-from ppo.lm.model import GPT, GPTConfig, KVCache, completion_log_probs, log_probs_of, next_token_log_probs
-from ppo.lm.optimum import completion_probabilities, kl_regularised_optimum
-from ppo.lm.pretrain import PretrainConfig, TextCorpus, load_or_pretrain_sft, load_sft_checkpoint, save_sft_checkpoint
-from ppo.lm.reward_model import RewardModel, bradley_terry_loss, pairwise_accuracy, train_reward_model
-from ppo.lm.rewards import assemble_rewards, per_token_kl, rule_scorer, sequence_kl
-from ppo.lm.rlhf_config import RLHFConfig
-from ppo.lm.rlhf_trainer import RLHFTrainer, load_lm_policy
-from ppo.lm.rollout import CompletionBatch, Rollout, TokenBatch, collect_rollout, sample_completions
-from ppo.lm.sampling import SampleBatch, sample, sample_naive, sample_texts
-from ppo.lm.task import CompletionTask
-from ppo.lm.tokenizer import CharTokenizer
+from ppo.lm.trainers.evaluation import LMEvaluation, evaluate_lm_policy
+from ppo.lm.models.gpt import GPT, GPTConfig, KVCache, completion_log_probs, log_probs_of, next_token_log_probs
+from ppo.lm.exact.optimum import completion_probabilities, kl_regularised_optimum
+from ppo.lm.models.pretrain import PretrainConfig, TextCorpus, load_or_pretrain_sft, load_sft_checkpoint, save_sft_checkpoint
+from ppo.lm.algorithm.reward_model import RewardModel, bradley_terry_loss, pairwise_accuracy, train_reward_model
+from ppo.lm.algorithm.rewards import assemble_rewards, per_token_kl, rule_scorer, sequence_kl
+from ppo.lm.trainers.rlhf_config import RLHFConfig
+from ppo.lm.trainers.rlhf_trainer import RLHFTrainer, load_lm_policy
+from ppo.lm.algorithm.rollout import CompletionBatch, Rollout, TokenBatch, collect_rollout, sample_completions
+from ppo.lm.models.sampling import SampleBatch, sample, sample_naive, sample_texts
+from ppo.lm.algorithm.task import CompletionTask
+from ppo.lm.models.tokenizer import CharTokenizer
 
 __all__ = [
     "CharTokenizer",

@@ -1,0 +1,1 @@
+"""Speed and quality benchmarks: scripts that print figures, run as python -m experiments.benchmarks.NAME."""

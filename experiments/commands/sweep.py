@@ -1,0 +1,178 @@
+"""Many runs from one `ppo-train` command: seeds as one batch, comma lists as a grid.
+
+    ppo-train --seeds 1-16                                            # 16 seeds of the preset, batched
+    ppo-train --learning-rate 1e-3,3e-3 --clip-coef 0.1,0.2 --seeds 1-10   # 2 × 2 settings × 10 seeds
+
+Every flag given as a comma list is swept: the grid is the product of the lists, in the
+order of the flags in `--help`. Each setting trains all its seeds as one batched
+computation (`ppo.trainers.seed_batch.SeedBatchPPO`); every run gets an ordinary run folder named
+after what differs from the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`.
+At the end one table summarises each setting over its seeds (experiments.commands.statistics).
+
+A run whose losses or parameters turn non-finite (a learning rate too large, say) stops
+alone: its folder keeps its last good checkpoint and gets `diverged.json` (when, which
+quantity), the other seeds and settings go on, and the table counts it as a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import time
+from pathlib import Path
+
+from experiments.commands.cli import SweepValues
+from experiments.commands.run_folder import RunFolderClaims
+from ppo.config import ConfigError, PPOConfig
+
+# config fields that say how a run was carried out, not what was learned: runs that differ
+# only in these are samples of one setting (experiments.commands.statistics groups them so)
+NOT_A_SETTING = ("seed", "num_threads", "checkpoint_every", "tensorboard", "device")
+NOT_IN_NAMES = (*NOT_A_SETTING, "env_id")  # the env id starts the name already
+ABBREVIATIONS = {
+    "learning_rate": "lr", "clip_coef": "clip", "update_epochs": "epochs", "num_minibatches": "minibatches",
+    "num_envs": "envs", "num_steps": "steps", "total_timesteps": "budget", "ent_coef": "ent", "vf_coef": "vf",
+    "gae_lambda": "lambda", "max_grad_norm": "maxgrad", "target_kl": "targetkl", "value_clip_coef": "vclip",
+    "hidden_sizes": "net", "env_backend": "backend", "adam_eps": "eps", "anneal_lr": "anneal",
+    "norm_adv": "normadv", "shared_network": "shared", "normalize_obs": "normobs", "normalize_reward": "normreward",
+}
+
+
+def expand_grid(flags: dict) -> list[dict]:
+    """Every combination of the SweepValues in `flags` (other flags are left out); [{}] if none."""
+    swept = {name: value for name, value in flags.items() if isinstance(value, SweepValues)}
+    for name, values in swept.items():
+        if len(set(map(repr, values))) != len(values):
+            raise ConfigError(f"--{name.replace('_', '-')} lists a value twice: {','.join(map(str, values))}")
+    return [dict(zip(swept, combination)) for combination in itertools.product(*swept.values())]
+
+
+def format_value(value) -> str:
+    """A value as a folder name shows it: the shorter of 0.003 and 3e-3, on/off, 64x64."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "none"
+    if isinstance(value, (tuple, list)):
+        return "x".join(format_value(part) for part in value)
+    if isinstance(value, float):
+        positional = repr(value)
+        mantissa, exponent = f"{value:e}".split("e")
+        scientific = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+        return scientific if len(scientific) < len(positional) else positional.removesuffix(".0")
+    return str(value).replace("/", "_")
+
+
+def named_fields(config: PPOConfig, defaults: PPOConfig, swept: list[str]) -> list[str]:
+    """The fields a run folder's name shows: those swept and those that differ from the defaults."""
+    ours, theirs = config.to_dict(), defaults.to_dict()
+    return [name for name in ours if name not in NOT_IN_NAMES and (name in swept or ours[name] != theirs[name])]
+
+
+def run_folder_name(config: PPOConfig, defaults: PPOConfig, swept: list[str] = ()) -> str:
+    """`ENV__lr3e-3__clip0.1__seedN`: the env, what differs from `defaults` (and what is swept), the seed."""
+    parts = [f"{ABBREVIATIONS.get(name, name.replace('_', ''))}{format_value(getattr(config, name))}"
+             for name in named_fields(config, defaults, list(swept))]
+    return "__".join([config.env_id.replace("/", "_"), *parts, f"seed{config.seed}"])
+
+
+def setting_label(setting: dict) -> str:
+    return " ".join(f"{name}={format_value(value)}" for name, value in setting.items()) or "defaults"
+
+
+def success_threshold(env_id: str, given: float | None) -> float | None:
+    """The return a run must reach to count as solved: the flag, else gymnasium's reward_threshold."""
+    if given is not None:
+        return given
+    import gymnasium as gym
+
+    try:
+        return gym.spec(env_id).reward_threshold
+    except gym.error.Error:
+        return None
+
+
+def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Path, eval_episodes: int,
+              progress: bool, threshold: float | None, claims: RunFolderClaims) -> int:
+    """Train every setting of the grid over `seeds`, evaluate each run, print the summary table.
+    Each run's folder is claimed in `claims` (experiments.commands.run_folder), which the caller releases."""
+    from experiments.commands.cli import GracefulStop, INTERRUPTED_EXIT_CODE, configure_process
+    from experiments.commands.presets import build_config
+    from ppo.trainers.seed_batch import check_batchable
+
+    for name in ("env_id", "env_backend", "device"):
+        if isinstance(flags.get(name), SweepValues):
+            raise ConfigError(f"--{name.replace('_', '-')} takes one value in a sweep (got {','.join(flags[name])})")
+    if importlib.util.find_spec("rliable") is None:  # before any training, not after it
+        raise ConfigError("several seeds end with a summary table, which needs the optional extra 'stats': "
+                          "pip install -c constraints.txt -e '.[stats]'")
+    fixed = {name: value for name, value in flags.items() if not isinstance(value, SweepValues)}
+    grid = expand_grid(flags)
+    defaults = build_config({name: value for name, value in fixed.items()
+                             if name in ("env_id", "env_backend")}, preset)
+    settings = [(setting, build_config({**fixed, **setting}, preset)) for setting in grid]  # all checked first
+    for _, config in settings:
+        check_batchable(config)  # before any run folder is claimed
+    plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting)))
+             for seed in seeds] for setting, config in settings]
+    threshold = success_threshold(settings[0][1].env_id, threshold)
+    print(f"{len(settings)} setting{'s' * (len(settings) > 1)} × {len(seeds)} seed{'s' * (len(seeds) > 1)} "
+          f"= {len(settings) * len(seeds)} runs in {parent}/")
+    all_runs: list[Path] = []
+    for (setting, config), run_dirs in zip(settings, plan):
+        configure_process(config.num_threads)  # the weights are drawn as a single run draws them
+        batch = _seed_batch(config, seeds, run_dirs, progress)
+        started = time.perf_counter()
+        with GracefulStop(prog) as stop:
+            batch.train(callback=stop.callback)
+        if stop.requested or (batch.iteration < batch.total_iterations and len(batch.diverged) < len(seeds)):
+            print(f"{prog}: stopped after iteration {batch.iteration} of {batch.total_iterations}; checkpoints "
+                  f"saved. Resume a run with: {prog} --resume RUN_DIR (one of {run_dirs[0].parent}/…)",
+                  file=sys.stderr)
+            return INTERRUPTED_EXIT_CODE
+        returns = batch.recent_returns_by_member()
+        print(f"{setting_label(setting)}: {len(seeds)} seeds × {batch.global_step:,} steps in "
+              f"{time.perf_counter() - started:.1f} s; mean return of the last 20 training episodes per seed: "
+              + " ".join("diverged" if member in batch.diverged else f"{value:.0f}"
+                         for member, value in enumerate(returns)))
+        for member, record in batch.diverged.items():
+            kept = ("keeps its last good checkpoint" if (run_dirs[member] / "checkpoint.pt").exists()
+                    else "has no checkpoint (none was due before)")
+            print(f"{prog}: seed {record['seed']} of {setting_label(setting)} diverged at iteration "
+                  f"{record['iteration']} ({record['quantity']} = {record['value']}) and stopped there; "
+                  f"{run_dirs[member]} {kept}", file=sys.stderr)
+        _finish_runs(config, seeds, run_dirs, eval_episodes, skip=set(batch.diverged))
+        all_runs.extend(run_dirs)
+
+    from experiments.commands.statistics import format_summary_table, summarize_runs
+
+    print(format_summary_table(summarize_runs(all_runs, threshold)))
+    print(f"compare them: ppo-plot {parent}" + (f" --threshold {threshold:g}" if threshold is not None else ""))
+    return 0
+
+
+def _seed_batch(config: PPOConfig, seeds: list[int], run_dirs: list[Path], progress: bool):
+    from envs.factory import make_seed_batch_env
+    from ppo.trainers.seed_batch import SeedBatchPPO
+    from ppo.trainers.ppo import resolve_device
+
+    envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
+                               resolve_device(config.device), config.frame_stack)
+    return SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=progress)
+
+
+def _finish_runs(config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval_episodes: int,
+                 skip: set[int] = frozenset()) -> None:
+    """What a single run does after training, for each run: learning curve, greedy evaluation
+    (not for the runs in `skip`, by index: those that diverged are failures, not scores)."""
+    from ppo.runs.plotting import plot_learning_curve
+
+    for seed, run_dir in zip(seeds, run_dirs):
+        plot_learning_curve(run_dir, f"PPO on {config.env_id} (seed {seed})")
+    if eval_episodes:
+        from experiments.commands.evaluate import evaluate_run
+
+        for member, run_dir in enumerate(run_dirs):
+            if member not in skip:
+                evaluate_run(run_dir, eval_episodes, verbose=False)

@@ -1,0 +1,111 @@
+"""Where a PPO iteration's time goes: env stepping, the rest of the rollout, advantages, update.
+
+    python -m experiments.studies.iteration_profile --env-id MinAtar/Breakout-v1
+    python -m experiments.studies.iteration_profile --env-id CartPole-v1 --iterations 20
+    python -m experiments.studies.iteration_profile --env-id MinAtar/Breakout-v1 --num-envs 256 --num-steps 32
+
+One trainer, built from the env's preset (or the PPOConfig defaults where it has none)
+with the flags given, runs `--warmup` iterations untimed and then `--iterations` timed
+ones, each cut into the three steps `PPO.train_iteration` runs:
+
+    env step         the VecEnv's step calls alone (the rollout's env.step, timed inside it)
+    rest of rollout  the policy's forward pass and sampling for every step, and the storage
+    advantages       GAE over the rollout
+    update           K epochs of minibatch gradient steps
+
+The table gives the median milliseconds of each part per iteration and its share of the
+sum, and the training steps per second of the timed iterations as a whole. The network,
+not the env, should be the cost on the batched torch envs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from envs.factory import make_vec_env
+from experiments.commands.cli import OneLineArgumentParser, configure_process, run_with_user_errors
+from experiments.commands.presets import build_config
+from ppo.trainers.recurrent import trainer_class
+
+PROG = "iteration_profile"
+PARTS = ("env step", "rest of rollout", "advantages", "update")
+
+
+def time_env_steps(envs) -> list[float]:
+    """Make envs.step add its duration to the returned one-element list (reset it to 0 at will)."""
+    seconds = [0.0]
+    step = envs.step
+
+    def timed(actions):
+        started = time.perf_counter()
+        try:
+            return step(actions)
+        finally:
+            seconds[0] += time.perf_counter() - started
+
+    envs.step = timed
+    return seconds
+
+
+def time_iteration(trainer, stepping: list[float]) -> dict[str, float]:
+    """Seconds of each of PARTS in one training iteration of `trainer`, whose envs time their
+    steps into `stepping` (time_env_steps)."""
+    stepping[0] = 0.0
+    started = time.perf_counter()
+    trainer.collect_rollout()
+    rolled = time.perf_counter()
+    advantages, returns = trainer.compute_advantages()
+    estimated = time.perf_counter()
+    trainer.update(advantages, returns)
+    updated = time.perf_counter()
+    return {"env step": stepping[0], "rest of rollout": rolled - started - stepping[0],
+            "advantages": estimated - rolled, "update": updated - estimated}
+
+
+def profile(config, iterations: int, warmup: int) -> dict:
+    """{part: median ms per iteration}, with the timed iterations' env steps per second."""
+    envs = make_vec_env(config.env_id, config.num_envs, config.env_backend)
+    trainer = trainer_class(config)(config, envs, progress=False)
+    stepping = time_env_steps(trainer.envs)
+    for _ in range(warmup):
+        trainer.train_iteration()
+    started = time.perf_counter()
+    timed = [time_iteration(trainer, stepping) for _ in range(iterations)]
+    seconds = time.perf_counter() - started
+    envs.close()
+    return {"ms": {name: 1e3 * statistics.median(row[name] for row in timed) for name in PARTS},
+            "steps_per_second": iterations * config.batch_size / seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("--env-id", default="MinAtar/Breakout-v1")
+    parser.add_argument("--env-backend", default="auto", help="auto (batched torch where it exists), torch, gymnasium")
+    parser.add_argument("--iterations", type=int, default=5, help="timed iterations (default: 5)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed iterations first (default: 1)")
+    for flag in ("num-envs", "num-steps", "num-minibatches", "update-epochs"):
+        parser.add_argument(f"--{flag}", type=int, default=None, help="default: the preset's, or PPOConfig's")
+    args = parser.parse_args(argv)
+    if args.iterations < 1 or args.warmup < 0:
+        parser.error(f"--iterations {args.iterations} / --warmup {args.warmup}: need at least 1 timed iteration "
+                     "and no negative warm-up")
+    flags = {"env_id": args.env_id, "env_backend": args.env_backend, "tensorboard": False, "checkpoint_every": 0}
+    flags.update({name: value for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+                  if (value := getattr(args, name)) is not None})
+    config = build_config(flags)
+    config = config.replace(total_timesteps=config.batch_size * (args.iterations + args.warmup + 1))
+    configure_process(config.num_threads)
+    print(f"{config.env_id} on {config.env_backend}: {config.num_envs} envs × {config.num_steps} steps, "
+          f"{config.update_epochs} epochs × {config.num_minibatches} minibatches, encoder {config.encoder}, "
+          f"{config.num_threads} thread(s); median of {args.iterations} iterations")
+    result = profile(config, args.iterations, args.warmup)
+    total = sum(result["ms"].values())
+    for name, ms in result["ms"].items():
+        print(f"  {name:<16} {ms:>9.1f} ms  {ms / total:>6.1%}")
+    print(f"  {'sum':<16} {total:>9.1f} ms;  {result['steps_per_second']:,.0f} training steps/s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_with_user_errors(PROG, main))

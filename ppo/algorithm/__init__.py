@@ -1,0 +1,1 @@
+"""PPO's algorithm: advantages, losses, rollout storage, action distributions and the update."""

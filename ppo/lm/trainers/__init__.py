@@ -1,0 +1,1 @@
+"""The language-model trainers: PPO with a KL penalty (RLHF), GRPO and RLOO, DPO; their evaluation and plots."""

@@ -1,0 +1,1 @@
+"""The networks: encoders, the actor-critic, its recurrent and stacked forms, the GRU kernel, normalisation."""

@@ -1,0 +1,129 @@
+"""S actor-critics of one architecture evaluated as one batched computation.
+
+`StackedActorCritic` holds the parameters of S `ppo.models.networks.ActorCritic` members
+stacked along a leading member axis: a weight W of shape (out, in) in one member is
+a tensor (S, out, in) here. Observations come as (S, B, obs_dim), one batch per member,
+and every linear layer is one batched matrix product over the members:
+
+    h_s = x_s W_sᵀ + b_s     for s = 1 … S          (torch.baddbmm: one call for all S)
+
+Member s computes exactly the function of its own ActorCritic (the same layers, the same
+activation, the same heads); only the arithmetic is batched. `member_state_dict(s)`
+gives member s back as an ordinary ActorCritic state dict, so a member's checkpoint is
+an ordinary run's checkpoint.
+
+Random draws (sampling actions) take one `torch.Generator` per member, so each member
+draws the numbers its own run would draw (`ppo.trainers.seed_batch`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Sequence
+
+import torch
+from torch import nn
+from torch.distributions import Distribution, Independent, Normal
+
+from ppo.models.networks import ActorCritic, CategoricalDistribution, CategoricalHead, GaussianHead
+
+
+def stacked_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """x (S, B, in), weight (S, out, in), bias (S, out) -> x_s W_sᵀ + b_s, (S, B, out)."""
+    return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+
+class StackedActorCritic(nn.Module):
+    """The members' parameters stacked (leading axis S); forward passes batched over the members."""
+
+    def __init__(self, members: Sequence[ActorCritic]):
+        super().__init__()
+        template = members[0]
+        self.num_members = len(members)
+        self.shared = template.shared
+        self.continuous = isinstance(template.policy_head, GaussianHead)
+        if not isinstance(template.policy_head, (CategoricalHead, GaussianHead)):
+            raise ValueError(f"cannot stack a policy head of type {type(template.policy_head).__name__}")
+        self.names = [name for name, _ in template.named_parameters()]  # ActorCritic's order (FlatAdam's)
+        member_parameters = [dict(member.named_parameters()) for member in members]
+        self.stacked = nn.ParameterDict({
+            _key(name): nn.Parameter(torch.stack([parameters[name].detach() for parameters in member_parameters]))
+            for name in self.names
+        })
+        self.actor_layers = _layers(template.actor_body, "actor_body")
+        self.critic_layers = self.actor_layers if self.shared else _layers(template.critic_body, "critic_body")
+        # state_dict keys of one member -> the parameter each holds (a shared trunk appears twice)
+        identity = {id(parameter): name for name, parameter in template.named_parameters()}
+        self.state_keys = {key: identity[id(value)] for key, value in template.state_dict(keep_vars=True).items()}
+
+    def parameters_in_member_order(self) -> list[nn.Parameter]:
+        """The stacked parameters in the order one ActorCritic lists its own (for StackedAdam)."""
+        return [self.stacked[_key(name)] for name in self.names]
+
+    def _parameter(self, name: str) -> torch.Tensor:
+        return self.stacked[_key(name)]
+
+    def _body(self, layers, obs: torch.Tensor) -> torch.Tensor:
+        x = obs
+        for weight, bias, activation in layers:
+            x = activation(stacked_linear(x, self._parameter(weight), self._parameter(bias)))
+        return x
+
+    def _policy(self, features: torch.Tensor):
+        if self.continuous:
+            mean = stacked_linear(features, self._parameter("policy_head.mean.weight"),
+                                  self._parameter("policy_head.mean.bias"))
+            std = self._parameter("policy_head.log_std").exp().unsqueeze(1).expand_as(mean)
+            return Independent(Normal(mean, std, validate_args=False), 1)
+        return CategoricalDistribution(stacked_linear(features, self._parameter("policy_head.logits.weight"),
+                                                      self._parameter("policy_head.logits.bias")))
+
+    def _value(self, features: torch.Tensor) -> torch.Tensor:
+        return stacked_linear(features, self._parameter("value_head.weight"),
+                              self._parameter("value_head.bias")).squeeze(-1)  # (S, B)
+
+    def distribution(self, obs: torch.Tensor) -> Distribution | CategoricalDistribution:
+        return self._policy(self._body(self.actor_layers, obs))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V_s(obs_s) for every member: (S, B)."""
+        return self._value(self._body(self.critic_layers, obs))
+
+    def act(self, obs: torch.Tensor, generators: Sequence[torch.Generator]):
+        """a ~ π_s(· | obs_s) drawn with member s's generator; (action, log π(a | s), V(s)), each (S, B, ...)."""
+        features = self._body(self.actor_layers, obs)
+        dist = self._policy(features)
+        if self.continuous:
+            mean, std = dist.base_dist.loc, dist.base_dist.scale
+            action = torch.stack([torch.normal(mean[s], std[s], generator=generator)
+                                  for s, generator in enumerate(generators)])
+        else:
+            shape = dist.log_probs.shape[1:]
+            uniform = torch.stack([torch.rand(shape, generator=generator, device=obs.device)
+                                   for generator in generators])
+            action = dist.sample(uniform)
+        critic_features = features if self.shared else self._body(self.critic_layers, obs)
+        return action, dist.log_prob(action), self._value(critic_features)
+
+    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor):
+        """(log π_s(a | s), H[π_s(· | s)], V_s(s)) for stored actions, each (S, B)."""
+        features = self._body(self.actor_layers, obs)
+        dist = self._policy(features)
+        critic_features = features if self.shared else self._body(self.critic_layers, obs)
+        return dist.log_prob(actions), dist.entropy(), self._value(critic_features)
+
+    def member_state_dict(self, member: int) -> OrderedDict:
+        """Member `member` as an ordinary ActorCritic state dict (copies)."""
+        return OrderedDict((key, self._parameter(name)[member].detach().clone())
+                           for key, name in self.state_keys.items())
+
+
+def _key(name: str) -> str:
+    return name.replace(".", "__")  # ParameterDict keys may not contain dots
+
+
+def _layers(body: nn.Sequential, prefix: str) -> list[tuple[str, str, nn.Module]]:
+    """(weight name, bias name, activation) per Linear + activation pair of an `ppo.models.networks.mlp`."""
+    modules = list(body)
+    return [(f"{prefix}.{index}.weight", f"{prefix}.{index}.bias", modules[index + 1])
+            for index in range(0, len(modules), 2)]

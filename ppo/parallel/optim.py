@@ -1,0 +1,283 @@
+"""Adam over one flat parameter vector, gradient-norm clipping, and the learning-rate schedule.
+
+For parameters θ (all of a model's weights, as one vector), gradient g, step t:
+
+    m ← β₁ m + (1 − β₁) g                       first moment
+    v ← β₂ v + (1 − β₂) g²                      second moment
+    θ ← θ − α / (1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
+
+which is `torch.optim.Adam`, written out. Clipping is a separate call, made by the
+update just before the step (`ppo.algorithm.update.gradient_step`):
+
+    g ← g · min(1, c / (‖g‖₂ + 10⁻⁶))           clip the global norm to c
+
+Why not torch.optim: PPO's networks are tiny (a few thousand weights), so an update step
+costs what its Python overhead costs. torch.optim walks a list of parameter tensors and
+its first use imports torch._dynamo (over a second of start-up on a small CPU);
+clip_grad_norm_ walks the list again. Here every parameter is a view into one
+contiguous vector, and so is every gradient, so the whole step is a handful of tensor
+operations on one vector: the optimizer part of a step is 4–8× faster on a 2-core CPU
+(`python -m experiments.benchmarks.optim`). It is a speed annex: read it last.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Iterable
+
+import torch
+from torch import nn
+
+
+def linear_annealing(initial: float, iterations_done: int, iterations: int) -> float:
+    """α = α₀ · (1 − iterations_done / iterations): α₀ for the first iteration, α₀ / iterations for the last."""
+    return initial * (1.0 - iterations_done / iterations)
+
+
+@dataclass
+class ParameterGroup:
+    """A contiguous slice [start, end) of the flat vector with a learning rate of its own."""
+
+    start: int
+    end: int
+    initial_lr: float
+    lr: float
+
+
+class FlatAdam:
+    """Adam on `parameters`, which are re-pointed into one contiguous vector.
+
+    `parameters` is an iterable of parameters (one learning rate `lr`) or a list of groups
+    `{"params": [...], "lr": ...}`, as in torch.optim. After construction each parameter's
+    `.data` and `.grad` are views into `self.flat_params` and `self.flat_grads`. Gradients
+    accumulate there in place, so keep them allocated: zero them with this optimizer's
+    `zero_grad()`, not the module's (which sets them to None; `step()` then refuses to
+    run). Moving the module to another device afterwards would break the views; move it first.
+    """
+
+    def __init__(
+        self,
+        parameters: Iterable[nn.Parameter] | list[dict],
+        lr: float | None = None,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
+        groups = _as_groups(parameters, lr)
+        seen: set[int] = set()
+        group_parameters = [_unique(group["params"], seen) for group in groups]
+        self.parameters = [p for members in group_parameters for p in members]
+        if not self.parameters:
+            raise ValueError("FlatAdam got no parameters that require gradients")
+        first = self.parameters[0]
+        if any(p.dtype != first.dtype or p.device != first.device for p in self.parameters):
+            raise ValueError("FlatAdam needs every parameter on one device with one dtype")
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        total = sum(p.numel() for p in self.parameters)
+        self.flat_params = torch.empty(total, dtype=first.dtype, device=first.device)
+        self.flat_grads = torch.zeros_like(self.flat_params)
+        self.groups: list[ParameterGroup] = []
+        offset = 0
+        for group, members in zip(groups, group_parameters):
+            start = offset
+            for p in members:
+                size = p.numel()
+                self.flat_params[offset : offset + size].copy_(p.detach().reshape(-1))
+                p.data = self.flat_params[offset : offset + size].view_as(p)
+                p.grad = self.flat_grads[offset : offset + size].view_as(p)
+                offset += size
+            self.groups.append(ParameterGroup(start, offset, float(group["lr"]), float(group["lr"])))
+        self._grad_views = [p.grad for p in self.parameters]
+        self.exp_avg = torch.zeros_like(self.flat_params)  # m
+        self.exp_avg_sq = torch.zeros_like(self.flat_params)  # v
+        self.steps = 0  # t
+
+    @property
+    def lr(self) -> float:
+        """The learning rate of the first group (the only one for a single model)."""
+        return self.groups[0].lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        for group in self.groups:
+            group.lr = float(value)
+
+    def scale_learning_rates(self, factor: float) -> None:
+        """Every group's lr ← its initial lr · factor (the schedule's fraction)."""
+        for group in self.groups:
+            group.lr = group.initial_lr * factor
+
+    def zero_grad(self) -> None:
+        """Zero every gradient in place (the views into the flat vector stay)."""
+        self.flat_grads.zero_()
+
+    def clip_grad_norm(self, max_norm: float | None) -> torch.Tensor:
+        """g ← g · min(1, max_norm / (‖g‖₂ + 10⁻⁶)) over all parameters; returns ‖g‖₂ before clipping.
+
+        With max_norm None the gradient is left as it is (the norm is still returned).
+        """
+        norm = torch.linalg.vector_norm(self.flat_grads)
+        if max_norm is not None:
+            self.flat_grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One Adam step on the current gradients."""
+        if any(p.grad is not view for p, view in zip(self.parameters, self._grad_views)):
+            raise RuntimeError(
+                "a parameter's .grad no longer points into FlatAdam's flat vector (module.zero_grad() "
+                "or set_to_none replaced it); zero gradients with the optimizer's zero_grad()"
+            )
+        self.steps += 1
+        grads = self.flat_grads
+        self.exp_avg.lerp_(grads, 1.0 - self.beta1)
+        self.exp_avg_sq.mul_(self.beta2).addcmul_(grads, grads, value=1.0 - self.beta2)
+        bias_correction1 = 1.0 - self.beta1**self.steps
+        bias_correction2 = 1.0 - self.beta2**self.steps
+        denominator = (self.exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
+        for group in self.groups:
+            part = slice(group.start, group.end)
+            self.flat_params[part].addcdiv_(self.exp_avg[part], denominator[part], value=-group.lr / bias_correction1)
+
+    def state_dict(self) -> dict:
+        return {
+            "lr": [group.lr for group in self.groups],
+            "steps": self.steps,
+            "exp_avg": self.exp_avg.clone(),
+            "exp_avg_sq": self.exp_avg_sq.clone(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()`; ValueError if it belongs to a different parameter count."""
+        for key in ("exp_avg", "exp_avg_sq"):
+            if tuple(state[key].shape) != tuple(self.flat_params.shape):
+                raise ValueError(
+                    f"optimizer state {key} has shape {tuple(state[key].shape)}, expected {tuple(self.flat_params.shape)}"
+                )
+        rates = state["lr"] if isinstance(state["lr"], (list, tuple)) else [state["lr"]] * len(self.groups)
+        if len(rates) != len(self.groups):
+            raise ValueError(f"optimizer state has {len(rates)} parameter groups, expected {len(self.groups)}")
+        for group, rate in zip(self.groups, rates):
+            group.lr = float(rate)
+        self.steps = int(state["steps"])
+        self.exp_avg.copy_(state["exp_avg"])
+        self.exp_avg_sq.copy_(state["exp_avg_sq"])
+
+
+def _as_groups(parameters, lr: float | None) -> list[dict]:
+    parameters = list(parameters)
+    if parameters and isinstance(parameters[0], dict):
+        return [{"params": list(group["params"]), "lr": group.get("lr", lr)} for group in parameters]
+    if lr is None:
+        raise ValueError("FlatAdam needs lr (or a learning rate per parameter group)")
+    return [{"params": parameters, "lr": lr}]
+
+
+def _unique(parameters: Iterable[nn.Parameter], seen: set[int]) -> list[nn.Parameter]:
+    unique = []
+    for p in parameters:
+        if p.requires_grad and id(p) not in seen:
+            seen.add(id(p))
+            unique.append(p)
+    return unique
+
+
+class StackedAdam:
+    """S independent Adams, one per member of a stack of identical networks.
+
+    `parameters` are stacked tensors whose leading axis indexes the S members
+    (`ppo.models.stacked_networks.StackedActorCritic.parameters_in_member_order()`). They are
+    re-pointed into one (S, P) matrix whose row s is member s's flat parameter vector, in
+    the order FlatAdam lays out one member's parameters; gradients likewise. Adam acts
+    element by element, so one step on the matrix is S FlatAdam steps, with
+
+        g_s ← g_s · min(1, c / (‖g_s‖₂ + 10⁻⁶))       each member's own global norm
+
+    and each member its own step count t_s: a member left out of a step (`active[s]`
+    False, an update it ended early) keeps its θ, m, v and t. Rows with the same t
+    are updated with FlatAdam's very arithmetic (Python-float bias corrections), so a
+    member's step equals its own run's.
+    """
+
+    def __init__(self, parameters: Iterable[nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8):
+        self.parameters = list(parameters)
+        first = self.parameters[0]
+        self.num_members = first.shape[0]
+        if any(p.shape[0] != self.num_members or p.dtype != first.dtype or p.device != first.device
+               for p in self.parameters):
+            raise ValueError("StackedAdam needs parameters with one leading member axis, dtype and device")
+        self.lr = float(lr)
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        sizes = [p[0].numel() for p in self.parameters]
+        self.flat_params = torch.empty(self.num_members, sum(sizes), dtype=first.dtype, device=first.device)
+        self.flat_grads = torch.zeros_like(self.flat_params)
+        offset = 0
+        for p, size in zip(self.parameters, sizes):
+            columns = slice(offset, offset + size)
+            self.flat_params[:, columns].copy_(p.detach().reshape(self.num_members, size))
+            p.data = self.flat_params[:, columns].view(p.shape)
+            p.grad = self.flat_grads[:, columns].view(p.shape)
+            offset += size
+        self._grad_views = [p.grad for p in self.parameters]
+        self.exp_avg = torch.zeros_like(self.flat_params)
+        self.exp_avg_sq = torch.zeros_like(self.flat_params)
+        self.steps = [0] * self.num_members  # t_s
+        # A member's slice of a row is not dense memory, which autograd's layout check notes
+        # once; gradients still accumulate in place into these views.
+        warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+
+    def zero_grad(self) -> None:
+        self.flat_grads.zero_()
+
+    def clip_grad_norm(self, max_norm: float | None) -> torch.Tensor:
+        """Clip each member's gradient to its own global norm `max_norm`; returns the (S,) norms before."""
+        norm = torch.linalg.vector_norm(self.flat_grads, dim=1)
+        if max_norm is not None:
+            self.flat_grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0).unsqueeze(1))
+        return norm
+
+    @torch.no_grad()
+    def step(self, active: list[bool] | None = None) -> None:
+        """One Adam step for every member (or those with `active[s]`)."""
+        if any(p.grad is not view for p, view in zip(self.parameters, self._grad_views)):
+            raise RuntimeError("a parameter's .grad no longer points into StackedAdam's matrix; "
+                               "zero gradients with the optimizer's zero_grad()")
+        members = [s for s in range(self.num_members) if active is None or active[s]]
+        for s in members:
+            self.steps[s] += 1
+        by_step: dict[int, list[int]] = {}
+        for s in members:
+            by_step.setdefault(self.steps[s], []).append(s)
+        for steps, rows in by_step.items():
+            if len(rows) == self.num_members:
+                self._adam(self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq, steps)
+                continue
+            index = torch.tensor(rows, device=self.flat_params.device)
+            parts = [tensor.index_select(0, index) for tensor in
+                     (self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq)]
+            self._adam(*parts, steps)
+            for tensor, part in zip((self.flat_params, self.exp_avg, self.exp_avg_sq), (parts[0], parts[2], parts[3])):
+                tensor.index_copy_(0, index, part)
+
+    def _adam(self, params, grads, exp_avg, exp_avg_sq, steps: int) -> None:
+        """FlatAdam.step's arithmetic on rows that share the step count t."""
+        exp_avg.lerp_(grads, 1.0 - self.beta1)
+        exp_avg_sq.mul_(self.beta2).addcmul_(grads, grads, value=1.0 - self.beta2)
+        bias_correction1 = 1.0 - self.beta1**steps
+        bias_correction2 = 1.0 - self.beta2**steps
+        denominator = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
+        params.addcdiv_(exp_avg, denominator, value=-self.lr / bias_correction1)
+
+    def member_state_dict(self, member: int) -> dict:
+        """Member `member`'s optimizer as a FlatAdam state dict (what its own run would save)."""
+        return {
+            "lr": [self.lr],
+            "steps": self.steps[member],
+            "exp_avg": self.exp_avg[member].clone(),
+            "exp_avg_sq": self.exp_avg_sq[member].clone(),
+        }

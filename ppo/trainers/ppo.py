@@ -1,0 +1,502 @@
+"""The PPO training loop: collect a rollout, estimate advantages, update for K epochs.
+
+    envs ← the caller's VecEnv (N copies, SAME_STEP autoreset)     (ppo.vec_env)
+    for iteration = 1, 2, ..., total_timesteps / (N·T):
+        α ← α₀ · (1 − (iteration − 1) / iterations)               (BaseTrainer.learning_rate_fraction)
+        collect T steps from N envs with π_old                      (collect_rollout)
+        Â, R ← GAE(γ, λ) over the rollout                            (ppo.algorithm.advantages.compute_gae)
+        K epochs of shuffled minibatches, for each:                   (ppo.algorithm.update.run_update)
+            Â ← whiten(Â) over the minibatch (norm_adv)
+            L = L_policy(ε) − c_e·H + c_v·L_value                     (ppo.algorithm.losses)
+            stop if approx KL(π_old ‖ π_θ) > target_kl, else:
+            zero the gradients, backward, clip the global norm, Adam step
+        log the diagnostics; checkpoint every few iterations           (ppo.trainers.base)
+
+Each step of this loop is a named, tested function; this module only wires them up.
+The trainer receives its environments (`PPO(config, envs)`): it steps whatever speaks
+the `VecEnv` interface and never asks which backend it is. Read last: `ppo/parallel/optim.py`,
+the flat-vector Adam that makes a step on a tiny network cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ppo.algorithm.advantages import compute_gae, successor_values
+from ppo.trainers.base import BaseTrainer
+from ppo.runs.checkpoint import CheckpointError
+from ppo.config import ConfigError, PPOConfig
+from ppo.parallel.distributed import SINGLE_PROCESS, World
+from ppo.models.encoders import ImageEncoder, resolve_encoder, split_observation, split_observation_space
+from ppo.algorithm.losses import clipped_surrogate_loss, explained_variance, transition_loss
+from ppo.models.networks import ActorCritic, spaces_to_dict
+from ppo.models.normalize import ObservationNormalizer, RewardScaler
+from ppo.parallel.optim import FlatAdam
+from ppo.algorithm.storage import RolloutBuffer
+from ppo.algorithm.update import MinibatchLoss, run_update, update_settings
+from ppo.vec_env import VecEnv, env_state
+
+RECENT_EPISODES = 20  # episode_return_recent averages this many finished episodes
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"device = {name!r} is not a torch device (allowed: cpu, cuda, cuda:N, auto)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device = {name!r} but CUDA is not available here; use --device cpu")
+    return device
+
+
+def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: str, shaped: bool = True) -> None:
+    """ConfigError (one line) unless the trainer can learn with these spaces.
+
+    Observations: a Box of any shape (1-D: the MLP; 3-D: an image, read by a CNN), or a Dict
+    of a Box and an "action_mask" in the layout of ppo.models.encoders. Actions: Discrete,
+    MultiDiscrete (1-D, starting at 0) or a 1-D Box; a mask goes with the categorical kinds
+    and holds one entry per logit. The VecEnv interface carries no infos, so a mask must come
+    in the observation. `shaped=False` (seed batches) allows only 1-D Box observations and
+    Discrete or 1-D Box actions.
+    """
+    try:
+        box, mask_space = split_observation_space(observation_space)
+    except ValueError as error:
+        raise ConfigError(f"{env_id} has observation space {observation_space}: {error}") from None
+    if not (isinstance(box, gym.spaces.Box) and box.shape) or (not shaped and (mask_space or len(box.shape) != 1)):
+        allowed = ("Box observations (or a Dict of a Box and an 'action_mask')" if shaped
+                   else "1-D Box observations in a seed batch; train each seed on its own (--seed N)")
+        raise ConfigError(f"{env_id} has observation space {observation_space}; the trainer supports {allowed}")
+    discrete = isinstance(action_space, gym.spaces.Discrete)
+    flat_box = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
+    multi_discrete = (shaped and isinstance(action_space, gym.spaces.MultiDiscrete) and len(action_space.shape) == 1
+                      and not action_space.start.any())
+    if not (discrete or flat_box or multi_discrete):
+        allowed = "Discrete, MultiDiscrete (1-D, from 0) and 1-D Box" if shaped else "Discrete and 1-D Box in a seed batch"
+        raise ConfigError(f"{env_id} has action space {action_space}; the trainer supports {allowed}")
+    if mask_space is not None:
+        if flat_box:
+            raise ConfigError(f"{env_id} has an action_mask but action space {action_space}; a mask goes with "
+                              "Discrete and MultiDiscrete actions")
+        logits = int(action_space.n) if discrete else int(action_space.nvec.sum())
+        if logits != mask_space.shape[0]:
+            raise ConfigError(f"{env_id}'s action_mask has {mask_space.shape[0]} entries but action space "
+                              f"{action_space} needs one per action ({logits})")
+
+
+def check_network(config: PPOConfig, observation_space: gym.Space, action_space: gym.Space) -> None:
+    """ConfigError (one line) for an encoder, normalisation or recurrent core that cannot read these spaces."""
+    box, mask_space = split_observation_space(observation_space)
+    try:
+        encoder = resolve_encoder(config.encoder, box)
+    except ValueError as error:
+        raise ConfigError(f"{config.env_id}: {error}") from None
+    if config.normalize_obs and encoder != "mlp" and box.dtype == np.uint8:
+        raise ConfigError(f"{config.env_id} gives uint8 images, which the CNN scales by 1/255; "
+                          "normalize_obs would standardise them first: turn it off")
+    flat = len(box.shape) == 1 and mask_space is None and not isinstance(action_space, gym.spaces.MultiDiscrete)
+    if config.recurrent != "none" and not flat:
+        raise ConfigError(f"recurrent = {config.recurrent!r} supports 1-D Box observations without an action mask "
+                          f"and Discrete or Box actions; {config.env_id} has {observation_space} and {action_space}")
+
+
+class StepsEnvs:
+    """What a trainer that steps a VecEnv keeps of it: the envs, their spaces, the action bounds."""
+
+    device: torch.device
+
+    def bind_envs(self, envs: VecEnv, env_id: str, shaped: bool = False) -> None:
+        """Keep the envs after `check_spaces` (`shaped`: images, masks and MultiDiscrete allowed)."""
+        self.envs = envs
+        observation_space, action_space = envs.single_observation_space, envs.single_action_space
+        check_spaces(observation_space, action_space, env_id, shaped)
+        self.observation_space, self.action_space = observation_space, action_space  # as the env gives them
+        self.obs_box, self.mask_space = split_observation_space(observation_space)  # what the encoder reads
+        self.continuous = isinstance(action_space, gym.spaces.Box)
+        if self.continuous:
+            self.action_low = torch.as_tensor(action_space.low, dtype=torch.float32, device=self.device)
+            self.action_high = torch.as_tensor(action_space.high, dtype=torch.float32, device=self.device)
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """The action sent to the env: Gaussian samples clipped to the bounds; the buffer
+        keeps the unclipped sample, whose log-prob is the one the update recomputes."""
+        if self.continuous:
+            return torch.max(torch.min(action, self.action_high), self.action_low)
+        return action
+
+
+class PPO(BaseTrainer, StepsEnvs):
+    """Proximal Policy Optimization with the clipped surrogate, on the caller's `VecEnv`."""
+
+    sample_unit = "steps"
+    budget_field = "total_timesteps"
+
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir: str | Path | None = None, progress: bool = True,
+                 world: World = SINGLE_PROCESS):
+        """`envs`: this process's copies, num_envs / K of them with K = world.size processes
+        (ppo.parallel.distributed); num_envs, the batch and the minibatches are sizes of the whole run."""
+        super().__init__(config.validate(), run_dir, progress, world)
+        torch.manual_seed(config.seed)  # the same initial weights in every process
+        self.device = resolve_device(config.device)
+        self.local_num_envs = world.share(config.num_envs, "num_envs")
+        world.share(config.minibatch_size, "the minibatch size num_envs * num_steps / num_minibatches")
+        if envs.num_envs != self.local_num_envs:
+            raise ConfigError(f"the envs have {envs.num_envs} copies but this process needs "
+                              f"num_envs = {config.num_envs} / {world.size} processes = {self.local_num_envs}")
+        if torch.device(envs.device).type != self.device.type:
+            raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
+        self.bind_envs(envs, config.env_id, shaped=True)
+        observation_space, action_space = self.observation_space, self.action_space
+        check_network(config, observation_space, action_space)
+
+        self.model = self.build_model(observation_space, action_space).to(self.device)
+        self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
+        if world.distributed:
+            torch.manual_seed(world.seed(config.seed))  # each process samples its own actions
+        obs_shape = tuple(self.obs_box.shape)
+        self.obs_normalizer = (
+            ObservationNormalizer(obs_shape, config.obs_clip, device=self.device, world=world)
+            if config.normalize_obs
+            else None
+        )
+        self.reward_scaler = (
+            RewardScaler(self.local_num_envs, config.gamma, config.reward_clip, device=self.device, world=world)
+            if config.normalize_reward
+            else None
+        )
+        self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
+                                        torch.float32 if self.continuous else torch.int64)
+        self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
+        self.shuffle_generator = torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
+
+        self.global_step = 0  # environment steps of the whole run, all processes together
+        self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
+        self._start_episodes()
+
+    def build_model(self, observation_space: gym.Space, action_space: gym.Space) -> ActorCritic:
+        """The feed-forward ActorCritic; a recurrent config needs ppo.trainers.recurrent.RecurrentPPO."""
+        if self.config.recurrent != "none":
+            raise ConfigError(f"recurrent = {self.config.recurrent!r}: {type(self).__name__} trains feed-forward "
+                              "networks; use ppo.trainers.recurrent.RecurrentPPO (ppo-train picks it)")
+        return ActorCritic.from_config(self.config, observation_space, action_space)
+
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+                     action_dtype: torch.dtype) -> RolloutBuffer:
+        """The rollout buffer; uint8 images stay uint8 in it (the CNN scales them), and an env's action
+        masks are kept per step."""
+        images = isinstance(self.model.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
+        obs_dtype = torch.uint8 if images and self.obs_normalizer is None else torch.float32
+        mask_size = None if self.mask_space is None else self.mask_space.shape[0]
+        return RolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape, action_dtype,
+                             self.device, obs_dtype=obs_dtype, mask_size=mask_size)
+
+    @property
+    def total_iterations(self) -> int:
+        return self.config.num_iterations
+
+    @property
+    def samples_seen(self) -> int:
+        return self.global_step
+
+    @property
+    def total_samples(self) -> int:
+        return self.config.num_iterations * self.config.batch_size
+
+    # ------------------------------------------------------------------ observation
+    def _observe(self, raw_obs: torch.Tensor, update_statistics: bool = True) -> torch.Tensor:
+        """What the network sees: raw observations (a Dict's Box part), normalised if configured
+        (with statistics that, when `update_statistics`, have merged `raw_obs` first)."""
+        raw_obs, _ = split_observation(raw_obs)
+        if self.obs_normalizer is None:
+            return raw_obs
+        return self.obs_normalizer(raw_obs) if update_statistics else self.obs_normalizer.normalize(raw_obs)
+
+    def _action_mask(self, raw_obs) -> torch.Tensor | None:
+        """(N, logits) bool, the valid actions of a raw observation (None without a mask);
+        ValueError naming the copies whose mask allows no action at all."""
+        _, mask = split_observation(raw_obs)
+        if mask is not None and not bool(mask.any(dim=-1).all()):
+            copies = torch.nonzero(~mask.any(dim=-1)).flatten().tolist()
+            raise ValueError(f"{self.config.env_id}'s action_mask allows no action in copies {copies[:5]}; "
+                             "every observation must leave at least one action valid")
+        return mask
+
+    def _start_episodes(self) -> None:
+        """Reset every copy, observe the first observations with the current statistics, and
+        start the episode counters and the discounted returns from zero. Process k's copies are
+        seeded as copies k·N/K ... of one process with N copies would be."""
+        self.episode_return = torch.zeros(self.local_num_envs, device=self.device)  # (N,) raw reward so far
+        self.episode_length = torch.zeros(self.local_num_envs, dtype=torch.int64, device=self.device)
+        if self.reward_scaler is not None:
+            self.reward_scaler.returns.zero_()
+        raw_obs = self.envs.reset(seed=self.config.seed + self.world.rank * self.local_num_envs)
+        self.next_obs, self.next_action_mask = self._observe(raw_obs), self._action_mask(raw_obs)
+
+    # ------------------------------------------------------------------ rollout
+    @torch.inference_mode()
+    def collect_rollout(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fill the buffer with T steps from N envs; return the finished episodes'
+        (returns, lengths) as two 1-D tensors."""
+        config, buffer = self.config, self.buffer
+        buffer.reset()
+        finished_returns, finished_lengths = [], []
+        while not buffer.full:
+            obs = self.next_obs
+            action, log_prob, value = self.act(obs)
+            result = self.envs.step(self.env_action(action))
+            dones = result.terminated | result.truncated
+
+            self.episode_return += result.reward
+            self.episode_length += 1
+            finished_returns.append(self.episode_return[dones])
+            finished_lengths.append(self.episode_length[dones])
+            self.episode_return = self.episode_return.masked_fill(dones, 0.0)
+            self.episode_length = self.episode_length.masked_fill(dones, 0)
+
+            reward = result.reward if self.reward_scaler is None else self.reward_scaler(result.reward, dones)
+            if config.bootstrap_truncated:
+                terminated, truncated = result.terminated, result.truncated
+            else:  # the classic mistake, kept as an option for the lectures: cut = terminal
+                terminated, truncated = dones, torch.zeros_like(dones)
+            final_obs = self._observe(result.final_obs, update_statistics=False)
+            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs, self.next_action_mask)
+            self.after_step(final_obs, truncated, dones)
+            self.next_obs, self.next_action_mask = self._observe(result.obs), self._action_mask(result.obs)
+            self.global_step += config.num_envs
+        return torch.cat(finished_returns), torch.cat(finished_lengths)
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(a ~ π(· | s), log π(a | s), V(s)) for one rollout step of every env (under its action mask)."""
+        return self.model.act(obs, self.next_action_mask)
+
+    def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
+        """Called after each rollout step is stored; a recurrent trainer keeps its state here."""
+
+    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(V(next obs) (N,), V(final obs) (T, N) where truncated, else 0): the values GAE bootstraps from."""
+        buffer = self.buffer
+        last_value = self.model.value(self.next_obs)
+        final_values = torch.zeros_like(buffer.values)  # (T, N) V(final obs), needed where truncated
+        final_values[buffer.truncated] = self.model.value(buffer.final_obs[buffer.truncated])
+        return last_value, final_values
+
+    @torch.inference_mode()
+    def compute_advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE over the buffer, bootstrapping the rollout's end from V(next obs)."""
+        buffer, config = self.buffer, self.config
+        last_value, final_values = self.bootstrap_values()
+        next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
+        return compute_gae(
+            buffer.rewards,
+            buffer.values,
+            next_values,
+            buffer.terminated,
+            buffer.terminated | buffer.truncated,
+            config.gamma,
+            config.gae_lambda,
+        )
+
+    # ------------------------------------------------------------------ update
+    def policy_loss(self, new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+        """PPO-Clip's L_policy. Variants (PPO-Penalty, adaptive clipping) override this."""
+        return clipped_surrogate_loss(new_log_probs, old_log_probs, advantages, self.clip_coef)
+
+    def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """L = L_policy − c_e·H + c_v·L_value on b transitions, with log π_θ, H, V recomputed."""
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"],
+                                                                         minibatch.get("action_masks"))
+        return self.transitions_loss(new_log_probs, entropy, new_values, minibatch)
+
+    def transitions_loss(self, new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
+                         minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """L and log r_t(θ) from log π_θ, H and V recomputed for the minibatch's b transitions (b,)."""
+        advantages = minibatch["advantages"]
+        if self.config.norm_adv:  # over the whole minibatch, all processes' shares together
+            advantages = self.world.whiten(advantages)
+        loss, terms = transition_loss(new_log_probs, entropy, new_values, minibatch, advantages, self.policy_loss,
+                                      self.config)
+        return MinibatchLoss(loss=loss, log_ratio=new_log_probs.detach() - minibatch["log_probs"], terms=terms)
+
+    def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
+        """K epochs of shuffled minibatch steps on the clipped-surrogate loss (ppo.algorithm.update)."""
+        config = self.config
+        samples = self.update_samples(advantages, returns)
+        metrics = run_update(samples, self.minibatch_loss, self.optimizer, generator=self.shuffle_generator,
+                             world=self.world, **update_settings(config, self.clip_coef))
+        metrics["explained_variance"] = self.world.mean_of(explained_variance(samples["values"], samples["returns"]))
+        return metrics
+
+    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What run_update shuffles and cuts into minibatches: (B, ...) the rollout's T·N transitions."""
+        buffer = self.buffer
+        batch = self.config.num_steps * self.local_num_envs  # this process's share of the batch
+        samples = {
+            "obs": buffer.obs.reshape(batch, *buffer.obs.shape[2:]),
+            "actions": buffer.actions.reshape(batch, *buffer.actions.shape[2:]),
+            "log_probs": buffer.log_probs.reshape(batch),
+            "values": buffer.values.reshape(batch),
+            "advantages": advantages.reshape(batch),
+            "returns": returns.reshape(batch),
+        }
+        if buffer.action_masks is not None:  # the masks the actions were drawn under
+            samples["action_masks"] = buffer.action_masks.reshape(batch, -1)
+        return samples
+
+    # ------------------------------------------------------------------ one iteration
+    def run_iteration(self) -> dict[str, float]:
+        config = self.config
+        if config.anneal_lr:
+            self.optimizer.lr = config.learning_rate * self.learning_rate_fraction()
+        episode_returns, episode_lengths = self.collect_rollout()
+        if self.world.distributed:  # the run's episodes, all processes' together (one gather)
+            parts = self.world.gather((episode_returns.cpu(), episode_lengths.cpu()))
+            episode_returns = torch.cat([returns for returns, _ in parts]).to(self.device)
+            episode_lengths = torch.cat([lengths for _, lengths in parts]).to(self.device)
+        advantages, returns = self.compute_advantages()
+        metrics = self.update(advantages, returns)
+        self.recent_returns.extend(episode_returns.tolist())
+        metrics.update(
+            episodes=int(episode_returns.numel()),
+            episode_return_mean=float(episode_returns.mean()) if episode_returns.numel() else math.nan,
+            episode_length_mean=float(episode_lengths.float().mean()) if episode_lengths.numel() else math.nan,
+            episode_return_recent=_mean(self.recent_returns),
+            learning_rate=self.optimizer.lr,
+        )
+        return metrics
+
+    def recent_return(self) -> float:
+        """Mean return of the last RECENT_EPISODES finished episodes (NaN before the first)."""
+        return _mean(self.recent_returns)
+
+    def progress_text(self, metrics: dict[str, float]) -> str:
+        return f"return {metrics['episode_return_recent']:.1f}"
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs to continue as if never stopped (envs permitting).
+
+        With several processes, each one's own part (`process_state`) is gathered into
+        "processes"; the top-level copy is process 0's.
+        """
+        own = self.process_state()
+        return {
+            **super().state_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "spaces": spaces_to_dict(self.observation_space, self.action_space),
+            "global_step": self.global_step,
+            "obs_normalizer": self.obs_normalizer.state_dict() if self.obs_normalizer else None,
+            "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None,
+            "recent_returns": list(self.recent_returns),
+            "world_size": self.world.size,
+            "processes": self.world.gather(own) if self.world.distributed else None,
+            **own,
+        }
+
+    def process_state(self) -> dict:
+        """What differs between the processes of a run: random streams and the episodes in progress."""
+        return {
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "shuffle_rng": self.shuffle_generator.get_state(),
+            "envs": env_state(self.envs),
+            "next_obs": self.next_obs,
+            "next_action_mask": self.next_action_mask,
+            "episode_return": self.episode_return,
+            "episode_length": self.episode_length,
+            "return_accumulator": self.reward_scaler.returns if self.reward_scaler else None,
+        }
+
+    REQUIRED_STATE = ("model", "optimizer", "spaces", "global_step", "torch_rng", "shuffle_rng")
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a `state_dict()` (for resuming); CheckpointError if it does not fit.
+
+        Envs that can be checkpointed continue their episodes; others (gymnasium's) start
+        fresh ones (`_start_episodes`), whose first observation is normalised with the
+        loaded statistics, and the episode counters restart too. So do the processes of a
+        run resumed with another number of processes, each drawing a fresh random stream.
+        """
+        missing = [key for key in self.REQUIRED_STATE if key not in state]
+        if missing:
+            raise CheckpointError(f"checkpoint lacks {', '.join(missing)}")
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            super().load_state_dict(state)
+            self.global_step = int(state["global_step"])
+            if self.obs_normalizer is not None and state.get("obs_normalizer"):
+                self.obs_normalizer.load_state_dict(state["obs_normalizer"])
+            if self.reward_scaler is not None and state.get("reward_scaler"):
+                self.reward_scaler.load_state_dict(state["reward_scaler"])
+            self.recent_returns.clear()
+            self.recent_returns.extend(float(value) for value in state.get("recent_returns", []))
+            same_processes = int(state.get("world_size", 1)) == self.world.size
+            if not same_processes:
+                torch.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                self.shuffle_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                self._start_episodes()
+                return
+            own = state["processes"][self.world.rank] if self.world.distributed else state
+            self.load_process_state(own)
+        except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
+            raise CheckpointError(f"checkpoint does not match this run ({str(error).splitlines()[0][:160]})") from None
+
+    def load_process_state(self, own: dict) -> None:
+        torch.set_rng_state(own["torch_rng"])
+        if self.device.type == "cuda" and own.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(own["cuda_rng"], self.device)
+        self.shuffle_generator.set_state(own["shuffle_rng"])
+        if self.continues_episodes(own):
+            self.envs.load_state_dict(own["envs"])
+            self.next_obs = own["next_obs"].to(self.device)
+            mask = own.get("next_action_mask")
+            self.next_action_mask = None if mask is None else mask.to(self.device)
+            self.episode_return = own["episode_return"].to(self.device)
+            self.episode_length = own["episode_length"].to(self.device)
+            if self.reward_scaler is not None and own.get("return_accumulator") is not None:
+                self.reward_scaler.returns = own["return_accumulator"].to(self.device, torch.float64).clone()
+        else:
+            self._start_episodes()  # normalised with the loaded statistics, not the constructor's fresh ones
+
+    def continues_episodes(self, own: dict) -> bool:
+        """Whether a checkpoint's episodes go on here: its envs were saved and these envs can load them."""
+        return own.get("envs") is not None and callable(getattr(self.envs, "load_state_dict", None))
+
+    @classmethod
+    def resume(
+        cls,
+        run_dir: str | Path,
+        make_envs: Callable[[PPOConfig], VecEnv],
+        total_timesteps: int | None = None,
+        progress: bool = True,
+        world: World = SINGLE_PROCESS,
+    ) -> "PPO":
+        """Continue a run from its checkpoint; `make_envs(config)` builds the environments.
+
+        Envs that can be checkpointed (the batched torch ones) continue their episodes, and
+        the run goes on bit for bit as if never stopped; gymnasium's restart theirs.
+        `total_timesteps` changes the budget; the learning rate then continues its line
+        from where it stands (ppo.trainers.base).
+        """
+        state, config = cls.load_run(run_dir, PPOConfig, required_keys=cls.REQUIRED_STATE)
+        if total_timesteps is not None:
+            config = config.replace(total_timesteps=total_timesteps).validate()
+        settings = cls.saved_settings(state, run_dir)  # a variant's own settings (ppo.trainers.variants)
+        trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress, world=world, **settings)
+        trainer.load_state_dict(state)
+        return trainer
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values) if values else math.nan

@@ -1,0 +1,143 @@
+"""Recurrent PPO: the PPO loop of ppo.trainers.ppo with a GRU or LSTM policy (ppo.models.recurrent_networks).
+
+What changes against feed-forward PPO, and nothing else does:
+
+    rollout   each env carries a state h; before o_t is read, h ← h · (1 − start_t), where
+              start_t marks an episode's first observation (the first reset, and the SAME_STEP
+              autoreset step). The buffer keeps start_t per step and the state each env
+              enters each sequence with (ppo.algorithm.sequence_storage).
+    bootstrap V(next obs) with the state the rollout ended with; V(final obs) of a truncated
+              episode with the state after its last step, computed during the rollout.
+    update    each env's T steps are cut into T / L sequences of L steps (L = sequence_length,
+              T by default); a minibatch is an M-th of the N·T / L sequences, each whole and
+              in order, shuffled as rows; each is replayed from the state the rollout entered
+              it with, with the same resets, so on the first minibatch the recomputed
+              log-probs equal the stored ones (r_t = 1 up to rounding). Every one of the b·L
+              steps is real: no padding, no mask. With L < T, gradients through the state
+              stop at each sequence's start (truncated backpropagation through time) and
+              the loop over t is L steps long instead of T: fewer, wider operations.
+    resume    the checkpoint holds every env's state and episode-start flag, so a run on the
+              torch backend continues bit for bit.
+
+Not supported, refused in one line: data-parallel runs (torchrun) and seed batches.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import gymnasium as gym
+import torch
+
+from ppo.config import ConfigError, PPOConfig
+from ppo.parallel.distributed import SINGLE_PROCESS, World
+from ppo.models.recurrent_networks import RecurrentActorCritic
+from ppo.algorithm.sequence_storage import SequenceRolloutBuffer
+from ppo.trainers.ppo import PPO
+from ppo.algorithm.update import MinibatchLoss
+from ppo.vec_env import VecEnv
+
+SEQUENCE_FIELDS = ("log_probs", "values", "advantages", "returns")  # per step, flattened for the loss
+
+
+def columns(tensor: torch.Tensor) -> torch.Tensor:
+    """(T, N, ...) steps × envs → (N, T, ...) one row per env sequence (and back)."""
+    return tensor.transpose(0, 1)
+
+
+class RecurrentPPO(PPO):
+    """PPO-Clip with a recurrent actor-critic; see the module docstring."""
+
+    model: RecurrentActorCritic
+    buffer: SequenceRolloutBuffer
+
+    def build_model(self, observation_space: gym.Space, action_space: gym.Space) -> RecurrentActorCritic:
+        if self.config.recurrent == "none":
+            raise ConfigError("recurrent = 'none': RecurrentPPO needs a recurrent core (gru or lstm); use PPO")
+        if self.world.distributed:
+            raise ConfigError(f"recurrent = {self.config.recurrent!r} is not supported under torchrun; "
+                              "train it in one process")
+        return RecurrentActorCritic.from_config(self.config, observation_space, action_space)
+
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+                     action_dtype: torch.dtype) -> SequenceRolloutBuffer:
+        return SequenceRolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape,
+                                     action_dtype, self.device, (self.model.num_cores, self.model.state_width),
+                                     self.config.sequence_length)
+
+    def _start_episodes(self) -> None:
+        """Fresh episodes, and with them a zero state that every env starts from."""
+        super()._start_episodes()
+        self.recurrent_state = self.model.initial_state(self.local_num_envs, self.device)  # (N, K, S)
+        self.episode_start = torch.ones(self.local_num_envs, dtype=torch.bool, device=self.device)  # (N,)
+
+    # ------------------------------------------------------------------ rollout
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of every env from its state (zeroed at an episode start); the state advances."""
+        self.buffer.episode_starts[self.buffer.step] = self.episode_start
+        self.buffer.keep_state(self.recurrent_state)
+        action, log_prob, value, self.recurrent_state = self.model.act(obs, self.recurrent_state, self.episode_start)
+        return action, log_prob, value
+
+    def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
+        """V(final obs) of the episodes truncated at this step, read with the state they ended
+        with; an env whose episode ended starts the next one at its next step."""
+        if truncated.any():
+            t = self.buffer.step - 1
+            no_start = torch.zeros(int(truncated.sum()), dtype=torch.bool, device=self.device)
+            self.buffer.final_values[t, truncated] = self.model.value(final_obs[truncated],
+                                                                      self.recurrent_state[truncated], no_start)
+        self.episode_start = dones
+
+    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        last_value = self.model.value(self.next_obs, self.recurrent_state, self.episode_start)
+        return last_value, self.buffer.final_values
+
+    # ------------------------------------------------------------------ update
+    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """(N·T / L, L, ...) one row per sequence, so run_update shuffles and cuts whole sequences;
+        with each, the state the rollout entered it with (N·T / L, K, S)."""
+        buffer = self.buffer
+        return {
+            "obs": buffer.sequences(buffer.obs),
+            "actions": buffer.sequences(buffer.actions),
+            "log_probs": buffer.sequences(buffer.log_probs),
+            "values": buffer.sequences(buffer.values),
+            "advantages": buffer.sequences(advantages),
+            "returns": buffer.sequences(returns),
+            "episode_starts": buffer.sequences(buffer.episode_starts),
+            "initial_state": buffer.sequence_states.flatten(0, 1),
+        }
+
+    def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """L on b sequences, replayed from the states they were entered with: b·L transitions, all real."""
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(
+            columns(minibatch["obs"]), columns(minibatch["actions"]), minibatch["initial_state"],
+            columns(minibatch["episode_starts"]))  # each (L, b)
+        transitions = {name: columns(minibatch[name]).reshape(-1) for name in SEQUENCE_FIELDS}  # (L·b,)
+        return self.transitions_loss(new_log_probs.reshape(-1), entropy.reshape(-1), new_values.reshape(-1),
+                                     transitions)
+
+    # ------------------------------------------------------------------ checkpoints
+    def process_state(self) -> dict:
+        return {**super().process_state(), "recurrent_state": self.recurrent_state,
+                "episode_start": self.episode_start}
+
+    def load_process_state(self, own: dict) -> None:
+        super().load_process_state(own)
+        if self.continues_episodes(own):
+            self.recurrent_state = own["recurrent_state"].to(self.device)
+            self.episode_start = own["episode_start"].to(self.device)
+
+
+def trainer_class(config) -> type[PPO]:
+    """The trainer of a config: RecurrentPPO when config.recurrent is a cell, else PPO."""
+    return RecurrentPPO if config.recurrent != "none" else PPO
+
+
+def resume_run(run_dir: str | Path, make_envs: Callable[[PPOConfig], VecEnv], total_timesteps: int | None = None,
+               progress: bool = True, world: World = SINGLE_PROCESS) -> PPO:
+    """`PPO.resume` or `RecurrentPPO.resume`, whichever trained the run in `run_dir`."""
+    _, config = PPO.load_run(run_dir, PPOConfig, required_keys=PPO.REQUIRED_STATE)  # what PPO.resume checks
+    return trainer_class(config).resume(run_dir, make_envs, total_timesteps, progress=progress, world=world)

@@ -1,0 +1,208 @@
+"""Two relatives of PPO-Clip, each a small subclass of `ppo.trainers.ppo.PPO`.
+
+Both watch d = KL[π_old ‖ π_θ], measured on the whole rollout after each update, and
+compare it with a target d_targ:
+
+    d > 1.5 · d_targ   the update moved the policy too far  → be stricter next time
+    d < d_targ / 1.5   the update barely moved it           → be looser next time
+
+PPO-Penalty (Schulman et al. 2017) drops the clip and penalises the KL instead:
+
+    L_policy = −E[ r_t(θ) Â_t ] + β · KL[π_old ‖ π_θ]
+    stricter: β ← 2β          looser: β ← β / 2
+
+Adaptive clipping keeps PPO-Clip's loss and moves ε instead:
+
+    stricter: ε ← ε / 2       looser: ε ← 2ε        (kept inside [ε_min, ε_max])
+
+The surrogate and the KL estimate come from `ppo.algorithm.losses`; only the feedback rule and
+the penalised loss are new here. Inside the loss the KL is the k3 estimate from the
+sampled actions (the loss sees only log-probabilities of the actions taken).
+
+A variant's own settings (d_targ, the initial β, the bounds on ε) go into its checkpoint
+and its run folder's config.json, so `PPOPenalty.resume(run_dir, make_envs)` continues
+with the settings the run was started with, and the adapted β or ε where it stood.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from ppo.config import ConfigError, PPOConfig
+from ppo.parallel.distributed import SINGLE_PROCESS, World
+from ppo.algorithm.losses import clipped_surrogate_loss, kl_estimate
+from ppo.trainers.ppo import PPO
+from ppo.vec_env import VecEnv
+
+KL_TOLERANCE = 1.5  # d counts as "on target" inside [d_targ / 1.5, 1.5 · d_targ]
+TOO_FAR, ON_TARGET, TOO_CLOSE = "too far", "on target", "too close"
+
+
+def kl_feedback(kl: float, kl_target: float, tolerance: float = KL_TOLERANCE) -> str:
+    """TOO_FAR if kl > tolerance · target, TOO_CLOSE if kl < target / tolerance, else ON_TARGET."""
+    if kl > tolerance * kl_target:
+        return TOO_FAR
+    if kl < kl_target / tolerance:
+        return TOO_CLOSE
+    return ON_TARGET
+
+
+def update_kl_coefficient(beta: float, kl: float, kl_target: float) -> float:
+    """PPO-Penalty's rule: β ← 2β when the KL overshot, β ← β/2 when it undershot."""
+    feedback = kl_feedback(kl, kl_target)
+    if feedback == TOO_FAR:
+        return beta * 2.0
+    if feedback == TOO_CLOSE:
+        return beta / 2.0
+    return beta
+
+
+def update_clip_coefficient(
+    clip_coef: float, kl: float, kl_target: float, min_clip: float = 0.02, max_clip: float = 0.5
+) -> float:
+    """Adaptive clipping: ε ← ε/2 when the KL overshot, ε ← 2ε when it undershot, within bounds."""
+    feedback = kl_feedback(kl, kl_target)
+    if feedback == TOO_FAR:
+        clip_coef = clip_coef / 2.0
+    elif feedback == TOO_CLOSE:
+        clip_coef = clip_coef * 2.0
+    return min(max(clip_coef, min_clip), max_clip)
+
+
+def unclipped_surrogate_loss(
+    new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """−E[ r_t(θ) Â_t ]: the clipped surrogate with ε = ∞ (clip(r, −∞, ∞) = r)."""
+    return clipped_surrogate_loss(new_log_probs, old_log_probs, advantages, math.inf, mask)
+
+
+def kl_penalty_loss(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    beta: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """PPO-Penalty's L_policy = −E[ r_t(θ) Â_t ] + β · KL[π_old ‖ π_θ], the KL by k3.
+
+    The actions were sampled from π_old, so log ρ = log π_θ(a) − log π_old(a) is the log
+    ratio `kl_estimate` expects for KL(π_old ‖ π_θ).
+    """
+    surrogate = unclipped_surrogate_loss(new_log_probs, old_log_probs, advantages, mask)
+    return surrogate + beta * kl_estimate(new_log_probs - old_log_probs, "k3", mask)
+
+
+@torch.no_grad()
+def rollout_kl(trainer: PPO) -> float:
+    """k3 estimate of KL[π_old ‖ π_θ] over every sample of the trainer's current rollout.
+
+    Works for any `PPO`: π_old's log-probs are the ones stored in the buffer, π_θ is the
+    model now (after an update, the policy that update produced). With several processes,
+    the mean over all of their equal shares, so every process adapts alike.
+    """
+    buffer = trainer.buffer
+    batch = buffer.log_probs.numel()  # this process's share of the rollout, T·N/K samples
+    obs = buffer.obs.reshape(batch, *buffer.obs.shape[2:])
+    actions = buffer.actions.reshape(batch, *buffer.actions.shape[2:])
+    new_log_probs, _, _ = trainer.model.evaluate_actions(obs, actions)
+    return trainer.world.mean_of(float(kl_estimate(new_log_probs - buffer.log_probs.reshape(batch), "k3")))
+
+
+class KLAdaptivePPO(PPO):
+    """PPO that measures KL[π_old ‖ π_θ] on the rollout after each update and adapts.
+
+    Subclasses say what to adapt in `adapt(kl)` and what to log in `adapted_values()`.
+    `kl_target` is d_targ; it is separate from `config.target_kl`, the early-stopping
+    threshold of the plain trainer (leave that one off for these variants).
+    """
+
+    settings_names = ("kl_target",)
+
+    def __init__(
+        self,
+        config: PPOConfig,
+        envs: VecEnv,
+        run_dir: str | Path | None = None,
+        progress: bool = True,
+        kl_target: float = 0.01,
+        world: World = SINGLE_PROCESS,
+    ):
+        if not (kl_target > 0 and math.isfinite(kl_target)):
+            raise ConfigError(f"kl_target = {kl_target} must be a finite number > 0")
+        super().__init__(config, envs, run_dir, progress, world)
+        self.kl_target = float(kl_target)
+
+    def rollout_kl(self) -> float:
+        return rollout_kl(self)
+
+    def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
+        metrics = super().update(advantages, returns)
+        kl = self.rollout_kl()
+        metrics.update(self.adapted_values())  # the values this update used
+        metrics["kl_after_update"] = kl
+        self.adapt(kl)
+        return metrics
+
+    def adapt(self, kl: float) -> None:
+        raise NotImplementedError
+
+    def adapted_values(self) -> dict[str, float]:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "adapted": self.adapted_values()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        adapted = state.get("adapted", {})
+        for name in self.adapted_values():
+            if name in adapted:
+                setattr(self, name, float(adapted[name]))
+
+
+class PPOPenalty(KLAdaptivePPO):
+    """PPO-Penalty: the unclipped surrogate plus β · KL, with β adapted after each update."""
+
+    settings_names = ("kl_target", "initial_beta")
+
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01, initial_beta=1.0,
+                 world: World = SINGLE_PROCESS):
+        if not (initial_beta > 0 and math.isfinite(initial_beta)):
+            raise ConfigError(f"initial_beta = {initial_beta} must be a finite number > 0")
+        super().__init__(config, envs, run_dir, progress, kl_target, world)
+        self.initial_beta = float(initial_beta)
+        self.beta = self.initial_beta  # adapted after every update; a checkpoint keeps where it stands
+
+    def policy_loss(self, new_log_probs, old_log_probs, advantages):
+        return kl_penalty_loss(new_log_probs, old_log_probs, advantages, self.beta)
+
+    def adapt(self, kl: float) -> None:
+        self.beta = update_kl_coefficient(self.beta, kl, self.kl_target)
+
+    def adapted_values(self) -> dict[str, float]:
+        return {"beta": self.beta}
+
+
+class AdaptiveClipPPO(KLAdaptivePPO):
+    """PPO-Clip whose ε is halved or doubled after each update to keep the KL near target.
+
+    Only the policy's ε adapts; value clipping keeps `config.value_clip_coef`.
+    """
+
+    settings_names = ("kl_target", "min_clip", "max_clip")
+
+    def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01,
+                 min_clip: float = 0.02, max_clip: float = 0.5, world: World = SINGLE_PROCESS):
+        if not (0 < min_clip <= max_clip and math.isfinite(max_clip)):
+            raise ConfigError(f"clip bounds [{min_clip}, {max_clip}] must satisfy 0 < min_clip ≤ max_clip < ∞")
+        super().__init__(config, envs, run_dir, progress, kl_target, world)
+        self.min_clip, self.max_clip = float(min_clip), float(max_clip)
+
+    def adapt(self, kl: float) -> None:
+        self.clip_coef = update_clip_coefficient(self.clip_coef, kl, self.kl_target, self.min_clip, self.max_clip)
+
+    def adapted_values(self) -> dict[str, float]:
+        return {"clip_coef": self.clip_coef}
