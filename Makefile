@@ -31,9 +31,11 @@ demo: install
 
 test: install-dev
 	$(BIN)/lint-imports --config setup.cfg
+	@echo "The default tier: every test not marked slow (the full tier is make test-full)"
 	$(PYTEST)
 
 test-full: install-dev
+	@echo "The full tier: the tests marked slow (make test runs the others)"
 	$(PYTEST) -m slow
 
 lab: $(BIN)/python
