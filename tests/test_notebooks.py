@@ -142,19 +142,29 @@ def lectures_importing(module: str, root: Path) -> set[str]:
             if root / module in _fingerprint.files_run_by(root / "lectures" / script.name, root)}
 
 
-def test_a_changed_constant_in_the_losses_makes_exactly_the_lectures_that_run_them_stale(tmp_path: Path):
+PLANTED_CHANGES = {  # module: (a line of its code, the same line changed)
+    "ppo/algorithm/losses.py": ("return 0.5 * masked_mean(squared_error, mask)",
+                                "return 0.6 * masked_mean(squared_error, mask)"),
+    "ppo/lm/algorithm/kl_penalty.py": ('return "loss-k3" if algorithm == "grpo" else "reward-k1"',
+                                       'return "loss-k3" if algorithm == "rloo" else "reward-k1"'),
+}
+
+
+@pytest.mark.parametrize("module", PLANTED_CHANGES)
+def test_a_changed_constant_makes_exactly_the_lectures_that_import_it_stale(tmp_path: Path, module: str):
+    """Every lecture imports the core (ppo/__init__.py imports its modules), only the language-model
+    lectures import ppo.lm."""
     root = project_copy(tmp_path)
     assert stale_lectures(root) == {}  # the copy is the code the shipped notebooks ran
-    losses = root / "ppo/algorithm/losses.py"
-    text = losses.read_text()
-    assert text.count("return 0.5 * masked_mean(squared_error, mask)") == 1
-    losses.write_text(text.replace("return 0.5 * masked_mean(squared_error, mask)",
-                                   "return 0.6 * masked_mean(squared_error, mask)"))
-    users = lectures_importing("ppo/algorithm/losses.py", root)
-    assert "01_policy_gradients" not in users and "06_ppo_cartpole" in users
+    line, changed = PLANTED_CHANGES[module]
+    text = (root / module).read_text()
+    assert text.count(line) == 1
+    (root / module).write_text(text.replace(line, changed))
+    users = lectures_importing(module, root)
+    assert users and (module.startswith("ppo/lm/") == (len(users) < len(SCRIPTS)))
     stale = stale_lectures(root)
     assert set(stale) == users
-    assert all(reason.endswith("(changed: ppo/algorithm/losses.py)") for reason in stale.values())
+    assert all(reason.endswith(f"(changed: {module})") for reason in stale.values())
 
 
 def test_a_docstring_and_comment_edit_in_the_losses_makes_no_lecture_stale(tmp_path: Path):
