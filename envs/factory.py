@@ -25,6 +25,7 @@ from envs.classic import TORCH_ENV_IDS, make_torch_vec_env  # noqa: F401 (TORCH_
 from envs.frame_stack import FrameStackVecEnv, stacked_space
 from envs.gymnasium_vec_env import GymnasiumVecEnv
 from envs.minatar import MINATAR_ENV_IDS, make_minatar_vec_env
+from envs.minatar.gymnasium_env import SPECS as OWN_SPECS
 
 BATCHED_ENV_IDS = CLASSIC_BATCHED_ENV_IDS + MINATAR_ENV_IDS  # every id with a batched torch version
 
@@ -76,7 +77,7 @@ def make_gymnasium_env(env_id: str, **kwargs) -> gym.Env:
     """gym.make with the missing-extra error turned into an EnvError."""
     check_env_id(env_id)
     try:
-        return gym.make(env_id, **kwargs)
+        return gym.make(OWN_SPECS.get(env_id, env_id), **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as error:
         raise EnvError(missing_extra_message(env_id, error)) from None
 
@@ -95,7 +96,7 @@ class GymnasiumEnvFactory:
         self.env_id, self.frame_stack, self.kwargs = env_id, frame_stack, kwargs
 
     def __call__(self) -> gym.Env:
-        env = gym.make(self.env_id, **self.kwargs)
+        env = gym.make(OWN_SPECS.get(self.env_id, self.env_id), **self.kwargs)  # ids another package may re-register
         if self.frame_stack == 1:
             return env
         stacked_space(env.observation_space, self.frame_stack)  # a clear error for a space that cannot stack
@@ -103,7 +104,8 @@ class GymnasiumEnvFactory:
         return gym.wrappers.FlattenObservation(stacked)
 
     def make_vec(self, num_envs: int) -> gym.vector.VectorEnv | None:
-        if self.kwargs or self.frame_stack > 1 or gym.spec(self.env_id).vector_entry_point is None:
+        if self.kwargs or self.frame_stack > 1 or self.env_id in OWN_SPECS \
+                or gym.spec(self.env_id).vector_entry_point is None:
             return None
         return gym.make_vec(self.env_id, num_envs, vectorization_mode="vector_entry_point")
 

@@ -251,3 +251,19 @@ def test_a_two_process_run_stopped_and_resumed_under_torchrun_equals_the_run_lef
         return [[line.split(",")[index] for index in kept] for line in lines]
 
     assert without_wall_clock(reference_rows) == without_wall_clock(metrics.read_text().splitlines())
+
+
+@pytest.mark.parametrize("rank, says", [("0", True), ("1", False)])
+def test_a_user_mistake_under_torchrun_is_said_once_by_process_zero(monkeypatch, capsys, rank, says):
+    """Every process meets the same bad argument (--device cuda without a GPU, say): one line in all."""
+    from experiments.commands.cli import run_with_user_errors
+    from ppo.config import ConfigError
+
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+
+    def body():
+        raise ConfigError("device = 'cuda' but torch sees no CUDA GPU")
+
+    assert run_with_user_errors("ppo-train", body) == 2
+    assert (capsys.readouterr().err == "ppo-train: error: device = 'cuda' but torch sees no CUDA GPU\n") == says

@@ -19,13 +19,16 @@ often. The `minatar` package is GPL-licensed: an optional test dependency (the e
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from envs.factory import check_env_id, make_vec_env, resolve_backend
+from envs.factory import check_env_id, gymnasium_env_factory, make_vec_env, resolve_backend
 from envs.minatar import MINATAR_ENV_IDS, TorchBreakout, TorchSpaceInvaders, make_minatar_vec_env
+from envs.minatar.gymnasium_env import MinAtarGymnasiumEnv
 
 GAMES = {"MinAtar/Breakout-v1": "breakout", "MinAtar/SpaceInvaders-v1": "space_invaders"}
 BREAKOUT_DIRECTIONS = {0: (-1, -1), 1: (1, -1), 2: (1, 1), 3: (-1, 1)}  # the package's ball_dir → (dx, dy)
@@ -444,3 +447,22 @@ def test_breakout_draws_the_ball_over_the_brick_it_starts_in():
     frame = env.render()
     ball_colour = channel_colours(4)[1]
     assert (frame[y * 16:(y + 1) * 16, x * 16:(x + 1) * 16] == ball_colour).all()
+
+
+def test_the_minatar_packages_registration_after_import_envs_leaves_the_project_on_its_own_games():
+    """minatar.gym.register_envs() registers the same ids with its own envs; the factory still
+    makes the project's (channel-first float32 observations), for evaluation and recording."""
+    minatar_gym = pytest.importorskip("minatar.gym")
+    saved = dict(gym.registry)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gymnasium warns that it overrides the ids
+            minatar_gym.register_envs()
+        assert gym.spec("MinAtar/Breakout-v1").entry_point == "minatar.gym:BaseEnv"
+        env = gymnasium_env_factory("MinAtar/Breakout-v1")()
+        assert isinstance(env.unwrapped, MinAtarGymnasiumEnv)
+        observation, _ = env.reset(seed=0)
+        assert observation.shape[0] == 4 and observation.dtype == np.float32  # channel-first, as training sees it
+    finally:
+        gym.registry.clear()
+        gym.registry.update(saved)

@@ -202,3 +202,59 @@ def test_moving_a_module_and_renaming_its_imports_makes_no_lecture_stale(tmp_pat
     gae = root / "ppo/estimators/gae.py"  # the moved code changed: stale again
     gae.write_text(gae.read_text().replace("gamma * gae_lambda", "gae_lambda * gamma", 1))
     assert "03_gae" in stale_lectures(root)
+
+
+def test_a_script_whose_text_alone_changed_gives_its_notebook_the_new_cells_and_keeps_the_outputs(tmp_path: Path):
+    script = tmp_path / "03_gae.py"
+    text = (REPO_ROOT / "lectures/03_gae.py").read_text()
+    assert text.count("# Lecture 3 — ") == 1 and text.count("\nGAMMA = 0.95\n") == 1
+    shipped = nbformat.read(_notebooks.notebook_path(REPO_ROOT / "lectures/03_gae.py"), as_version=4)
+    script.write_text(text.replace("# Lecture 3 — ", "# Lecture 3, reworded — ")
+                      .replace("\nGAMMA = 0.95\n", "\nGAMMA = 0.95  # the discount, as in the trainer\n"))
+    synced = _notebooks.synced(script, shipped)
+    assert synced is not None
+    assert "Lecture 3, reworded" in synced.cells[0].source
+    assert [cell.outputs for cell in synced.cells if cell.cell_type == "code"] == \
+        [cell.outputs for cell in shipped.cells if cell.cell_type == "code"]
+    assert synced.metadata["lecture_run"] == shipped.metadata["lecture_run"]
+    script.write_text(text.replace("\nGAMMA = 0.95\n", "\nGAMMA = 0.9\n"))  # new code: outputs cannot be kept
+    assert _notebooks.synced(script, shipped) is None
+
+
+def test_a_quick_run_writes_its_notebook_beside_the_outputs_and_leaves_the_shipped_one(tmp_path, monkeypatch, capsys):
+    shipped = _notebooks.notebook_path(REPO_ROOT / "lectures/03_gae.py")
+    before = shipped.read_bytes()
+    monkeypatch.setenv("LECTURE_OUTPUTS", str(tmp_path))
+    monkeypatch.setattr(_notebooks, "execute", lambda notebook, quick: notebook)  # no kernel: only where it goes
+    assert _notebooks.main(["--quick", "03"]) == 0
+    written = tmp_path / "notebooks" / "03_gae.ipynb"
+    assert nbformat.read(written, as_version=4).metadata["lecture_run"]["mode"] == "quick"
+    assert shipped.read_bytes() == before
+    assert f"wrote {written}" in capsys.readouterr().out
+
+
+def test_the_check_says_when_every_notebook_is_fresh(capsys):
+    assert _notebooks.main(["--check"]) == 0
+    assert capsys.readouterr().out == f"all {len(SCRIPTS)} notebooks are in sync with their scripts and fresh\n"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
+def test_shipped_notebook_holds_its_outputs_and_figures(script: Path):
+    notebook = nbformat.read(_notebooks.notebook_path(script), as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count for cell in code_cells), "every code cell of the shipped notebook was executed"
+    assert not [output for cell in code_cells for output in cell.outputs if output.output_type == "error"]
+    assert _notebooks.inline_images(notebook) >= 1, "a reader sees the figures without running anything"
+
+
+@pytest.mark.slow  # full tier: a kernel per lecture
+@pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
+def test_notebook_executes_in_quick_mode_with_its_figures_inline(script: Path, tmp_path: Path):
+    notebook = _notebooks.execute(_notebooks.notebook_from_script(script), quick=True, output_root=tmp_path)
+    text = "".join(output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", []))
+    assert f"{script.stem} (quick run)" in text
+    assert (tmp_path / script.stem).is_dir()
+    assert _notebooks.inline_images(notebook) >= 1
+    # every figure the lecture saves with save_figure is also shown (the library's own plots are files only)
+    lecture_figures = [line for line in saved_figures(notebook) if line.count("/") == 2]  # NN_name/file.png
+    assert _notebooks.inline_images(notebook) >= len(lecture_figures)

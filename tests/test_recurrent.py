@@ -465,7 +465,7 @@ def test_recurrent_ppo_with_the_recurrence_cut_trains_as_feed_forward_ppo_on_ful
     initial = [parameter.detach().clone() for parameter in feed_forward.model.parameters()]
     runs = []
     for trainer in (recurrent, feed_forward):
-        torch.manual_seed(11)  # the same action draws
+        trainer.action_generator.manual_seed(11)  # the same action draws
         rows = []
         trainer.train(callback=lambda ppo, metrics: rows.append(metrics))
         runs.append(rows)

@@ -181,6 +181,10 @@ def test_old_configs_load_when_they_trained_with_k1_and_are_refused_otherwise():
     with pytest.raises(ConfigError, match="whiten_rewards rescales the reward but not the KL term"):
         RLHFConfig(whiten_rewards=True, kl_penalty="loss-full").validate()
     assert RLHFConfig(whiten_rewards=True).validate().effective_kl_penalty == "reward-k1"
+    for placement in ("loss-full", "loss-k3"):
+        with pytest.raises(ConfigError, match=f"norm_adv whitens the advantages.*kl_penalty = '{placement}' in the loss"):
+            RLHFConfig(norm_adv=True, kl_penalty=placement).validate()
+    assert RLHFConfig(norm_adv=True).validate().effective_kl_penalty == "reward-k1"
 
 
 def test_a_run_folder_written_before_kl_penalty_resumes_or_is_refused_in_one_line(tmp_path):

@@ -106,7 +106,7 @@ def test_every_member_draws_decides_and_steps_as_its_own_run_for_many_iterations
             metrics = single.train_iteration()
             where = f"seed {seed}, iteration {iteration}"
             assert torch.equal(single.shuffle_generator.get_state(), shuffle_state), where
-            assert torch.equal(torch.get_rng_state(), action_state), where
+            assert torch.equal(single.action_generator.get_state(), action_state), where
             assert (row["early_stopped"], row["gradient_steps"]) == (metrics["early_stopped"],
                                                                    metrics["gradient_steps"]), where
             difference = float((single.optimizer.flat_params - parameters).abs().max())

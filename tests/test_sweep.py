@@ -10,7 +10,8 @@ import torch
 
 from experiments.commands.cli import SweepValues
 from experiments.commands.presets import build_config
-from experiments.commands.sweep import expand_grid, format_value, run_folder_name
+from experiments.commands.run_folder import format_value, run_folder_name
+from experiments.commands.sweep import expand_grid
 from experiments.commands.train import build_parser, main
 from ppo.config import ConfigError
 
@@ -42,6 +43,20 @@ def test_run_folder_names_say_what_differs_from_the_defaults():
     assert run_folder_name(swept_default, defaults, ["clip_coef"]) == "CartPole-v1__clip0.2__seed1"
     two = defaults.replace(gae_lambda=0.9, norm_adv=True, hidden_sizes=(32, 32))
     assert run_folder_name(two, defaults) == "CartPole-v1__lambda0.9__normadvon__net32x32__seed1"
+
+
+def test_run_folder_names_say_a_backend_a_preset_and_processes_that_are_not_the_envs_own():
+    """Two runs that differ in how they were made do not share a name (nor take name__2)."""
+    gymnasium = build_config({"env_backend": "gymnasium"}, "auto")
+    assert run_folder_name(gymnasium, gymnasium) == "CartPole-v1__backendgymnasium__seed1"
+    borrowed = build_config({"env_id": "CartPoleNoVel-v1"}, "CartPole-v1")
+    assert run_folder_name(borrowed, borrowed, preset="CartPole-v1") == "CartPoleNoVel-v1__presetCartPole-v1__seed1"
+    own = build_config({"env_id": "CartPoleNoVel-v1"}, "auto")
+    assert run_folder_name(own, own, preset="auto") == run_folder_name(own, own) == "CartPoleNoVel-v1__seed1"
+    assert run_folder_name(own, own, preset="CartPoleNoVel-v1") == "CartPoleNoVel-v1__seed1"
+    plain = build_config({}, "auto")
+    assert run_folder_name(plain, plain, preset="none") == "CartPole-v1__presetnone__seed1"
+    assert run_folder_name(plain, plain, processes=2) == "CartPole-v1__seed1__procs2"
 
 
 def test_any_number_flag_takes_a_comma_list():

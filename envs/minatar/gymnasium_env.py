@@ -3,8 +3,10 @@
 `import envs` registers MinAtar/Breakout-v1 and MinAtar/SpaceInvaders-v1 with this entry
 point, so evaluation and recording (which take one gymnasium env) see the very
 observations the batched training envs give: (C, 10, 10) float32, channel-first. The
-`minatar` package registers the same ids only when its `minatar.gym.register_envs()` is
-called; called after `import envs`, it replaces these (gymnasium warns).
+`minatar` package registers the same ids with its own envs when its
+`minatar.gym.register_envs()` is called; whether that happens before or after `import
+envs`, the project's factory (`envs.factory`) makes these ids from the specs kept in
+`SPECS`, so training, evaluation and recording stay on the project's games.
 
 With `render_mode="rgb_array"`, `render()` draws the grid (`grid_picture`): each cell a
 square of CELL_PIXELS, black where no channel is set, else the colour of the channel set
@@ -87,9 +89,15 @@ class MinAtarGymnasiumEnv(gym.Env):
         return grid_picture(self._observation, order=drawing_channels(self.batched))
 
 
+SPECS: dict[str, gym.envs.registration.EnvSpec] = {}  # this project's MinAtar ids, whatever the registry says
+
+
 def register_with_gymnasium(env_ids) -> None:
-    """Register each MinAtar id (no TimeLimit, as the `minatar` package registers them)."""
+    """Register each MinAtar id (no TimeLimit, as the `minatar` package registers them), and
+    keep its spec in SPECS."""
     for env_id in env_ids:
+        SPECS[env_id] = gym.envs.registration.EnvSpec(id=env_id, entry_point=f"{__name__}:MinAtarGymnasiumEnv",
+                                                       kwargs={"env_id": env_id})
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=f"{__name__}:MinAtarGymnasiumEnv", kwargs={"env_id": env_id})
 

@@ -10,7 +10,7 @@ holds a finished run of the same command is read, not trained again, so an inter
 benchmark continues where it stopped.
 
     python -m experiments.benchmarks.minatar_ppo --env-id MinAtar/Breakout-v1 --seeds 101 102
-    python -m experiments.benchmarks.minatar_ppo --seeds 101 --total-timesteps 1000000 --plot curves.png
+    python -m experiments.benchmarks.minatar_ppo --seeds 101 --total-timesteps 1000000 --plot runs/minatar_curves.png
 
 The table gives per game and seed the steps, the training seconds, the greedy mean (min,
 max) and the mean of the last 20 training episodes at 10%, 50% and 100% of the budget;

@@ -130,12 +130,14 @@ def run_with_user_errors(
     """Call body(); a user error becomes `prog: error: ...` on stderr and exit code 2.
 
     A file-system error (a folder that cannot be written, a full disk) is reported the
-    same way, in one line; Ctrl-C outside a training loop exits with 130.
+    same way, in one line; Ctrl-C outside a training loop exits with 130. Under torchrun
+    every process meets the same mistake in the same arguments: process 0 alone says so.
     """
     try:
         return body() or 0
     except errors as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(f"{prog}: error: {error}", file=sys.stderr)
         return USER_ERROR_EXIT_CODE
     except PeerFailure as error:  # not the user's mistake, but one line all the same
         print(f"{prog}: error: {error}", file=sys.stderr)

@@ -52,8 +52,8 @@ from experiments.commands.cli import (
     train_stoppably,
 )
 from experiments.tasks.food_task import FoodTaskAdapter, FoodTaskConfig, learned_food_scores
-from experiments.commands.run_folder import RunFolderClaims, claim_on_process_zero, require_run_folder
-from experiments.commands.sweep import ABBREVIATIONS, format_value, named_fields
+from experiments.commands.run_folder import (ABBREVIATIONS, RunFolderClaims, claim_on_process_zero, format_value,
+                                             named_fields, require_run_folder)
 from experiments.tasks.two_choice_task import TwoChoiceTaskAdapter
 from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
@@ -200,7 +200,11 @@ def _run_process(args, world, claims: RunFolderClaims) -> int:
         trainer, adapter, reward_model, summary = _resume(args, world, claims)
         config, run_dir, tokenizer = trainer.config, args.resume, trainer.tokenizer
     else:
-        config = RLHFConfig(**given_flags(args, RLHFConfig)).validate()
+        flags = given_flags(args, RLHFConfig)
+        config = RLHFConfig(**flags).validate()
+        if "group_size" in flags and config.algorithm == "ppo":
+            raise ConfigError(f"--group-size {config.group_size} has no effect with --algorithm ppo: only grpo and "
+                              f"rloo sample groups of completions per prompt")
         adapter = task_from_flags(args)
         if world.is_main:
             check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")

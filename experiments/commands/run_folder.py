@@ -26,9 +26,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ppo.trainers.base import CHECKPOINT_NAME
+from envs.factory import resolve_backend
+from experiments.commands.presets import PRESETS
+from ppo.config import ConfigError, PPOConfig
 from ppo.runs.checkpoint import CheckpointError
-from ppo.config import ConfigError
+from ppo.trainers.base import CHECKPOINT_NAME
 
 LOCK_NAME = ".lock"
 
@@ -60,6 +62,55 @@ class RunFolderClaim:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+# config fields that say how a run was carried out, not what was learned: runs that differ
+# only in these are samples of one setting (experiments.commands.statistics groups them so)
+NOT_A_SETTING = ("seed", "num_threads", "checkpoint_every", "tensorboard", "device")
+NOT_IN_NAMES = (*NOT_A_SETTING, "env_id")  # the env id starts the name already
+ABBREVIATIONS = {
+    "learning_rate": "lr", "clip_coef": "clip", "update_epochs": "epochs", "num_minibatches": "minibatches",
+    "num_envs": "envs", "num_steps": "steps", "total_timesteps": "budget", "ent_coef": "ent", "vf_coef": "vf",
+    "gae_lambda": "lambda", "max_grad_norm": "maxgrad", "target_kl": "targetkl", "value_clip_coef": "vclip",
+    "hidden_sizes": "net", "env_backend": "backend", "adam_eps": "eps", "anneal_lr": "anneal",
+    "norm_adv": "normadv", "shared_network": "shared", "normalize_obs": "normobs", "normalize_reward": "normreward",
+}
+
+
+def format_value(value) -> str:
+    """A value as a folder name shows it: the shorter of 0.003 and 3e-3, on/off, 64x64."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "none"
+    if isinstance(value, (tuple, list)):
+        return "x".join(format_value(part) for part in value)
+    if isinstance(value, float):
+        positional = repr(value)
+        mantissa, exponent = f"{value:e}".split("e")
+        scientific = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+        return scientific if len(scientific) < len(positional) else positional.removesuffix(".0")
+    return str(value).replace("/", "_")
+
+
+def named_fields(config: PPOConfig, defaults: PPOConfig, swept: list[str]) -> list[str]:
+    """The fields a run folder's name shows: those swept and those that differ from the defaults."""
+    ours, theirs = config.to_dict(), defaults.to_dict()
+    return [name for name in ours if name not in NOT_IN_NAMES and (name in swept or ours[name] != theirs[name])]
+
+
+def run_folder_name(config: PPOConfig, defaults: PPOConfig, swept: list[str] = (), preset: str | None = None,
+                    processes: int = 1) -> str:
+    """`ENV__backendB__presetP__lr3e-3__clip0.1__seedN__procsK`: the env; its backend and preset
+    where they are not the env's own; what differs from `defaults` (the config of the same env,
+    backend and preset) and what is swept; the seed; the processes of a torchrun run."""
+    own = [f"backend{config.env_backend}"] if config.env_backend != resolve_backend(config.env_id, "auto") else []
+    if preset not in (None, "auto", config.env_id) and not (preset == "none" and config.env_id not in PRESETS):
+        own.append(f"preset{format_value(preset)}")
+    parts = [f"{ABBREVIATIONS.get(name, name.replace('_', ''))}{format_value(getattr(config, name))}"
+             for name in named_fields(config, defaults, list(swept))]
+    return "__".join([config.env_id.replace("/", "_"), *own, *parts, f"seed{config.seed}",
+                      *([f"procs{processes}"] if processes > 1 else [])])
 
 
 def require_run_folder(path: Path) -> Path:

@@ -37,7 +37,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from experiments.commands.sweep import NOT_A_SETTING, format_value
+from experiments.commands.run_folder import NOT_A_SETTING, format_value
 from ppo.config import ConfigError
 from ppo.runs.logger import read_metrics
 from ppo.trainers.seed_batch import DIVERGED_NAME

@@ -23,21 +23,8 @@ import time
 from pathlib import Path
 
 from experiments.commands.cli import SweepValues
-from experiments.commands.run_folder import RunFolderClaims
+from experiments.commands.run_folder import RunFolderClaims, format_value, run_folder_name
 from ppo.config import ConfigError, PPOConfig
-
-# config fields that say how a run was carried out, not what was learned: runs that differ
-# only in these are samples of one setting (experiments.commands.statistics groups them so)
-NOT_A_SETTING = ("seed", "num_threads", "checkpoint_every", "tensorboard", "device")
-NOT_IN_NAMES = (*NOT_A_SETTING, "env_id")  # the env id starts the name already
-ABBREVIATIONS = {
-    "learning_rate": "lr", "clip_coef": "clip", "update_epochs": "epochs", "num_minibatches": "minibatches",
-    "num_envs": "envs", "num_steps": "steps", "total_timesteps": "budget", "ent_coef": "ent", "vf_coef": "vf",
-    "gae_lambda": "lambda", "max_grad_norm": "maxgrad", "target_kl": "targetkl", "value_clip_coef": "vclip",
-    "hidden_sizes": "net", "env_backend": "backend", "adam_eps": "eps", "anneal_lr": "anneal",
-    "norm_adv": "normadv", "shared_network": "shared", "normalize_obs": "normobs", "normalize_reward": "normreward",
-}
-
 
 def expand_grid(flags: dict) -> list[dict]:
     """Every combination of the SweepValues in `flags` (other flags are left out); [{}] if none."""
@@ -46,35 +33,6 @@ def expand_grid(flags: dict) -> list[dict]:
         if len(set(map(repr, values))) != len(values):
             raise ConfigError(f"--{name.replace('_', '-')} lists a value twice: {','.join(map(str, values))}")
     return [dict(zip(swept, combination)) for combination in itertools.product(*swept.values())]
-
-
-def format_value(value) -> str:
-    """A value as a folder name shows it: the shorter of 0.003 and 3e-3, on/off, 64x64."""
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value is None:
-        return "none"
-    if isinstance(value, (tuple, list)):
-        return "x".join(format_value(part) for part in value)
-    if isinstance(value, float):
-        positional = repr(value)
-        mantissa, exponent = f"{value:e}".split("e")
-        scientific = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-        return scientific if len(scientific) < len(positional) else positional.removesuffix(".0")
-    return str(value).replace("/", "_")
-
-
-def named_fields(config: PPOConfig, defaults: PPOConfig, swept: list[str]) -> list[str]:
-    """The fields a run folder's name shows: those swept and those that differ from the defaults."""
-    ours, theirs = config.to_dict(), defaults.to_dict()
-    return [name for name in ours if name not in NOT_IN_NAMES and (name in swept or ours[name] != theirs[name])]
-
-
-def run_folder_name(config: PPOConfig, defaults: PPOConfig, swept: list[str] = ()) -> str:
-    """`ENV__lr3e-3__clip0.1__seedN`: the env, what differs from `defaults` (and what is swept), the seed."""
-    parts = [f"{ABBREVIATIONS.get(name, name.replace('_', ''))}{format_value(getattr(config, name))}"
-             for name in named_fields(config, defaults, list(swept))]
-    return "__".join([config.env_id.replace("/", "_"), *parts, f"seed{config.seed}"])
 
 
 def setting_label(setting: dict) -> str:
@@ -114,7 +72,7 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     settings = [(setting, build_config({**fixed, **setting}, preset)) for setting in grid]  # all checked first
     for _, config in settings:
         check_batchable(config)  # before any run folder is claimed
-    plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting)))
+    plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting), preset))
              for seed in seeds] for setting, config in settings]
     threshold = success_threshold(settings[0][1].env_id, threshold)
     print(f"{len(settings)} setting{'s' * (len(settings) > 1)} × {len(seeds)} seed{'s' * (len(seeds) > 1)} "

@@ -32,8 +32,7 @@ from experiments.commands.cli import (
     run_with_user_errors,
     train_stoppably,
 )
-from experiments.commands.run_folder import RunFolderClaims, claim_on_process_zero
-from experiments.commands.sweep import run_folder_name
+from experiments.commands.run_folder import RunFolderClaims, claim_on_process_zero, run_folder_name
 from ppo.config import ConfigError, PPOConfig
 
 PROG = "ppo-train"
@@ -190,7 +189,8 @@ def _fresh_trainer(args, flags: dict, world, claims: RunFolderClaims):
     config = build_config(flags, args.preset or "auto")
     configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
     trainer = trainer_class(config)(config, training_envs(config, world), progress=not args.no_progress, world=world)
-    default = Path("runs") / run_folder_name(config, _defaults(flags, args.preset))
+    default = Path("runs") / run_folder_name(config, _defaults(flags, args.preset), preset=args.preset,
+                                             processes=world.size)
     # process 0 claims the folder and names it for all; the trainer was built without one
     trainer.run_dir = claim_on_process_zero(world, lambda: claims.new_run(args.run_dir, default))
     eval_episodes = _eval_episodes(args.eval_episodes)

@@ -1,7 +1,7 @@
 """PPO with a critic, RLOO and GRPO (and DPO on request) on the two-choice task, against the exact optimum π*_β.
 
     python -m experiments.studies.compare_lm_trainers                       # 3 algorithms × seeds 1 2 3
-    python -m experiments.studies.compare_lm_trainers --seeds 4 5 --iterations 40 --json results.json
+    python -m experiments.studies.compare_lm_trainers --seeds 4 5 --iterations 40 --json runs/compare_lm_trainers.json
     python -m experiments.studies.compare_lm_trainers --algorithms ppo grpo rloo dpo    # DPO as a fourth row
 
 The two-choice task (`experiments/tasks/two_choice_task.py`) pays for a relation chosen at the

@@ -1,7 +1,7 @@
 """What GRPO's advantage scale and loss averaging do, computed exactly: the difficulty and length biases.
 
     python -m experiments.studies.grpo_biases                          # both tables, the cached SFT model
-    python -m experiments.studies.grpo_biases --group-size 16 --json biases.json
+    python -m experiments.studies.grpo_biases --group-size 16 --json runs/grpo_biases.json
 
 Difficulty bias of the advantage scale (`--advantage-scale`, ppo.lm.trainers.group_trainer). A prompt
 whose score is 1 (solved) with probability p and 0 otherwise; G completions per group, k of

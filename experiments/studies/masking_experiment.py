@@ -1,8 +1,8 @@
 """Invalid-action masking against a penalty for invalid actions, on the toy task of envs.toy_masked.
 
     python -m experiments.studies.masking_experiment                         # 10 seeds per setting, about 30 s on a 2-core CPU
-    python -m experiments.studies.masking_experiment --seeds 100-104 --json masking.json
-    python -m experiments.studies.masking_experiment --curve-points 16 --plot masking_curves.png
+    python -m experiments.studies.masking_experiment --seeds 100-104 --json runs/masking.json
+    python -m experiments.studies.masking_experiment --curve-points 16 --plot runs/masking_curves.png
 
 Each step of the toy task, `--num-valid` of `--num-actions` actions are valid and one of them
 is the target, shown as a one-hot vector; choosing it earns 1. The two settings train the

@@ -1,7 +1,7 @@
 """DPO, IPO, a reward model + PPO and best-of-n, all from the same comparisons, against the exact π*_β.
 
     python -m experiments.studies.preference_methods                          # seeds 1 2 3, 2000 comparisons: ~1 CPU-minute a seed
-    python -m experiments.studies.preference_methods --seeds 4 5 --comparisons 4000 --json results.json --out-dir figures
+    python -m experiments.studies.preference_methods --seeds 4 5 --comparisons 4000 --json runs/preference_methods.json --out-dir runs/preference_methods
 
 The two-choice task (`experiments/tasks/two_choice_task.py`: eight prompts, a rule r that pays for
 a relation at the completion's first token combined with a food six tokens later). For each

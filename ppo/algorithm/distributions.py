@@ -6,8 +6,8 @@
     Box(d)                    diagonal_gaussian              π(a | s) = Π_i N(a_i; μ_i, σ_i²)
 
 Each has what PPO uses: `sample`, `log_prob`, `entropy` (and `log_probs` / `probs` for the
-categorical kinds, whose `sample` takes its uniforms as an argument so a caller can draw
-them from its own generator).
+categorical kinds, whose `sample` takes its uniforms, or a generator to draw them from, as
+an argument). `sample_action` draws from any of them with a trainer's own generator.
 
 Invalid-action masking (Huang & Ontañón 2022, "A Closer Look at Invalid Action Masking in
 Policy Gradient Algorithms"; sb3-contrib's MaskablePPO). The logits of invalid actions are
@@ -41,10 +41,12 @@ class CategoricalDistribution:
     def __init__(self, logits: torch.Tensor):
         self.log_probs = torch.log_softmax(logits, dim=-1)  # (B, n)
 
-    def sample(self, uniform: torch.Tensor | None = None) -> torch.Tensor:
+    def sample(self, uniform: torch.Tensor | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
         """One action per row; `uniform` (the U of the docstring, shaped like the logits)
-        is drawn from the global generator unless given."""
-        uniform = torch.rand_like(self.log_probs) if uniform is None else uniform
+        is drawn from `generator` (the global generator when None) unless given."""
+        if uniform is None:
+            uniform = torch.rand(self.log_probs.shape, dtype=self.log_probs.dtype, device=self.log_probs.device,
+                                 generator=generator)
         uniform = uniform.clamp(min=torch.finfo(self.log_probs.dtype).tiny)
         return (self.log_probs - torch.log(-torch.log(uniform))).argmax(dim=-1)
 
@@ -100,10 +102,10 @@ class MultiCategoricalDistribution:
         """(B, Σ nvec): each sub-space's log-probabilities side by side."""
         return torch.cat([part.log_probs for part in self.parts], dim=-1)
 
-    def sample(self, uniform: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, k) one draw per sub-space; `uniform` (B, Σ nvec) as for CategoricalDistribution."""
+    def sample(self, uniform: torch.Tensor | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(B, k) one draw per sub-space; `uniform` (B, Σ nvec) and `generator` as for CategoricalDistribution."""
         uniforms = [None] * len(self.parts) if uniform is None else uniform.split(self.nvec, dim=-1)
-        return torch.stack([part.sample(u) for part, u in zip(self.parts, uniforms)], dim=-1)
+        return torch.stack([part.sample(u, generator) for part, u in zip(self.parts, uniforms)], dim=-1)
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         return sum(part.log_prob(actions[..., j]) for j, part in enumerate(self.parts))
@@ -117,6 +119,16 @@ class MultiCategoricalDistribution:
 
 
 GUMBEL_SAMPLED = (CategoricalDistribution, MultiCategoricalDistribution)  # sample(uniform shaped like log_probs)
+
+
+def sample_action(dist, generator: torch.Generator | None = None) -> torch.Tensor:
+    """a ~ π(· | s) for a batch, drawn from `generator` (the global generator when None): the
+    same draws as `dist.sample()` from a global generator in the generator's state."""
+    if isinstance(dist, GUMBEL_SAMPLED):
+        return dist.sample(generator=generator)
+    normal = dist.base_dist  # diagonal_gaussian's Independent(Normal)
+    with torch.no_grad():
+        return torch.normal(normal.loc, normal.scale, generator=generator)
 
 
 def diagonal_gaussian(mean: torch.Tensor, log_std: torch.Tensor) -> Distribution:

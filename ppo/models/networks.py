@@ -43,6 +43,7 @@ from ppo.algorithm.distributions import (  # noqa: F401  (re-exported: other mod
     categorical,
     diagonal_gaussian,
     mask_logits,
+    sample_action,
 )
 from ppo.models.encoders import (  # noqa: F401  (re-exported)
     ACTIVATION_LAYERS,
@@ -213,11 +214,13 @@ class ActorCritic(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.value_head(self.critic_body(obs)).squeeze(-1)  # (B,)
 
-    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample a ~ π(· | s); return (action, log π(a | s), V(s)) for a rollout step."""
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None, generator: torch.Generator | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample a ~ π(· | s) from `generator` (the global one when None); return (action,
+        log π(a | s), V(s)) for a rollout step."""
         features = self.actor_body(obs)
         dist = self._policy(features, mask)
-        action = dist.sample()
+        action = sample_action(dist, generator)
         critic_features = features if self.shared else self.critic_body(obs)
         value = self.value_head(critic_features).squeeze(-1)
         return action, dist.log_prob(action), value

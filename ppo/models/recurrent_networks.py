@@ -43,6 +43,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from ppo.algorithm.distributions import sample_action
 from ppo.models.gru_sequence import GRUSequence, gru_step
 from ppo.models.networks import ActorCritic, init_layer, make_policy_head, mlp, network_settings, observation_dim
 
@@ -172,11 +173,13 @@ class RecurrentActorCritic(nn.Module):
         return features[0], features[-1], states[:, -1].transpose(0, 1)
 
     # ------------------------------------------------------------------ what the trainer and evaluation call
-    def act(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):
-        """One rollout step for B envs: a ~ π(· | o_≤t); returns (action, log π(a), V, new state)."""
+    def act(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor,
+            generator: torch.Generator | None = None):
+        """One rollout step for B envs: a ~ π(· | o_≤t), drawn from `generator` (the global one
+        when None); returns (action, log π(a), V, new state)."""
         actor, critic, state = self.unroll(obs.unsqueeze(0), state, episode_start.unsqueeze(0))
         dist = self.policy_head(actor[0])
-        action = dist.sample()
+        action = sample_action(dist, generator)
         return action, dist.log_prob(action), self.value_head(critic[0]).squeeze(-1), state
 
     def value(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:

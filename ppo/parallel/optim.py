@@ -16,8 +16,8 @@ costs what its Python overhead costs. torch.optim walks a list of parameter tens
 its first use imports torch._dynamo (over a second of start-up on a small CPU);
 clip_grad_norm_ walks the list again. Here every parameter is a view into one
 contiguous vector, and so is every gradient, so the whole step is a handful of tensor
-operations on one vector: the optimizer part of a step is 4–8× faster on a 2-core CPU
-(`python -m experiments.benchmarks.optim`). It is a speed annex: read it last.
+operations on one vector (`python -m experiments.benchmarks.optim` times it against
+torch.optim side by side). It is a speed annex: read it last.
 """
 
 from __future__ import annotations

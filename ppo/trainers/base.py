@@ -58,6 +58,18 @@ Callback = Callable[["BaseTrainer", dict], "bool | None"]
 GUARDED_METRICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm")
 
 
+def continue_global_stream(device: torch.device, seed: int) -> torch.Generator:
+    """A trainer's own action generator, where the global one stands now: right after the
+    network's initialisation from `seed`, a run draws its first action as it always has,
+    and no draw elsewhere in the process (another trainer, a notebook cell) moves it."""
+    generator = torch.Generator(device=device)
+    if torch.device(device).type == "cpu":
+        generator.set_state(torch.get_rng_state())
+    else:  # the network initialised on the CPU: the device's own stream still starts at the seed
+        generator.manual_seed(seed)
+    return generator
+
+
 class TrainingDiverged(Exception):
     """A loss, gradient norm or parameter became NaN or infinite; one-line message."""
 

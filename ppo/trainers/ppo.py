@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ppo.algorithm.advantages import compute_gae, successor_values
-from ppo.trainers.base import BaseTrainer
+from ppo.trainers.base import BaseTrainer, continue_global_stream
 from ppo.runs.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.parallel.distributed import SINGLE_PROCESS, World
@@ -161,8 +161,9 @@ class PPO(BaseTrainer, StepsEnvs):
         self.model = self.build_model(observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
-        if world.distributed:
-            torch.manual_seed(world.seed(config.seed))  # each process samples its own actions
+        # the actions' own stream: no draw elsewhere in the process moves it; each process has its own
+        self.action_generator = (torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
+                                 if world.distributed else continue_global_stream(self.device, config.seed))
         obs_shape = tuple(self.obs_box.shape)
         self.obs_normalizer = (
             ObservationNormalizer(obs_shape, config.obs_clip, device=self.device, world=world)
@@ -277,7 +278,7 @@ class PPO(BaseTrainer, StepsEnvs):
 
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(a ~ π(· | s), log π(a | s), V(s)) for one rollout step of every env (under its action mask)."""
-        return self.model.act(obs, self.next_action_mask)
+        return self.model.act(obs, self.next_action_mask, self.action_generator)
 
     def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
         """Called after each rollout step is stored; a recurrent trainer keeps its state here."""
@@ -406,8 +407,8 @@ class PPO(BaseTrainer, StepsEnvs):
     def process_state(self) -> dict:
         """What differs between the processes of a run: random streams and the episodes in progress."""
         return {
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "torch_rng": self.action_generator.get_state() if self.device.type == "cpu" else torch.get_rng_state(),
+            "cuda_rng": self.action_generator.get_state() if self.device.type == "cuda" else None,
             "shuffle_rng": self.shuffle_generator.get_state(),
             "envs": env_state(self.envs),
             "next_obs": self.next_obs,
@@ -443,7 +444,7 @@ class PPO(BaseTrainer, StepsEnvs):
             self.recent_returns.extend(float(value) for value in state.get("recent_returns", []))
             same_processes = int(state.get("world_size", 1)) == self.world.size
             if not same_processes:
-                torch.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+                self.action_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
                 self.shuffle_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
                 self._start_episodes()
                 return
@@ -453,9 +454,10 @@ class PPO(BaseTrainer, StepsEnvs):
             raise CheckpointError(f"checkpoint does not match this run ({str(error).splitlines()[0][:160]})") from None
 
     def load_process_state(self, own: dict) -> None:
-        torch.set_rng_state(own["torch_rng"])
-        if self.device.type == "cuda" and own.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(own["cuda_rng"], self.device)
+        if self.device.type == "cpu":
+            self.action_generator.set_state(own["torch_rng"])
+        elif own.get("cuda_rng") is not None:
+            self.action_generator.set_state(own["cuda_rng"])
         self.shuffle_generator.set_state(own["shuffle_rng"])
         if self.continues_episodes(own):
             self.envs.load_state_dict(own["envs"])

@@ -77,7 +77,8 @@ class RecurrentPPO(PPO):
         """One step of every env from its state (zeroed at an episode start); the state advances."""
         self.buffer.episode_starts[self.buffer.step] = self.episode_start
         self.buffer.keep_state(self.recurrent_state)
-        action, log_prob, value, self.recurrent_state = self.model.act(obs, self.recurrent_state, self.episode_start)
+        action, log_prob, value, self.recurrent_state = self.model.act(obs, self.recurrent_state, self.episode_start,
+                                                                       self.action_generator)
         return action, log_prob, value
 
     def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:

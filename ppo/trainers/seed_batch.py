@@ -25,13 +25,12 @@ update has stopped draws no more permutations, as its run, which has left the lo
 What holds, then: member s draws what run s draws (the same weights, the same action and
 shuffle streams, the same numbers from them while its decisions match its run's), and
 its arithmetic differs only in rounding: batched matrix products round differently from
-one run's. Started from the same θ, m, v, an iteration of member s lands within 1.2e-7 of
-its run's, with the same target_kl decision and step count (tests/test_seed_batch.py).
-Over many iterations the difference grows, as any rounding does in this chaotic system:
-on the default CartPole run (seeds 1–4, 48 iterations), max |θ_batch − θ_single| was
-≤ 7e-6 up to iteration 5, 7e-3 to 0.16 by iteration 9, and 0.30–0.58 at the end (weights
-up to 1.9); with target_kl = 0.02 the decisions matched for 10 iterations on all four
-seeds. The members end as good as their runs, not equal to them (README).
+one run's. Started from the same θ, m, v, an iteration of member s lands within a few
+float32 roundings of its run's, with the same target_kl decision and step count
+(tests/test_seed_batch.py). Over many iterations the difference grows, as any rounding
+does in this chaotic system, until the runs part: the members end as good as their runs,
+not equal to them. How far apart, and when, is measured by the README's block
+`seed-batch-rounding` (its record: docs/figures/seed-batch-rounding.json).
 
 A member whose losses, gradient norm or parameters turn non-finite stops alone
 (`stop_member`): its θ goes back to its last finite values and stays, its folder keeps
@@ -58,7 +57,7 @@ import torch
 from torch.func import vmap
 
 from ppo.algorithm.advantages import compute_gae, successor_values
-from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS
+from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS, continue_global_stream
 from ppo.runs.checkpoint import remove_stale_temporaries, save_checkpoint
 from ppo.config import ConfigError, PPOConfig
 from ppo.algorithm.losses import clipped_surrogate_loss, explained_variance, normalize_advantages, transition_loss
@@ -132,7 +131,7 @@ class SeedBatchPPO(StepsEnvs):
         for seed in self.seeds:  # as PPO.__init__ does: the seed, then the weights, then the actions
             torch.manual_seed(seed)
             members.append(ActorCritic.from_config(config, observation_space, action_space))
-            self.action_generators.append(self._continue_global_stream(seed))
+            self.action_generators.append(continue_global_stream(self.device, seed))
         self.model = StackedActorCritic(members).to(self.device)
         self.optimizer = StackedAdam(self.model.parameters_in_member_order(), lr=config.learning_rate,
                                      eps=config.adam_eps)
@@ -155,15 +154,6 @@ class SeedBatchPPO(StepsEnvs):
         self.history: list[list[dict[str, float]]] = []
         self.diverged: dict[int, dict] = {}  # member -> when and why it stopped (stop_member)
         self.next_obs = self._observe(envs.reset(seed=self.seeds))
-
-    def _continue_global_stream(self, seed: int) -> torch.Generator:
-        """A generator in the state the global one is in now (where a single run draws its actions from)."""
-        generator = torch.Generator(device=self.device)
-        if self.device.type == "cpu":
-            generator.set_state(torch.get_rng_state())
-        else:  # a CUDA run draws from the device's stream; give each member its own
-            generator.manual_seed(seed)
-        return generator
 
     @property
     def total_iterations(self) -> int:

@@ -249,6 +249,10 @@ class RLHFConfig(UpdateConfig):
             raise ConfigError(f"whiten_rewards rescales the reward but not the KL term of kl_penalty = "
                               f"{self.effective_kl_penalty!r} in the loss, so β would change from batch to batch; "
                               f"whiten only with reward-k1")
+        if self.norm_adv and self.effective_kl_penalty != "reward-k1":
+            raise ConfigError(f"norm_adv whitens the advantages, which carry the reward's part of the penalty but not "
+                              f"the KL term of kl_penalty = {self.effective_kl_penalty!r} in the loss, so β would "
+                              f"change from batch to batch; whiten only with reward-k1")
         require_one_of("advantage_scale", self.advantage_scale, ADVANTAGE_SCALES)
         if self.algorithm != "grpo" and self.advantage_scale != "auto":
             raise ConfigError(f"advantage_scale = {self.advantage_scale!r} has no effect with algorithm = "
