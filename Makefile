@@ -40,7 +40,7 @@ test-full: install-dev
 
 lab: $(BIN)/python
 	$(PIP_INSTALL) -e '.[notebooks]'
-	$(BIN)/jupyter lab --ServerApp.root_dir=lectures
+	$(BIN)/jupyter lab --ServerApp.root_dir=lectures $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Bring lectures/NN_name.ipynb up to date with the scripts (jupytext) and the code (nbclient):
 #   make notebooks              execute in full the stale ones, give the others their script's new text

@@ -286,7 +286,7 @@ its upper bound 0.5 in every run, and its median KL still stays below d_targ in 
 run: at ε = 0.5 the clip no longer binds (on average it cuts off fewer than one sample in
 twenty, in every run), so the learning rate and K set the step, and loosening ε further
 cannot raise the KL. A KL penalty returns in the language-model lectures
-(11–12), where it ties the policy to a frozen reference model instead of the previous
+(12–13), where it ties the policy to a frozen reference model instead of the previous
 policy.
 """
 

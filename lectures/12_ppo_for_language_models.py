@@ -934,7 +934,7 @@ multiplies the score's pull, roughly by 1/std, so two- to threefold or more (com
 exactly below for a 0/1 score), while the β·k3 term keeps its size, as a smaller β
 would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM is the
 highest of the four and above 1.2%, each of the three others' below 1.2%, about 1%. With
-five seeds the intervals are wide and may overlap, so read this as a tendency of a
+ten seeds the intervals are wide and may overlap, so read this as a tendency of a
 fraction of a percent, not a separation. The next table shows where.
 """
 

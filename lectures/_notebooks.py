@@ -111,12 +111,15 @@ def synced(script: Path, shipped: nbformat.NotebookNode) -> nbformat.NotebookNod
     notebook = notebook_from_script(script)
     if code_cells(notebook) != code_cells(shipped):
         return None
-    old_cells = iter(cell for cell in shipped.cells if cell.cell_type == "code")
+    old_cells = {kind: iter([cell for cell in shipped.cells if cell.cell_type == kind]) for kind in ("code", "markdown")}
+    same_layout = [cell.cell_type for cell in notebook.cells] == [cell.cell_type for cell in shipped.cells]
     for cell in notebook.cells:
+        if cell.cell_type == "code" or same_layout:  # keep the cell's id (and a code cell's run) for a small diff
+            old = next(old_cells[cell.cell_type])
+            cell.id, cell.metadata = old.get("id", cell.get("id")), old.metadata
         if cell.cell_type == "code":
-            old = next(old_cells)
             cell.outputs, cell.execution_count = old.outputs, old.execution_count
-    notebook.metadata[RUN_METADATA_KEY] = shipped.metadata[RUN_METADATA_KEY]
+    notebook.metadata = shipped.metadata  # the kernel's, and the run record: the same code ran
     return notebook
 
 
