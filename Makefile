@@ -11,9 +11,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/pip install --quiet -c constraints.txt
-# Each tier runs on TEST_WORKERS pytest processes (pytest-xdist); every test uses one torch thread.
+# Each tier runs on TEST_WORKERS pytest processes (pytest-xdist); every test uses one torch thread;
+# tests of one xdist_group (the torchrun tests) run in one process, one after another.
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: demo test test-full lab notebooks install install-dev clean
 

@@ -27,6 +27,10 @@ from ppo.config import ConfigError, PPOConfig
 from ppo.parallel.distributed import SINGLE_PROCESS, World, is_peer_failure, whiten_across
 from ppo.algorithm.losses import normalize_advantages
 
+# one pytest process runs this module's tests, one after another: two gloo meshes forming at
+# once on a loaded machine were seen to lose a connection (make test runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("torchrun")
+
 REPO = Path(__file__).resolve().parents[1]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
