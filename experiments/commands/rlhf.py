@@ -84,7 +84,7 @@ def task_adapter(task_config) -> FoodTaskAdapter | TwoChoiceTaskAdapter:
 
 
 def run_folder_name(config: RLHFConfig, task_config) -> str:
-    """`rlhf-LABEL__...__seedN`, named as ppo-train names its runs (experiments.commands.sweep): the task's
+    """`rlhf-LABEL__...__seedN`, named as ppo-train names its runs (experiments.commands.run_folder): the task's
     label (the food and the reward: `pizza-rule`; or `two-choice`), then every setting that
     differs from the defaults, then the seed; e.g. `rlhf-pizza-rule__rloo__kltarget2__seed1`,
     `rlhf-two-choice__personravin__seed1`."""
