@@ -287,29 +287,9 @@ print_table([{"policy": row["policy"], **{f"|mean d|² / (tr Cov[d]/N), {pair}":
              for row, tests in ((initial_rows[0], expectations["untrained"]), (trained_rows[0], expectations["trained"]))],
             title="Same expectation? (about 1 if yes; grows with the number of episodes if not)")
 
-trace = {(row["policy"], row["weight"]): float(row["tr Cov[g]"]) for row in all_rows}
 untrained_label, trained_label = initial_rows[0]["policy"], trained_rows[0]["policy"]
-for policy_label, tests in ((untrained_label, expectations["untrained"]), (trained_label, expectations["trained"])):
-    lecture.claim(f"at the {policy_label} policy, G_0 and γ^t G_t weights have the same expectation "
-                  f"(the ratio stays below 3)", tests["G_0 vs γ^t G_t"] < 3,
-                  measured=f"ratio {tests['G_0 vs γ^t G_t']:.2f}")
-    lecture.claim(f"at the {policy_label} policy, dropping the rewards before t (γ^t G_t instead of G_0) lowers "
-                  f"the variance tr Cov[g]", trace[policy_label, "γ^t G_t"] < trace[policy_label, "G_0"],
-                  measured=f"{trace[policy_label, 'γ^t G_t']:.3g} against {trace[policy_label, 'G_0']:.3g}")
-lecture.claim("at the untrained policy, dropping γ^t changes the expectation: the ratio of G_t against γ^t G_t "
-              "is above 3", expectations["untrained"]["γ^t G_t vs G_t"] > 3,
-              measured=f"ratio {expectations['untrained']['γ^t G_t vs G_t']:.2f}", quick=False)
-lecture.claim(f"at the trained policy {VARIANCE_EPISODES} episodes are too few to see it (ratio below 3), as they "
-              f"are too few to resolve |E[g]|", expectations["trained"]["γ^t G_t vs G_t"] < 3
-              and not any(row["_resolved"] for row in trained_rows),
-              measured=f"ratio {expectations['trained']['γ^t G_t vs G_t']:.2f}, |E[g]| resolved for "
-                       f"{[row['weight'] for row in trained_rows if row['_resolved']]}", quick=False)
-length_growth = trained_rows[0]["mean episode length"] / initial_rows[0]["mean episode length"]
-variance_growth = trace[trained_label, "G_t"] / trace[untrained_label, "G_t"]
-lecture.claim("the trained policy's episodes are longer, and its gradient's variance tr Cov[g] (weight G_t) "
-              "is more than 100 times the untrained one's", length_growth > 1 and variance_growth > 100,
-              measured=f"episodes {length_growth:.1f}× longer, tr Cov {variance_growth:.3g}× larger", quick=False)
 
+# %%
 # Empirical check of the 1/B law: split the N episodes into disjoint batches of B and
 # measure how far each batch mean lies from the mean over all N. That distance has
 # variance tr Cov · (1/B − 1/N), so we divide by (1 − B/N) to compare with tr Cov / B.
@@ -340,6 +320,29 @@ axis.set_ylabel("relative noise  |ĝ_B − E[g]| / |E[g]|  (no unit)")
 axis.set_title("REINFORCE: noise of a batch's gradient estimate")
 axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
 lecture.save_figure(figure, "gradient_noise_vs_batch_size.png")
+
+# %% tags=["claims"]
+trace = {(row["policy"], row["weight"]): float(row["tr Cov[g]"]) for row in all_rows}
+for policy_label, tests in ((untrained_label, expectations["untrained"]), (trained_label, expectations["trained"])):
+    lecture.claim(f"at the {policy_label} policy, G_0 and γ^t G_t weights have the same expectation "
+                  f"(the ratio stays below 3)", tests["G_0 vs γ^t G_t"] < 3,
+                  measured=f"ratio {tests['G_0 vs γ^t G_t']:.2f}")
+    lecture.claim(f"at the {policy_label} policy, dropping the rewards before t (γ^t G_t instead of G_0) lowers "
+                  f"the variance tr Cov[g]", trace[policy_label, "γ^t G_t"] < trace[policy_label, "G_0"],
+                  measured=f"{trace[policy_label, 'γ^t G_t']:.3g} against {trace[policy_label, 'G_0']:.3g}")
+lecture.claim("at the untrained policy, dropping γ^t changes the expectation: the ratio of G_t against γ^t G_t "
+              "is above 3", expectations["untrained"]["γ^t G_t vs G_t"] > 3,
+              measured=f"ratio {expectations['untrained']['γ^t G_t vs G_t']:.2f}", quick=False)
+lecture.claim(f"at the trained policy {VARIANCE_EPISODES} episodes are too few to see it (ratio below 3), as they "
+              f"are too few to resolve |E[g]|", expectations["trained"]["γ^t G_t vs G_t"] < 3
+              and not any(row["_resolved"] for row in trained_rows),
+              measured=f"ratio {expectations['trained']['γ^t G_t vs G_t']:.2f}, |E[g]| resolved for "
+                       f"{[row['weight'] for row in trained_rows if row['_resolved']]}", quick=False)
+length_growth = trained_rows[0]["mean episode length"] / initial_rows[0]["mean episode length"]
+variance_growth = trace[trained_label, "G_t"] / trace[untrained_label, "G_t"]
+lecture.claim("the trained policy's episodes are longer, and its gradient's variance tr Cov[g] (weight G_t) "
+              "is more than 100 times the untrained one's", length_growth > 1 and variance_growth > 100,
+              measured=f"episodes {length_growth:.1f}× longer, tr Cov {variance_growth:.3g}× larger", quick=False)
 lecture.claim("in the figure every line falls with a slope between −0.6 and −0.35 (−½ is noise ∝ 1/√B)",
               all(-0.6 < slope < -0.35 for slope in slopes.values()),
               measured="slopes " + ", ".join(f"{slope:.2f}" for slope in slopes.values()), quick=False)
@@ -387,6 +390,8 @@ print_table([{"seed": seed, "best update's return": float(best), "at update": in
             title="REINFORCE learning over seeds")
 print(f"last {last} updates, across seeds: {mean_and_spread(final_returns)} "
       f"(min {final_returns.min():.1f}, max {final_returns.max():.1f})")
+
+# %% tags=["claims"]
 lecture.claim("every seed reaches a mean return of at least 450 in some update",
               bool(best_returns.min() >= 450), measured=f"lowest best {best_returns.min():.1f}", quick=False)
 lecture.claim("four of the five seeds' best updates touch the dashed 500 line", int((best_returns >= 500).sum()) == 4,
@@ -407,27 +412,31 @@ lecture.claim(f"then every seed collapses: its last {last} updates average less 
 **The noise.** In the first table the `noise B=1` column is the noise of a single
 episode's gradient relative to its expectation, and `B for noise=1` is how many
 episodes a batch needs before its gradient is, on average, as long as its error. At
-both policies, G_0 and γ^t G_t weights have the same expectation (the ratio in the
-second table stays below 3), and dropping the rewards before t (γ^t G_t instead of
-G_0) lowers the variance tr Cov[g]: the same gradient, for free, with less noise. G_t
-is not that gradient: at the untrained policy, dropping γ^t changes the expectation (the
-ratio of G_t against γ^t G_t is above 3, where the same expectation would give about 1);
-at the trained policy 400 episodes are too few to see it (ratio below 3), as they are
-too few to resolve |E[g]|. The
-trained policy's episodes are longer, and its gradient's variance (weight G_t) is more
-than 100 times the untrained one's; the table prints both. At that policy 400 episodes
-do not resolve |E[g]| at all: the rows marked < and > are bounds, drawn dotted in the
-figure. In the figure every line falls with a slope between −0.6 and −0.35 (−½ is
-noise ∝ 1/√B): to halve the noise, take four times the episodes. Where a solid line
-crosses the grey line, a batch's noise equals its signal.
+both policies, G_0 and γ^t G_t weights have the same expectation (in the second table
+the ratio is 0.94 at the untrained policy and 1.02 at the trained one; the claims check
+below 3), and dropping the rewards before t (γ^t G_t instead of G_0) lowers the
+variance tr Cov[g], from 1.86e+04 to 3.47e+03 at the untrained policy: the same
+gradient, for free, with less noise. G_t is not that gradient: at the untrained
+policy, dropping γ^t changes the expectation (the ratio of G_t against γ^t G_t is 28,
+where the same expectation would give about 1; the claim checks above 3); at the
+trained policy 400 episodes are too few to see it (ratio 0.59), as they are too few to
+resolve |E[g]|. The trained policy's episodes are 23.6 times longer (500 steps against
+21.2), and its gradient's variance (weight G_t) is about 26,000 times the untrained
+one's in this run (the claim checks more than 100). At that policy 400 episodes do not
+resolve |E[g]| at all: the rows marked < and > are bounds, drawn dotted in the figure.
+In the figure every line falls with a slope between −0.42 and −0.46 in this run (−½ is
+noise ∝ 1/√B; the claim checks between −0.6 and −0.35): to halve the noise, take four
+times the episodes. Where a solid line crosses the grey line, a batch's noise equals
+its signal.
 
-**The collapse.** Every seed reaches a mean return of at least 450 in some update (the
-green triangles; four of the five touch the dashed 500 line), and then every seed collapses: its last
-updates average less than half of its best (the red triangles; the last table gives
-both numbers for each seed). The spread across seeds at the end is not noise around a
-solved task but a fall from it, at different times: each seed drops below half of its
-best and stays there from an update between 30 and 45 (the last column of the last
-table), three of the five in the last ten updates. This lecture does not test why; the
+**The collapse.** Four of the five seeds' best updates reach the dashed 500 line and the
+fifth reaches 473 (the green triangles; the claim checks at least 450 for every seed),
+and then every seed collapses: its last 5 updates average 0.26 to 0.36 of its best (the
+red triangles; the last table gives both numbers for each seed). The spread across
+seeds at the end is not noise around a solved task but a fall from it, at different
+times: each seed drops below half of its best and stays there from an update between
+30 and 45 (the last column of the last table), three of the five in the last ten
+updates. This lecture does not test why; the
 likely reason is that nothing here limits how far one update moves the policy: with
 γ = 0.99 a weight G_t can reach 1/(1 − γ) = 100, a batch of long episodes sums
 hundreds of such terms, and one Adam step at a fixed learning rate can undo what the

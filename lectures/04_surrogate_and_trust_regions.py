@@ -27,7 +27,8 @@ policy (table, plot).
 **Prerequisites.** Lectures 1–3.
 
 **Library.** `ppo/trainers/ppo.py` — `PPO.update`, K epochs of minibatch steps on one
-rollout; `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
+rollout (lecture 5 takes its loss apart and lecture 6 walks through the whole update; here
+it is used as it is); `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
 `ppo/algorithm/distributions.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
 argument. `lectures/_saved_update.py` saves the update's start so that it can be repeated.
 """
@@ -97,6 +98,8 @@ relative_difference = float((surrogate_gradient - policy_gradient).norm() / poli
 print(f"rollout of {batch} samples: largest |r − 1| at θ_old {largest_ratio_error:.1e}; "
       f"|∇L − ∇(policy gradient objective)| / |∇(policy gradient objective)| = {relative_difference:.1e} "
       f"over {surrogate_gradient.numel():,} policy parameters")
+
+# %% tags=["claims"]
 lecture.claim("at π_old every ratio is 1 and the gradient of the surrogate is the policy gradient "
               "(they differ by less than 1e-5 of its norm, float32 rounding)",
               largest_ratio_error < 1e-5 and relative_difference < 1e-5,
@@ -155,7 +158,9 @@ question of this lecture: does the surrogate still predict the return after the 
 
 L_{π_old}(π) − η(π_old) is the gain in return the surrogate *predicts* for a new policy
 π; η(π) − η(π_old) is the change that happens. We measure both for one PPO update on the
-saved rollout — K = 10 epochs of 4 minibatches, from the saved start each time — at
+saved rollout — K = 10 epochs of 4 minibatches (`PPO.update`: ten passes over the
+rollout, each shuffled and cut into 4 minibatches, one Adam step per minibatch on
+L^CLIP and the critic's loss; lecture 6 walks through it), from the saved start each time — at
 three learning rates (the step size) and ε ∈ {0.1, 0.2, ∞} (∞: no clip, plain
 maximisation of the surrogate):
 
@@ -167,8 +172,9 @@ maximisation of the surrogate):
 - **measured**: η(π) − η(π_old), the mean discounted return from the start state of
   π's episodes minus π_old's. Both policies play the same episodes' random numbers
   (the same start states, the same uniforms U in the Gumbel-max sampler of
-  `CategoricalDistribution.sample`), so their episodes differ only where their actions
-  do: common random numbers, which shrink the standard error of the difference.
+  `CategoricalDistribution.sample`, which takes the action argmax_a [log π(a|s) −
+  log(−log U_a)], a sample of π for uniform U), so their episodes differ only where
+  their actions do: common random numbers, which shrink the standard error of the difference.
 
 Units: discounted return with γ = 0.99, at most 1/(1 − γ) = 100. The table also gives
 each update's mean KL(π_old ‖ π) over the states of π_old's episodes (TRPO's constraint;
@@ -295,6 +301,35 @@ def prediction_error(row: dict) -> float:
     return abs(row["predicted"] - row["measured"])
 
 
+# %% [markdown]
+"""
+Read the table and the figure together. Where the update stays near π_old — every
+clipped row, mean KL at most 0.0044, below TRPO's δ = 0.01 — the points lie near the
+diagonal: the surrogate's prediction is within 1.8 of the measured change, on returns
+of up to 100 (the bars and the `± se` columns show how much of that is sampling noise;
+the claim below checks within 2.5). That is the first-order model working inside its
+trust region. Without the clip the same step sizes move the policy much further (mean
+KL 0.036, 0.33 and 0.89, above δ at every step size), and there the surrogate is too
+optimistic and the furthest off of the three, by 6.6, 37 and 42: it credits the new
+policy with π_old's states, which the new policy no longer visits. Whether an update
+raises the return at all depends on the rollout it learned from (the update maximises
+the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
+negative); with the clip, the prediction says so: every clipped update's predicted gain
+has the sign of the measured change, the one clipped update that lowered the return
+(lr 0.003, ε = 0.1, the blue triangle below 0) included. Without the clip it does not:
+at lr 0.001 and 0.003 the surrogate predicts a gain of about 32 and the return falls,
+by 5.8 and 10.6 (the red square and triangle). The TRPO bound is true but useless
+here: its penalty C · max KL is at least 13,064 in every row, more than a hundred times
+100, the largest discounted return CartPole can give (the claim checks more than ten
+times), so the estimate of max|A| cannot be what makes it so large. This is why TRPO
+constrains the mean KL instead, and why PPO settles for a clip that keeps the ratios,
+and so the KL, small.
+
+All of this is one update from one start (training seed 1). Which of it is the theory,
+and which is this start?
+"""
+
+# %% tags=["claims"]
 def standard_error(row: dict) -> float:
     """Of predicted − measured, the two standard errors combined as if independent."""
     return math.hypot(row["± se"], row["± se "])
@@ -336,28 +371,6 @@ lecture.claim("in every row the bound's penalty exceeds 100, the largest discoun
 
 # %% [markdown]
 """
-Read the table and the figure together. Where the update stays near π_old — every
-clipped row, mean KL below TRPO's δ = 0.01 — the points lie near the diagonal: the
-surrogate's prediction is within 2.5 of the measured change, on returns of up to 100
-(the bars and the `± se` columns show how much of that is sampling noise). That
-is the first-order model working inside its trust region. Without the clip the same
-step sizes move the policy much further (KL above δ at every step size), and there the
-surrogate is too optimistic and the furthest off of the three: it credits the new
-policy with π_old's states, which the new policy no longer visits. Whether an update
-raises the return at all depends on the rollout it learned from (the update maximises
-the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
-negative); with the clip, the prediction says so: every clipped update's predicted gain
-has the sign of the measured change, the one clipped update that lowered the return
-(lr 0.003, ε = 0.1, the blue triangle below 0) included. Without the clip it does not:
-at lr 0.001 and 0.003 the surrogate predicts a large gain and the return falls (the red
-square and triangle). The TRPO bound is true but useless here: its penalty C · max KL exceeds 100, the largest discounted return CartPole can
-give, in every row, and more than ten times over, so the estimate of max|A| cannot be
-what makes it so large. This is why TRPO constrains the mean KL instead, and why PPO
-settles for a clip that keeps the ratios, and so the KL, small.
-
-All of this is one update from one start (training seed 1). Which of it is the theory,
-and which is this start?
-
 ## From other starts
 
 The same measurement from four other saved starts, training seeds 8–11, each on 512
@@ -425,6 +438,32 @@ axis.set_title("The further an update moves, the less its prediction is worth")
 axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # outside: the points fill the corners
 lecture.save_figure(figure, "error_against_kl.png")
 
+# %% [markdown]
+"""
+Pooled over the five starts, the theory's picture holds: the further an update moved
+the policy, the further off its prediction. In the figure the points climb from left to
+right, and the rank correlation between mean KL and |error| is 0.76 over the 45 updates
+(the claim below checks above 0.5). It is a trend, not a law for each update: of the
+990 pairs of updates, 189 have the one that moved further missing by less (how far off
+one update lands depends on its start and on chance). The 10 updates that moved by a
+mean KL above 0.1 missed by a median of 46.4, the 31 that stayed below δ by a median of
+0.94 (the table's `median |error|` column; the claim checks a factor above 5), and every
+update that left the trust region, mean KL above δ, over-predicted the change (14 of
+14: all of the two lower rows of the last column). The surrogate leans optimistic
+inside the trust region too — 30 of the 31 updates below δ over-predicted (the first
+row), by a median miss of 0.94 — since the update was chosen to make the surrogate
+large on its own rollout; outside it the lean grows into the whole error, as the
+surrogate credits the new policy with π_old's states. The clip keeps the updates
+inside: in the run shown here all 30 clipped updates stayed below δ (the table's `of
+them clipped` column; the claim checks at least 3 in 4), while none of the 10 unclipped
+updates at lr 0.001 or 0.003 did. What does not carry over from seed 1 is the detail:
+below δ the prediction is a first-order estimate with sampling noise, not an exact one.
+From the other starts a clipped update missed by 6.84, where seed 1's clipped updates
+stayed within 1.8 (the claim checks more than 2.5), and 1 of the 24 predicted a change
+of the wrong sign (the line under the table gives both).
+"""
+
+# %% tags=["claims"]
 correlation = spearman([row["mean KL"] for row in pooled_rows], [row["|error|"] for row in pooled_rows])
 below, _, above = band_rows
 far, outside = ([row for row in pooled_rows if row["mean KL"] >= kl] for kl in (0.1, 0.01))
@@ -465,27 +504,6 @@ lecture.claim("from the other starts, a clipped update missed by more than seed 
 
 # %% [markdown]
 """
-Pooled over the five starts, the theory's picture holds: the further an update moved
-the policy, the further off its prediction — in the figure the points climb from left to
-right, and the rank correlation between mean KL and |error| (printed with the claims
-above) is above 0.5. It is a trend, not a law for each update: some updates that moved
-further than others missed by less (how far off one update lands depends on its start
-and on chance). The updates that moved by a mean KL above 0.1 missed by a
-median more than 5 times that of the updates that stayed below δ (the table's
-`median |error|` column), and every update that left the trust region, mean KL above δ,
-over-predicted the change (the last column: all of the two lower rows). The surrogate
-leans optimistic inside the trust region too — more than half of the updates below δ
-over-predicted (the first row), by a median miss under 2 — since the update was
-chosen to make the surrogate large on its own rollout; outside it the lean grows into
-the whole error, as the surrogate credits the new policy with π_old's states. The clip
-keeps most updates inside: at least 3 in 4 clipped updates stayed below δ (the table's
-`of them clipped` column), while no unclipped update at lr 0.001 or 0.003 did. What
-does not carry over from seed 1 is the detail: below δ the prediction is a first-order
-estimate with sampling noise, not an exact one. From the other starts a clipped update missed by more than
-seed 1's 2.5, and at least one predicted a change of the wrong sign (the line under the
-table gives the largest miss and the count), where seed 1's table had every clipped
-update within 2.5 and of the right sign.
-
 ## What to take away
 
 One batch of π_old's data defines a surrogate for every nearby policy, exact to first
@@ -493,9 +511,9 @@ order at π_old; the further an update moves the policy, the less its prediction
 and the bound that would guarantee improvement is far too loose to use. A trust region
 keeps the update where the surrogate can be believed: TRPO by a KL constraint and a
 natural-gradient step, PPO by a clip on the ratio and first-order steps. The tables show
-the clip doing that job on most updates — at least 3 in 4 clipped updates stayed below
-δ — but not perfectly: from the other starts a clipped update missed by more than 2.5
-and at least one got the sign wrong, and nothing in the clip bounds the KL. Lecture 5 shows
+the clip doing that job — all 30 clipped updates stayed below δ in the run shown
+here — but not perfectly: from the other starts a clipped update missed by 6.84 and
+one got the sign wrong, and nothing in the clip bounds the KL. Lecture 5 shows
 how it does it — which samples it stops, where its gradient is zero, and how far the
 ratios move anyway.
 """

@@ -24,7 +24,11 @@ the objective is a pessimistic (lower) bound.
 **What it shows.** (1) L^CLIP against the ratio for Â > 0 and Â < 0 (plot). (2) Where
 its gradient is zero and where it is not (table, from autograd). (3) Lecture 4's update
 on CartPole, repeated from the same start with different ε: how far the ratios move, the
-clip fraction and the KL between the old and new policy (table, histograms).
+clip fraction (the share of samples whose ratio lies outside [1 − ε, 1 + ε]) and the KL
+between the old and new policy (table, histograms). The KL is estimated from the
+rollout's own samples with k3 = (ρ − 1) − log ρ, ρ = π_new(a|s) / π_old(a|s), averaged
+over them: an unbiased estimate of KL(π_old ‖ π_new) that is never negative (Schulman
+2020; `kl_estimate`; lecture 8 compares it with formulas that estimate nothing).
 
 **Prerequisites.** Lectures 1–4.
 
@@ -71,6 +75,8 @@ for axis, advantage in zip(axes, (1.0, -1.0)):
     axis.set_title(f"Â = {advantage:+.0f}, ε = {EPSILON}")
     axis.legend(fontsize=8)
 lecture.save_figure(figure, "clipped_objective.png")
+
+# %% tags=["claims"]
 largest_excess = max(clipped_objective(r, advantage) - r * advantage for r in ratios for advantage in (1.0, -1.0))
 lecture.claim("L^CLIP is a pessimistic bound: at every ratio of the plot, for Â = +1 and Â = −1, it is at most r·Â",
               largest_excess <= 1e-6, measured=f"largest L^CLIP − r·Â over the grid {largest_excess:.2e}")
@@ -102,6 +108,17 @@ for ratio, zone in ((0.6, "r < 1 − ε"), (0.9, "1 − ε < r < 1"), (1.0, "r =
         "gradient, Â = −1": down, "Â < 0": "pushes r down" if down < 0 else "no gradient",
     })
 print_table(zone_rows, title=f"∂L^CLIP/∂log π_θ at ε = {EPSILON}")
+
+# %% [markdown]
+"""
+Read the two "no gradient" cells: for a good action (Â > 0) the gradient stops once
+r > 1 + ε, for a bad one (Â < 0) once r < 1 − ε — but a sample whose ratio moved the
+*wrong* way (r < 1 − ε with Â > 0, r > 1 + ε with Â < 0) keeps its full gradient, so
+the update can always undo a mistake.
+
+"""
+
+# %% tags=["claims"]
 lecture.claim("the gradient stops for a good action once r > 1 + ε and for a bad one once r < 1 − ε",
               objective_gradient(1.5, 1.0) == 0.0 and objective_gradient(0.6, -1.0) == 0.0,
               measured=f"gradient {objective_gradient(1.5, 1.0)} at r = 1.5, Â = +1; "
@@ -114,11 +131,6 @@ lecture.claim("a ratio that moved the wrong way (r < 1 − ε with Â > 0, r > 1
 
 # %% [markdown]
 """
-Read the two "no gradient" cells: for a good action (Â > 0) the gradient stops once
-r > 1 + ε, for a bad one (Â < 0) once r < 1 − ε — but a sample whose ratio moved the
-*wrong* way (r < 1 − ε with Â > 0, r > 1 + ε with Â < 0) keeps its full gradient, so
-the update can always undo a mistake.
-
 ## What clipping does to one real update
 
 We take lecture 4's update: PPO trained on CartPole for a few iterations, one more
@@ -126,19 +138,21 @@ rollout, and the network, optimizer and minibatch order saved (`lectures/_saved_
 We run the same update — same rollout, same minibatch order — once for each ε, restoring
 the saved state in between. A large learning rate (1e-3, four times the library's
 default) and K = 10 epochs on 1,024 samples make the policy want to move far, so the
-clip has work to do; that is why this start departs from the library's CartPole preset,
-which is set to learn quickly over a whole run, not to stress one update. After each update we compare the new policy with
+clip has work to do; that is why this start departs from the library's CartPole preset
+(the settings that `experiments/commands/presets.py` names for an environment, which
+the training command applies; lecture 6 introduces it), which is set to learn quickly over a whole run, not to stress one update. After each update we compare the new policy with
 the one that collected the data on every sample of the rollout.
 
 Which samples count as "good"? The update does not see the raw Â: with `norm_adv` (the
 default) it whitens the advantages, (Â − mean) / std, before the loss. While returns
 are still growing, the critic lags behind them and most raw advantages are positive
-(the line printed below gives both shares), so the raw sign says little; after
+(97.5% of them in the line printed below, 59.7% after whitening), so the raw sign
+says little; after
 whitening, a sample is pushed up only if it did better than the average sample. The histograms below colour
 the samples by the whitened sign, the one the clip acts on. (The trainer whitens per
 minibatch; whitening the whole rollout at once, as here, flips the sign of a few
-samples near the mean: under 10% of them, the printed line says how many for one
-random split into the trainer's minibatches.)
+samples near the mean: 1.4% of them for one random split into the trainer's
+minibatches, in the second printed line; the claim checks under 10%.)
 """
 
 # %%
@@ -159,14 +173,6 @@ for rows in split:
 sign_flips = float((minibatch_signs != signs).float().mean())
 print(f"whitened per minibatch ({config.num_minibatches} random minibatches) instead of over the rollout: "
       f"{sign_flips:.1%} of the samples change sign")
-default_learning_rate = PPOConfig.__dataclass_fields__["learning_rate"].default
-lecture.claim("the update's learning rate, 1e-3, is four times the library's default",
-              config.learning_rate == 1e-3 and math.isclose(config.learning_rate, 4 * default_learning_rate),
-              measured=f"{config.learning_rate:g} against the default {default_learning_rate:g}")
-lecture.claim("while returns are still growing, most raw advantages are positive", raw_positive > 0.5,
-              measured=f"{raw_positive:.1%} of the raw advantages positive")
-lecture.claim("whitening per minibatch instead of over the rollout flips the sign of under 10% of the samples",
-              sign_flips < 0.10, measured=f"{sign_flips:.1%} flipped")
 
 update_rows, ratios_after = [], {}
 for epsilon in (0.1, 0.2, 0.3, math.inf):
@@ -191,25 +197,10 @@ unclipped_row = update_rows[-1]
 print(f"\nwith ε = 0.2: clip fraction during the update {clipped_row['clip fraction in update']:.3f}, "
       f"KL after it {clipped_row['KL(old‖new) k3']:.4f}; without clipping the KL is {unclipped_row['KL(old‖new) k3']:.4f}")
 kls = [row["KL(old‖new) k3"] for row in update_rows]
-spreads = [row["max r"] - row["min r"] for row in update_rows]
 gain_shares = [row["surrogate gain E[(r−1)Â]"] / unclipped_row["surrogate gain E[(r−1)Â]"] for row in update_rows[:-1]]
 kl_shares = [kl / unclipped_row["KL(old‖new) k3"] for kl in kls[:-1]]
 for row, gain_share, kl_share in zip(update_rows, gain_shares, kl_shares):
     print(f"{row['policy loss']}: {gain_share:.1%} of the unclipped update's surrogate gain at {kl_share:.1%} of its KL")
-escaped = [row["policy loss"] for row, epsilon in zip(update_rows, (0.1, 0.2, 0.3))
-           if row["max r"] > 1 + epsilon or row["min r"] < 1 - epsilon]
-lecture.claim("the policy wants to move far: without the clip the KL is more than 10 times that with ε = 0.2",
-              kls[-1] > 10 * kls[1], measured=f"KL {kls[-1]:.4f} without, {kls[1]:.4f} with ε = 0.2")
-lecture.claim("the wider ε, the larger the KL and the spread of the ratios (rows top to bottom)",
-              all(a < b for a, b in zip(kls, kls[1:])) and all(a < b for a, b in zip(spreads, spreads[1:])),
-              measured="KL " + ", ".join(f"{kl:.4f}" for kl in kls)
-                       + "; max r − min r " + ", ".join(f"{spread:.3f}" for spread in spreads))
-lecture.claim("each clipped update keeps a larger share of the unclipped update's surrogate gain than of its KL",
-              all(gain > kl for gain, kl in zip(gain_shares, kl_shares)),
-              measured=", ".join(f"{gain:.1%} of the gain at {kl:.1%} of the KL" for gain, kl in zip(gain_shares, kl_shares)))
-lecture.claim("ratios do not stop at 1 ± ε: in some clipped row they end outside the band",
-              len(escaped) > 0,
-              measured="; ".join(f"{row['policy loss']}: r in [{row['min r']:.3f}, {row['max r']:.3f}]" for row in update_rows[:-1]))
 
 # %%
 figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
@@ -230,6 +221,44 @@ pushed_down_good = float((unclipped_ratio[signs] < 0.8).float().mean())
 pushed_up_bad = float((unclipped_ratio[~signs] > 1.2).float().mean())
 print(f"no clip: {pushed_down_good:.1%} of the samples with whitened Â > 0 end with r < 0.8, "
       f"{pushed_up_bad:.1%} of those with whitened Â ≤ 0 with r > 1.2")
+
+# %% [markdown]
+"""
+The histograms show the same update with and without the clip. With ε = 0.2 (left)
+the ratios stay in a narrow peak around 1: 0.98% of them end outside [0.8, 1.2] (the
+claim checks fewer than 2%). Without the clip (right) they spread over the whole range
+for both colours, and 26.2% of the samples with whitened Â > 0 and 36.3% of those with
+whitened Â ≤ 0 end on the wrong side of the band (the claim checks more than 1 in 5 of
+each): a good action (green) whose probability fell below 0.8 of π_old's, a bad one
+(red) whose probability rose above 1.2 of it. The network cannot move one sample's
+probability alone; ten epochs of unclipped steps that push some samples far drag
+others, of both signs, along with them.
+"""
+
+# %% tags=["claims"]
+default_learning_rate = PPOConfig.__dataclass_fields__["learning_rate"].default
+lecture.claim("the update's learning rate, 1e-3, is four times the library's default",
+              config.learning_rate == 1e-3 and math.isclose(config.learning_rate, 4 * default_learning_rate),
+              measured=f"{config.learning_rate:g} against the default {default_learning_rate:g}")
+lecture.claim("while returns are still growing, most raw advantages are positive", raw_positive > 0.5,
+              measured=f"{raw_positive:.1%} of the raw advantages positive")
+lecture.claim("whitening per minibatch instead of over the rollout flips the sign of under 10% of the samples",
+              sign_flips < 0.10, measured=f"{sign_flips:.1%} flipped")
+spreads = [row["max r"] - row["min r"] for row in update_rows]
+escaped = [row["policy loss"] for row, epsilon in zip(update_rows, (0.1, 0.2, 0.3))
+           if row["max r"] > 1 + epsilon or row["min r"] < 1 - epsilon]
+lecture.claim("the policy wants to move far: without the clip the KL is more than 10 times that with ε = 0.2",
+              kls[-1] > 10 * kls[1], measured=f"KL {kls[-1]:.4f} without, {kls[1]:.4f} with ε = 0.2")
+lecture.claim("the wider ε, the larger the KL and the spread of the ratios (rows top to bottom)",
+              all(a < b for a, b in zip(kls, kls[1:])) and all(a < b for a, b in zip(spreads, spreads[1:])),
+              measured="KL " + ", ".join(f"{kl:.4f}" for kl in kls)
+                       + "; max r − min r " + ", ".join(f"{spread:.3f}" for spread in spreads))
+lecture.claim("each clipped update keeps a larger share of the unclipped update's surrogate gain than of its KL",
+              all(gain > kl for gain, kl in zip(gain_shares, kl_shares)),
+              measured=", ".join(f"{gain:.1%} of the gain at {kl:.1%} of the KL" for gain, kl in zip(gain_shares, kl_shares)))
+lecture.claim("ratios do not stop at 1 ± ε: in some clipped row they end outside the band",
+              len(escaped) > 0,
+              measured="; ".join(f"{row['policy loss']}: r in [{row['min r']:.3f}, {row['max r']:.3f}]" for row in update_rows[:-1]))
 lecture.claim("with ε = 0.2, fewer than 2% of the ratios end outside [0.8, 1.2]",
               clipped_row["outside [0.8, 1.2] after"] < 0.02,
               measured=f"{clipped_row['outside [0.8, 1.2] after']:.2%} outside")
@@ -240,15 +269,6 @@ lecture.claim("without the clip, more than 1 in 5 of the samples of either sign 
 
 # %% [markdown]
 """
-The histograms show the same update with and without the clip. With ε = 0.2 (left)
-the ratios stay in a narrow peak around 1: fewer than 2% of them end outside
-[0.8, 1.2]. Without the clip (right) they spread over the whole range for both colours,
-and more than 1 in 5 of the samples of either sign end on the wrong side of the band:
-a good action (green) whose probability fell below 0.8 of π_old's, a bad one (red)
-whose probability rose above 1.2 of it. The network cannot move one sample's
-probability alone; ten epochs of unclipped steps that push some samples far drag
-others, of both signs, along with them.
-
 ## What to take away
 
 In the table, read the rows from top to bottom: how far the ratios spread and how
@@ -258,7 +278,9 @@ large the KL gets as ε widens, and what the same update does with no clip at al
 band, so the rows are comparable. The last column is how much the update raised the
 unclipped surrogate (with advantages whitened, as the update sees them); the lines
 under the table give each clipped update's share of the unclipped update's gain and
-of its KL: the clipped ones keep a larger share of the gain than of the KL. Ratios do
+of its KL: the clipped ones keep a larger share of the gain than of the KL (ε = 0.2
+keeps 15.9% of the gain at 1.2% of the KL). Without the clip the KL is 0.287, 83 times
+the 0.0035 of ε = 0.2. Ratios do
 not stop exactly at 1 ± ε (read min r and max r: in some rows they lie outside the
 band): a gradient step for one sample moves the network, and with it the probabilities of other samples
 that are already clipped. Clipping limits the incentive to move, not the movement

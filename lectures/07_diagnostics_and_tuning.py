@@ -51,6 +51,8 @@ from run folders). The runs use the batched torch CartPole (`envs/classic/cartpo
 """
 
 # %%
+import math
+
 from _common import Lecture, plt, print_table
 from envs.factory import make_seed_batch_env
 from experiments.commands.plot import mean_curve
@@ -70,7 +72,7 @@ LARGE_LR = 4 * BASE.learning_rate
 LONG = {  # the full budget: the preset, and two settings that move the policy further per update
     "preset": {},
     f"lr {LARGE_LR:g} constant": dict(learning_rate=LARGE_LR, anneal_lr=False),
-    f"no clip, lr {LARGE_LR:g} constant, K 12": dict(clip_coef=10.0, learning_rate=LARGE_LR, anneal_lr=False,
+    f"no clip, lr {LARGE_LR:g} constant, K 12": dict(clip_coef=math.inf, learning_rate=LARGE_LR, anneal_lr=False,
                                                      update_epochs=12),
 }
 LARGE, RECKLESS = list(LONG)[1:]
@@ -85,7 +87,8 @@ MAX_RETURN = 500  # CartPole-v1: reward 1 per step, episodes cut at 500 steps
 BOOTSTRAP_REPS = lecture.choose(full=1000, quick=100)
 print(f"preset: {BASE.num_envs} envs × {BASE.num_steps} steps, {BASE.num_minibatches} minibatches × "
       f"{BASE.update_epochs} epochs, lr {BASE.learning_rate:g} annealed, ε {BASE.clip_coef}, λ {BASE.gae_lambda}, "
-      f"{BASE.total_timesteps:,} steps per run; the sweep's runs: {SHORT_BUDGET:,} steps; "
+      f"a budget of {BASE.total_timesteps:,} steps per run ({BASE.num_iterations} iterations of {BATCH:,}: "
+      f"{BASE.num_iterations * BATCH:,} steps); the sweep's runs: {SHORT_BUDGET:,} steps; "
       f"seeds {SEEDS[0]}–{SEEDS[-1]} ({len(SEEDS)} runs per setting)")
 
 # %% [markdown]
@@ -111,7 +114,8 @@ measured on the seeds a setting was tuned on flatters it.
 The three long runs first, at the preset's full budget: the preset itself; the learning
 rate four times larger and held constant (the preset anneals it linearly to 0), a
 larger step all through the run; and a run built to fail: that learning rate with the
-clip removed (ε = 10 leaves the ratio unclipped) and twice the epochs.
+clip removed (ε = inf: no ratio is ever clipped, the plain importance-sampled surrogate)
+and twice the epochs.
 """
 
 
@@ -214,21 +218,22 @@ print_table([{"setting": key, "mean KL over the run": row["mean"], "largest iter
 What the figure and the table show, each checked below on this run:
 
 * The unclipped run's KL is far above the preset's all through the run (the red line
-  of the KL panel, and the table's mean: more than a hundred times the preset's), and
-  its entropy falls to near 0 within the first two iterations, from ln 2 ≈ 0.69 (a
-  coin flip between the two actions) to below 0.1 on every seed (red, entropy panel):
-  its first updates made the policy almost deterministic. Its clip fraction reads
-  about 0 throughout: with ε = 10 nothing is clipped, so that column cannot see the
-  step. It does not stop learning: a near-deterministic policy can still be improved
-  by large steps, but it is behind the preset at the end of the sweep's budget (the
-  last section's table) and its seeds spread widely.
-* The preset's KL falls as its learning rate anneals: its last quarter's KL is less
-  than half its mean over the run. The constant learning rate's does not fall: its
-  last quarter is at least its mean, which is above the preset's. A mean
-  over the run shows neither trend.
+  of the KL panel, and the table's mean: 1.93 against 0.00414, some 470 times the
+  preset's; the claim checks more than a hundred times), and its entropy falls to near
+  0 within the first two iterations, from ln 2 ≈ 0.69 (a coin flip between the two
+  actions) to at most 0.060 on every seed (red, entropy panel): its first updates made
+  the policy almost deterministic. Its clip fraction reads 0 throughout: with ε = inf
+  nothing is clipped, so that column cannot see the step, however large. It does not
+  stop learning: a near-deterministic policy can still be improved by large steps, but
+  it is behind the preset at the end of the sweep's budget (an IQM of 82.2 against
+  176.7 at 20,480 steps, the last section's table) and its seeds spread widely.
+* The preset's KL falls as its learning rate anneals: its last quarter's KL is 0.0011,
+  about a quarter of its mean over the run, 0.0041. The constant learning rate's does
+  not fall: its last quarter, 0.036, is above its mean, 0.025, which is six times the
+  preset's. A mean over the run shows neither trend.
 """
 
-# %%
+# %% tags=["claims"]
 early_iterations = max(1, SHORT_BUDGET // (4 * BATCH))  # the first few iterations: a quarter of the sweep's budget
 preset_kl, large_kl, reckless_kl = (kl_profiles[key] for key in LONG)
 reckless_entropy_early = max(history[early_iterations - 1]["entropy"] for history in long_runs[RECKLESS].values())
@@ -359,7 +364,7 @@ over the ten seeds, and a band of ± t(0.975, 9)·s/√10 around it (s the stand
 deviation over the seeds at that iteration): a 95% t-interval for the mean
 (`experiments.commands.plot.mean_curve`), cut to 0–500, the range a return can take: a
 t-interval is symmetric about the mean, so where most seeds sit at a bound it reaches
-past it. Here that cut never binds (every band stays below 500 after this short
+past it. Here that cut never binds (the highest band top is 205.6 after this short
 budget); in the long runs' figure below it does. In every panel the preset is blue, the
 smaller value orange and the larger value green. The second shows the table's IQM intervals, the
 preset's shaded across the plot: a setting whose bar does not touch the shading
@@ -383,9 +388,6 @@ for axis, (name, values) in zip(axes.flat, SWEEP.items()):
     axis.set_ylabel("return, mean of the last 20 episodes")
     axis.legend(fontsize=8, loc="upper left")
 lecture.save_figure(figure, "sweep_learning_curves.png")
-sweep_band_top = max(max(curve["unclipped_high"]) for curve in sweep_curves.values())
-lecture.claim("in the sweep's figure the cut at 500 never binds: every band stays below 500",
-              sweep_band_top < MAX_RETURN, measured=f"highest band top {sweep_band_top:.1f}")
 
 # %%
 keys = list(sweep)
@@ -438,19 +440,20 @@ Reading the sweep, each sentence checked below:
   budget. None is separated above.
 * Steps that are too small show in the diagnostics: a quarter of the learning rate and
   K = 2 have a lower KL and clip fraction than the preset, and their critics explain
-  less of the return (explained variance far below the preset's), since they too take
-  smaller steps. The larger steps (learning rate × 4, ε = 0.5, K = 12) move the
-  policy further: a higher KL than the preset.
+  less of the return (explained variance 0.093 and 0.090 against the preset's 0.74),
+  since they too take smaller steps. The larger steps (learning rate × 4, ε = 0.5,
+  K = 12) move the policy further: a KL of 0.012, 0.028 and 0.010 against the
+  preset's 0.0070.
 * ε = 0.05 is the case to read carefully: it clips a larger share of the samples than
-  the preset while its KL is lower. A narrow band clips more and lets the policy move
-  less.
-* λ = 0 ends below every other setting, and yet its explained variance is above
-  the preset's. With λ = 0 the target the critic is scored against is r + γV(s′), mostly
+  the preset (0.24 against 0.089) while its KL is lower (0.00093 against 0.0070). A
+  narrow band clips more and lets the policy move less.
+* λ = 0 ends below every other setting (an IQM of 15.6; the next lowest is 60.0), and
+  yet its explained variance is above the preset's (0.91 against 0.74). With λ = 0 the target the critic is scored against is r + γV(s′), mostly
   its own guess, which it predicts easily: explained variance is no guide to the
   advantages' quality here.
 * Two seeds rank the settings differently from ten (the table above). On seeds 21–22
-  alone K = 12 scores more than 10 above the preset; over ten seeds its IQM is within
-  2 of the preset's, level with it. ε = 0.5 is above the preset on two seeds and on ten
+  alone K = 12 scores 15.4 above the preset; over ten seeds its IQM is 0.3 below the
+  preset's, level with it. ε = 0.5 is 18.1 above the preset on two seeds and on ten
   (its interval still overlapping the preset's), so two seeds are not always wrong;
   but among the settings ten seeds cannot tell from the preset, their order on two
   seeds is not their order on ten. What two seeds get right here are the large gaps:
@@ -459,7 +462,10 @@ Reading the sweep, each sentence checked below:
   land.
 """
 
-# %%
+# %% tags=["claims"]
+sweep_band_top = max(max(curve["unclipped_high"]) for curve in sweep_curves.values())
+lecture.claim("in the sweep's figure the cut at 500 never binds: every band stays below 500",
+              sweep_band_top < MAX_RETURN, measured=f"highest band top {sweep_band_top:.1f}")
 lecture.claim("three settings end below the preset with intervals apart: lr / 4, ε = 0.05 and λ = 0; none above",
               set(separated) == {"learning_rate=0.00125", "clip_coef=0.05", "gae_lambda=0"}
               and all(verdicts[key] == "below" for key in separated),
@@ -542,7 +548,7 @@ print_table([{"setting": key,
               "final (last quarter)": interval(long_estimates["final"][key], "iqm"),
               "vs preset: early / final": "" if key == "preset" else
               f"{long_verdicts['early'][key]} / {long_verdicts['final'][key]}"} for key in LONG],
-            title=f"The long runs ({BASE.total_timesteps:,} steps), IQM [95% CI] over {len(SEEDS)} seeds, "
+            title=f"The long runs ({BASE.num_iterations * BATCH:,} steps), IQM [95% CI] over {len(SEEDS)} seeds, "
                   f"{BOOTSTRAP_REPS} resamples")
 drops = {key: [peak - final for peak, final in zip(scores["peak"][key], scores["final"][key])] for key in LONG}
 print("peak minus final return, median over seeds: "
@@ -570,23 +576,23 @@ Reading the table and the figure, each sentence checked below:
 
 * The bands are cut at 500, the most a return can be. Late in the runs the
   t-intervals of the preset and of the larger learning rate, symmetric about the mean,
-  reach above 500 (the line under the figure prints how far): a range of returns no
+  reach above 500 (to 521.5 and 509.1, the line under the figure): a range of returns no
   run can score, which is why they are cut.
 * The larger constant learning rate is inside the preset's interval where the sweep's
   runs end, as in the sweep, and at the end it still is: ten seeds separate it from
   the preset at neither budget. Nor did it degrade late on this task: its median drop
-  from its peak to its final return is no larger than the preset's. A larger step is
+  from its peak to its final return is 3.6, against the preset's 11.7. A larger step is
   not harmful by itself; whether it is, only a run of the length you will train for
   can say.
 * The unclipped run is below the preset where the sweep's runs end, intervals apart.
   At the end its interval overlaps the preset's, so the short budget's verdict does not
-  carry over, but that interval is more than three times as wide as the preset's (its
-  seeds land far apart: the red band of the figure), and it falls furthest from its
-  own peak: its median drop from peak to final return is more than three times the
-  preset's.
+  carry over, but that interval is 304.6 wide against the preset's 80.6, 3.8 times
+  as wide (its seeds land far apart: the red band of the figure), and it falls
+  furthest from its own peak: its median drop from peak to final return is 102.1,
+  8.7 times the preset's 11.7.
 """
 
-# %%
+# %% tags=["claims"]
 lecture.claim("late in the runs the t-intervals of the preset and of the larger learning rate reach above 500",
               min(long_band_tops["preset"], long_band_tops[LARGE]) > MAX_RETURN,
               measured=f"highest band tops: preset {long_band_tops['preset']:.1f}, {LARGE} {long_band_tops[LARGE]:.1f}",
@@ -619,7 +625,8 @@ lecture.claim("the unclipped run's median drop from peak to final return is more
   learning rate and K a lower one.
 * A run whose steps are far too large shows it in several columns at once: a KL orders
   of magnitude above a healthy run's and an entropy that collapses early. The clip
-  fraction alone would have missed it here: without the clip it reads 0.
+  fraction alone would have missed it here: with the clip removed it reads 0 in every
+  iteration.
 * Read the diagnostics per iteration: the preset's KL falls as its learning rate
   anneals, the constant learning rate's does not, and the mean over a run hides both.
 * λ does not change the step size but the quality of the advantages; with λ = 0 the

@@ -30,6 +30,12 @@ shows the difference:
 7. an "experience replay buffer" for an on-policy method;
 8. one completion per episode.
 
+Defects 4 and 8 come from PPO for language models, which lectures 12 and 13 build in
+full. There the policy is a language model, an action is one token, a *completion* is
+the sequence of tokens the model generates in reply to a prompt, and π_ref is the
+*reference model*: a frozen copy of the model as it was before PPO started, which a KL
+penalty keeps the policy close to. Those two sentences are all the two sections need.
+
 **Prerequisites.** Lectures 3–7 (lecture 7 for the confidence intervals).
 
 **Library.** `ppo/config.py` (the switches), `experiments/commands/presets.py` (the CartPole
@@ -68,7 +74,8 @@ BOOTSTRAP_REPS = lecture.choose(full=2000, quick=100)
 print(f"canonical CartPole (the preset): {CANONICAL.num_envs} envs × {CANONICAL.num_steps} steps, "
       f"{CANONICAL.num_minibatches} minibatches × {CANONICAL.update_epochs} epochs, lr {CANONICAL.learning_rate}, "
       f"norm_adv {CANONICAL.norm_adv}, value_clip_coef {CANONICAL.value_clip_coef}, "
-      f"{CANONICAL.total_timesteps:,} steps; here {BASE.total_timesteps:,} steps per run, "
+      f"a budget of {CANONICAL.total_timesteps:,} steps; here a budget of {BASE.total_timesteps:,}: "
+      f"{BASE.num_iterations} iterations of {BASE.batch_size:,}, {BASE.num_iterations * BASE.batch_size:,} steps per run, "
       f"seeds {SEEDS[0]}–{SEEDS[-1]}")
 
 # %% [markdown]
@@ -77,7 +84,8 @@ print(f"canonical CartPole (the preset): {CANONICAL.num_envs} envs × {CANONICAL
 
 The base is the library's CartPole preset (lecture 6, `ppo-train --list-presets`) on the
 batched torch CartPole with its 500-step time limit, with one departure: half the
-preset's budget, 50,000 steps a run, so that the 80 runs below fit in a few minutes;
+preset's budget, `total_timesteps` = 50,000 a run, which the trainer runs as 24 whole
+iterations of 2,048 steps (49,152 steps), so that the 80 runs below fit in a few minutes;
 at that budget most runs are still learning, which is where a detail that speeds or
 slows learning shows. Each setting changes one switch:
 
@@ -96,8 +104,10 @@ slows learning shows. Each setting changes one switch:
   change together.
 
 The eight settings include no `bootstrap_truncated` off: at this budget the rule has
-almost nothing to act on (the line printed under the table counts the time-limit cuts
-in the base runs); defect 2 below shows what it does to one episode.
+almost nothing to act on: the line printed under the table counts the time-limit cuts
+in the base runs, 0.6% of the episode ends in the run shown here (5.0% in the last
+quarter; the claim checks under 2% over the runs). Defect 2 below shows what the rule
+does to one episode.
 
 Each setting is ten runs, one per seed, trained as one `SeedBatchPPO` (lecture 7).
 Two scores per run, both from its training return (the mean of its last 20 episodes):
@@ -191,7 +201,8 @@ print_table([{"setting": name, "gradient steps / rollout": gradient_steps[name],
               "vs base": verdicts["final return"].get(name, ""),
               "over the run: IQM [95% CI]": interval(estimates["mean return over the run"][name]),
               "vs base ": verdicts["mean return over the run"].get(name, "")} for name in ABLATIONS],
-            title=f"Each detail flipped on the CartPole preset, {BASE.total_timesteps:,} steps, {len(SEEDS)} seeds; "
+            title=f"Each detail flipped on the CartPole preset, {BASE.num_iterations * BASE.batch_size:,} steps, "
+                  f"{len(SEEDS)} seeds; "
                   f"95% stratified-bootstrap intervals ({BOOTSTRAP_REPS} resamples)")
 
 
@@ -250,9 +261,6 @@ figure.suptitle(f"Mean over {len(SEEDS)} seeds with 95% t-interval bands; blue: 
                 fontsize=11)
 lecture.save_figure(figure, "ablation_curves.png")
 
-base_cuts, base_cuts_late = cut_share("base (preset)"), cut_share("base (preset)", last_quarter=True)
-lecture.claim("at this budget the rule has almost nothing to act on", base_cuts < 0.02,
-              measured=f"{base_cuts:.1%} of the base runs' episode ends were time-limit cuts", quick=False)
 
 
 def explained_variance_late(name: str) -> float:
@@ -273,19 +281,23 @@ print("critic's explained variance, last quarter, mean over seeds: "
 ### What the intervals show
 
 Read the first figure: a setting whose bar does not touch the blue shading differs from
-the base; the dots are the ten runs. On this task and budget (CartPole, 50,000 steps,
+the base; the dots are the ten runs. On this task and budget (CartPole, 49,152 steps,
 seeds 101–110):
 
-* **Value clipping hurts**: its intervals lie below the base's for both scores, and its
-  critic explains less of the return's variance (the line under the table). With
+* **Value clipping hurts**: its intervals lie below the base's for both scores (a final
+  IQM of 157 [136, 177] against 247 [212, 286]; 120 against 163 over the run), and its
+  critic explains less of the return's variance (0.794 against 0.980, the line under
+  the figures). With
   returns in the hundreds, keeping V within 0.2 of its old value per update holds the
   critic back (the preset's comment in `experiments/commands/presets.py` says the same).
   Andrychowicz et al. (2021) found PPO-style value clipping hurt on MuJoCo at every
   threshold they tried and recommend against it.
 * **Advantage whitening helps** at this budget, and clearly: its intervals lie above
-  the base's for both scores (the second figure: its band leaves the base's only in the
-  second half of the run). The preset turns it off all the same, and this lecture
-  cannot say whether it should: that choice rests on runs at the full 100,000 steps,
+  the base's for both scores (a final IQM of 356 [318, 385] against 247 [212, 286]; 190
+  against 163 over the run). The second figure shows when: its band leaves the base's
+  only in the second half of the run, from step 45,056 on. The preset turns it off all
+  the same, and this lecture cannot say whether it should: that choice rests on runs at
+  the preset's full budget (100,000 steps, of which 98,304 run),
   which its comment in `experiments/commands/presets.py` records (once every episode lasts 500
   steps, whitening scales the advantages' noise to unit size and the policy drifts
   away from the solution), and this lecture, at half that budget, does not test them.
@@ -293,9 +305,10 @@ seeds 101–110):
   advantage normalisation made little difference on their tasks.
 * **Minibatches at the same number of gradient steps**: one full batch × 24 epochs and 4
   minibatches × 6 epochs overlap on both scores — minibatching itself is not shown to
-  matter here (the full batch even scores higher on both, inside the seeds' spread).
-  **Fewer gradient steps** do: one full batch × 6 epochs (6 steps per rollout instead
-  of 24) lies below the base over the run, though its final return overlaps. So the
+  matter here (the full batch even scores higher on both, 293 against 247 final and 178
+  against 163 over the run, inside the seeds' spread). **Fewer gradient steps** do: one
+  full batch × 6 epochs (6 steps per rollout instead of 24) lies below the base over the
+  run, 145 [139, 150] against 163 [152, 175], though its final return overlaps. So the
   loss we can see when hand-written code skips minibatches is the gradient steps; that
   the minibatches themselves cost nothing here is only "not shown by ten seeds".
 * **Orthogonal initialisation, learning-rate annealing and gradient clipping**: each
@@ -309,7 +322,10 @@ seeds 101–110):
   uses.
 """
 
-# %%
+# %% tags=["claims"]
+base_cuts = cut_share("base (preset)")
+lecture.claim("at this budget the rule has almost nothing to act on", base_cuts < 0.02,
+              measured=f"{base_cuts:.1%} of the base runs' episode ends were time-limit cuts", quick=False)
 
 
 def differs(name: str, direction: str) -> bool:
@@ -397,12 +413,14 @@ def count_updates(num_episodes: int, per_episode_counter: bool, max_steps: int =
 
 spanning, per_episode = count_updates(300, per_episode_counter=False), count_updates(300, per_episode_counter=True)
 print_table([spanning, per_episode], title="Defect 1: who ever calls update()?")
+print("The library's trainer never asks about episodes: it collects fixed rollouts of "
+      f"num_envs × num_steps steps and updates after each (here {BASE.batch_size} steps).")
+
+# %% tags=["claims"]
 lecture.claim("after max_steps steps in total every later episode ends its loop before the first step",
               spanning["transitions collected"] == 500, measured=f"{spanning['transitions collected']} transitions in 300 episodes")
 lecture.claim("the counter never reaches update_every", spanning["updates run"] == 0 < per_episode["updates run"],
               measured=f"{spanning['updates run']} updates (per-episode counter: {per_episode['updates run']})")
-print("The library's trainer never asks about episodes: it collects fixed rollouts of "
-      f"num_envs × num_steps steps and updates after each (here {BASE.batch_size} steps).")
 
 # %% [markdown]
 """
@@ -413,8 +431,8 @@ future (Pardo et al. 2018). Take the cleanest case — reward 1 every step, a cr
 already knows the value of a balanced pole, V = 1 / (1 − γ) = 100, and an episode cut
 after 500 steps. Correctly bootstrapped, every TD error is 1 + γ·100 − 100 = 0: nothing
 to learn. Treated as a termination, the last TD error is 1 − 100 = −99, and GAE spreads
-it backwards, shrinking by γλ a step: about the last 75 actions of every perfect
-episode get an advantage below −1.
+it backwards, shrinking by γλ a step: the last 75 actions of every perfect episode get
+an advantage below −1.
 """
 
 # %%
@@ -431,13 +449,6 @@ print_table([{"step t": t, "Â_t, truncation bootstrapped": float(correct[t]), "
             title=f"Defect 2a: a perfect {LENGTH}-step episode cut by the time limit (γ = {GAMMA}, λ = {LAMBDA})")
 punished = int((mistaken < -1).sum())
 print(f"steps with Â < −1: bootstrapped {int((correct < -1).sum())}, as termination {punished}")
-lecture.claim("Correctly bootstrapped, every TD error is 0", bool(correct.abs().max() < 1e-3),
-              measured=f"max |Â| = {float(correct.abs().max()):.2g}")
-lecture.claim("Treated as a termination, the last TD error is 1 − 100 = −99", abs(float(mistaken[-1]) + 99) < 1e-3,
-              measured=f"Â at the last step = {float(mistaken[-1]):.4f}")
-lecture.claim("about the last 75 actions of every perfect episode get an advantage below −1", 70 <= punished <= 80,
-              measured=f"{punished} steps with Â < −1")
-
 # %% [markdown]
 """
 The same code's GAE has a second, smaller slip: inside the rollout the next value is
@@ -472,6 +483,15 @@ library_advantages, _ = compute_gae(as_column(short_rewards), as_column(short_va
 print_table([{"step": t, "done": short_dones[t], "mistaken Â": mistaken_advantages[t], "ppo.algorithm.advantages Â": float(library_advantages[t]),
               "difference": mistaken_advantages[t] - float(library_advantages[t])}
              for t in range(4)], title="Defect 2b: the last step of a rollout that ends on a termination")
+
+# %% tags=["claims"]
+lecture.claim("Correctly bootstrapped, every TD error is 0", bool(correct.abs().max() < 1e-3),
+              measured=f"max |Â| = {float(correct.abs().max()):.2g}")
+lecture.claim("Treated as a termination, the last TD error is 1 − 100 = −99", abs(float(mistaken[-1]) + 99) < 1e-3,
+              measured=f"Â at the last step = {float(mistaken[-1]):.4f}")
+lecture.claim("about the last 75 actions of every perfect episode get an advantage below −1", 70 <= punished <= 80,
+              measured=f"{punished} steps with Â < −1")
+
 differences = [mistaken_advantages[t] - float(library_advantages[t]) for t in range(4)]
 lecture.claim("the last step's advantage is off by γ·50 = 49.5", abs(differences[-1] - GAMMA * reset_value) < 1e-4,
               measured=f"difference at the last step {differences[-1]:.4f}")
@@ -545,18 +565,22 @@ trunk_rows = [trunk_gradients("shared trunk, raw returns (mistaken)", shared_net
               trunk_gradients("separate networks (library default)")]
 print_table(trunk_rows, title=f"Defect 3: gradients on the actor's body, one rollout after {TRUNK_ITERATIONS} iterations")
 raw, scaled, separate = trunk_rows
+print("The library's defaults are the third row (shared_network=False), and reward scaling is one flag away "
+      "(normalize_reward). The mistaken code's other choice, one full batch per epoch, is in the Part A table.")
 
 # %% [markdown]
 """
-On the shared trunk with raw returns the value term's gradient is more than a hundred
-times the policy's, and their sum points away from the policy's gradient (a negative
-cosine): the trunk's update is the critic's, whatever the advantages say. Scaling the
-rewards brings the two gradients to the same size and turns the sum back towards the
-policy's direction (cosine above 0.5). Separate networks remove the collision: the
+On the shared trunk with raw returns the value term's gradient is 257 times the
+policy's, and their sum points away from the policy's gradient (a cosine of −0.85):
+the trunk's update is the critic's, whatever the advantages say. Scaling the rewards
+brings the two gradients to the same size (the value term's is 0.73 times the
+policy's) and turns the sum back towards the policy's direction (a cosine of 0.79).
+The claims below check the same with margins: more than a hundred times, a negative
+cosine, a ratio between 0.2 and 5, a cosine above 0.5. Separate networks remove the collision: the
 value loss puts exactly zero gradient on the actor's weights.
 """
 
-# %%
+# %% tags=["claims"]
 lecture.claim("On the shared trunk with raw returns the value term's gradient is more than a hundred times the policy's",
               raw["value / policy"] > 100, measured=f"value / policy = {raw['value / policy']:.0f}", quick=False)
 lecture.claim("their sum points away from the policy's gradient (a negative cosine)", raw["cos(sum, policy)"] < 0,
@@ -567,14 +591,13 @@ lecture.claim("and turns the sum back towards the policy's direction (cosine abo
               measured=f"cos = {scaled['cos(sum, policy)']:.2f}", quick=False)
 lecture.claim("the value loss puts exactly zero gradient on the actor's weights", separate["|∇ c_v·value|"] == 0.0,
               measured=f"|∇ c_v·value| = {separate['|∇ c_v·value|']}")
-print("The library's defaults are the third row (shared_network=False), and reward scaling is one flag away "
-      "(normalize_reward). The mistaken code's other choice, one full batch per epoch, is in the Part A table.")
 
 # %% [markdown]
 """
 ### 4. The ratio taken against the reference model
 
-In RLHF there are two "old" policies: π_old, the policy that generated this batch, and
+In RLHF (reinforcement learning from human feedback: PPO on a language model, lectures
+12–13) there are two "old" policies: π_old, the policy that generated this batch, and
 π_ref, the frozen supervised model the KL penalty anchors to. The ratio in the clipped
 loss must use π_old. The mistaken pseudocode divides by π_ref instead:
 
@@ -627,14 +650,14 @@ print_table(drift_rows, title="Defect 4: the first minibatch of an update, ratio
 # %% [markdown]
 """
 Read the rows from the second on (the first is a policy equal to π_ref). The clip
-fraction against π_old is 0 in every row. Against π_ref it is above one half from the
-smallest drift on and passes 0.9 by a KL of one nat per token, while the share of
-tokens with no gradient stays below one half: about half of the clipped tokens have an
-advantage that pulls them back. And every one of those is pushed towards π_ref (last
+fraction against π_old is 0 in every row. Against π_ref it is 0.66 already at the
+smallest drift (a KL of 0.10 nats per token) and 0.91 at a KL of 1.06, while the share
+of tokens with no gradient stays between 0.37 and 0.46: about half of the clipped
+tokens (0.45 to 0.53 of them) have an advantage that pulls them back. And every one of those is pushed towards π_ref (last
 column): a second, hidden KL penalty whose strength nobody chose.
 """
 
-# %%
+# %% tags=["claims"]
 drifted = drift_rows[1:]
 lecture.claim("The clip fraction against π_old is 0 in every row",
               all(row["clip fraction, ratio to π_old"] == 0 for row in drift_rows),
@@ -736,8 +759,9 @@ lecture.save_figure(figure, "stale_log_probs.png")
 # %% [markdown]
 """
 The dashed red line lies on 0 at every epoch: the mistaken loop believes nothing was
-clipped, while its true clip fraction (solid red) climbs above the correct loop's, and
-its policy ends further from π_old (left panel): with the clip blind, ten epochs take
+clipped, while its true clip fraction (solid red) climbs above the correct loop's (0.854
+against 0.475 after ten epochs), and its policy ends further from π_old (a KL of 0.097
+against 0.039, left panel): with the clip blind, ten epochs take
 ten full steps along the first epoch's gradient.
 
 The correct loop's dashed line trails its solid one by one epoch, and that is no
@@ -747,7 +771,7 @@ measured after the step. So at epoch e the loop logs what the true clip fraction
 at epoch e − 1, and 0 at epoch 1, where θ is still θ_old.
 """
 
-# %%
+# %% tags=["claims"]
 lecture.claim("the mistaken loop believes nothing was clipped", all(r["clip fraction the loop sees"] == 0 for r in reused),
               measured=f"largest logged clip fraction {max(r['clip fraction the loop sees'] for r in reused)}")
 logged, true = ([r["clip fraction the loop sees"] for r in recomputed], [r["true clip fraction"] for r in recomputed])
@@ -776,8 +800,9 @@ With samples drawn from π, an unbiased entropy estimate is mean(−log π(x)), 
 estimators of `ppo.algorithm.losses` (k1 = −log ρ, k3 = (ρ − 1) − log ρ with ρ = π_ref(x) / π(x);
 Schulman 2020) are unbiased for KL(π ‖ π_ref). Here all are compared with the exact
 values, which we can compute for a small vocabulary: the "entropy" is a sum, so it
-grows with the number of tokens, and the "KL" is off by an order of magnitude or more,
-while the sampled estimates land within a few percent.
+grows with the number of tokens (1,049 against an exact 1.99 per token), and the "KL"
+is off by more than an order of magnitude (0.027 against an exact 0.380), while the
+sampled estimates land within 1% (1.975 and 0.380).
 """
 
 # %%
@@ -797,6 +822,10 @@ estimator_rows = [
 ]
 print_table(estimator_rows, title=f"Defect 6: {positions} sampled tokens, vocabulary {VOCABULARY} "
                                   "(sampled estimate: −mean log π, and k3)")
+print("The trainer uses the exact entropy of each state's action distribution (entropy() of the policy head's "
+      "distribution, ppo.algorithm.distributions) and k3 for the approx KL.")
+
+# %% tags=["claims"]
 for name, row in zip(("entropy", "KL"), estimator_rows):
     # off by a factor of ten or more either way (a sign error counts as off)
     off_by_ten = row["mistaken formula"] <= 0 or max(row["mistaken formula"] / row["exact"],
@@ -806,8 +835,6 @@ for name, row in zip(("entropy", "KL"), estimator_rows):
     lecture.claim(f"the sampled estimate of the {name} lands within a few percent",
                   abs(row["sampled estimate"] - row["exact"]) < 0.05 * row["exact"],
                   measured=f"exact {row['exact']:.4f}, sampled {row['sampled estimate']:.4f}")
-print("The trainer uses the exact entropy of each state's action distribution (entropy() of the policy head's "
-      "distribution in ppo.models.networks) and k3 for the approx KL.")
 
 # %% [markdown]
 """
@@ -830,8 +857,9 @@ training, how the final policy relates to each: the fraction of samples whose ra
 outside [0.8, 1.2] (the clip switches off the gradient of those whose advantage pushes
 them further out) and the KL between the policy that collected the rollout and the
 final one. Both grow with the rollout's age: the last rollout, one update old, has
-almost no ratio outside the band (under 1%: with the learning rate annealed towards 0
-the last updates are small), while rollouts twenty updates old are mostly outside it.
+almost no ratio outside the band (0.05% of them: with the learning rate annealed
+towards 0 the last updates are small), while of a rollout twenty updates old 86% are
+outside it.
 """
 
 # %%
@@ -848,6 +876,8 @@ for age in [a for a in (0, 1, 2, 5, 10, 20) if a < len(base_rollouts)]:
 print_table(age_rows, title=f"Defect 7: seed {SEEDS[0]}'s final policy against its past rollouts (batch of {BASE.batch_size})")
 print(f"A replay buffer of 10^5 transitions would hold the last {100_000 // BASE.batch_size} rollouts of this run. "
       "ppo.algorithm.storage.RolloutBuffer holds exactly one rollout and is overwritten every iteration.")
+
+# %% tags=["claims"]
 lecture.claim("Both grow with the rollout's age", age_rows[-1]["ratio outside [0.8, 1.2]"] > age_rows[0]["ratio outside [0.8, 1.2]"]
               and age_rows[-1]["KL(collector ‖ final), k3"] > age_rows[0]["KL(collector ‖ final), k3"],
               measured=f"ages {age_rows[0]['rollout age (updates before the last)']} → "
@@ -884,14 +914,15 @@ all without a baseline. A one-token "completion" over a small vocabulary has an 
 policy gradient, so we can measure how well B completions estimate it, with the
 leave-one-out mean of the other completions' rewards as the baseline (none for B = 1):
 the estimate's agreement with the exact gradient grows with B, and an update gets no
-gradient only when all B completions score the same, 0 with probability 0.88^B.
+gradient only when all B completions score the same, 0 with probability 0.88^B. In the
+table, 88.7% of the single-completion updates have no gradient, and the mean cosine
+between the estimate and the exact gradient climbs from 0.11 at B = 1 to 0.34, 0.85
+and 0.99 at B = 4, 16 and 64.
 """
 
 # %%
 one_sample_whitened = normalize_advantages(torch.tensor([3.0])).tolist()
 print(f"normalize_advantages on a batch of one: {one_sample_whitened}")
-lecture.claim("Whitening advantages over a batch of one gives (Â − Â) / σ = 0", one_sample_whitened == [0.0],
-              measured=f"{one_sample_whitened}")
 target_probability, target_token = 0.12, 0
 logits = torch.zeros(VOCABULARY)
 logits[target_token] = torch.log(torch.tensor(target_probability * (VOCABULARY - 1) / (1 - target_probability)))
@@ -918,6 +949,10 @@ for batch_size in (1, 4, 16, 64):
                        "updates with zero gradient": zero_updates / trials,
                        "0.88^B": (1 - target_probability) ** batch_size})
 print_table(batch_rows, title=f"Defect 8: gradient estimates from B completions ({trials} trials each)")
+
+# %% tags=["claims"]
+lecture.claim("Whitening advantages over a batch of one gives (Â − Â) / σ = 0", one_sample_whitened == [0.0],
+              measured=f"{one_sample_whitened}")
 lecture.claim("most single completions score 0 and give no gradient at all without a baseline",
               batch_rows[0]["updates with zero gradient"] > 0.5, measured=f"{batch_rows[0]['updates with zero gradient']:.3f} of updates")
 cosines_by_batch = [row["mean cos(estimate, exact gradient)"] for row in batch_rows]
@@ -949,9 +984,11 @@ ratio of 1 on the first minibatch of every update (`tests/test_trainer.py`), unb
 KL estimators (`tests/test_losses.py`).
 """
 
-# %%
+# %% tags=["claims"]
 moved = [name for name in ABLATIONS if not name.startswith("base")
          and any(verdicts[score][name] != "overlaps" for score in SCORES)]
 lecture.claim("three of seven changes move the result beyond the seeds' spread", len(moved) == 3 and len(ABLATIONS) - 1 == 7,
               measured=f"{len(moved)} of {len(ABLATIONS) - 1}: {', '.join(moved)}", quick=False)
+
+# %%
 lecture.finish()

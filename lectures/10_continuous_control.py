@@ -104,6 +104,17 @@ with torch.no_grad():
     print(f"greedy action = mean: max |greedy − μ| over the three states = {greedy_gap:.1e}")
 print(f"before we set log σ: log σ = {initial_log_std.tolist()}, max |μ| over the three states "
       f"{float(initial_mean.abs().max()):.4f}")
+
+# %% [markdown]
+"""
+The policy head's output layer starts with gain 0.01 (lecture 8), so μ starts near 0 (the
+last line above, before we set log σ by hand); log σ starts at `log_std_init` = 0, i.e. σ = 1
+in every dimension. The optimiser moves
+log σ like any other weight, and the entropy — a function of σ alone here — shows how
+much exploration is left.
+"""
+
+# %% tags=["claims"]
 # float32 sums of three terms: agreement to 1e-5 leaves room for rounding, not for a wrong term (each is ≥ 0.09)
 lecture.claim("the library's log π(a|s) is the sum over dimensions written out by hand",
               abs(library_log_prob - float(per_dimension.sum())) < 1e-5,
@@ -119,16 +130,11 @@ lecture.claim("σ is the same at every state, and the greedy action is the mean"
 
 # %% [markdown]
 """
-The policy head's output layer starts with gain 0.01 (lecture 8), so μ starts near 0 (the
-last line above, before we set log σ by hand); log σ starts at `log_std_init` = 0, i.e. σ = 1
-in every dimension. The optimiser moves
-log σ like any other weight, and the entropy — a function of σ alone here — shows how
-much exploration is left.
-
 ## 2. Clip the action only on its way to the env
 
 Pendulum's torque must lie in [−2, 2]. With σ = 1 and μ near 0, about one sample in twenty
-falls outside (P(|a| > 2) = 4.6% for a standard normal).
+falls outside (P(|a| > 2) = 4.6% for a standard normal; 4.3% of the rollout below in the
+run shown, and the claim at the end of the section checks between 3% and 7%).
 `PPO.collect_rollout` sends `PPO.env_action(a)` — the sample clipped to the bounds — to the
 env, and stores `a` itself. One rollout of an untrained policy:
 """
@@ -144,11 +150,6 @@ outside = float(((stored < low) | (stored > high)).float().mean())
 print(f"{stored.numel():,} stored actions: min {float(stored.min()):.2f}, max {float(stored.max()):.2f}, "
       f"{outside:.1%} outside [{low:g}, {high:g}]; the env received values in [{float(sent.min()):.2f}, {float(sent.max()):.2f}]")
 preset_trainer.envs.close()
-lecture.claim("about one sample in twenty falls outside the bounds (between 3% and 7%)", 0.03 <= outside <= 0.07,
-              measured=f"{outside:.1%} of {stored.numel():,}")
-lecture.claim("the env receives only actions inside the bounds, while the stored samples go beyond them",
-              float(sent.min()) >= low and float(sent.max()) <= high and float(stored.min()) < low and float(stored.max()) > high,
-              measured=f"sent [{float(sent.min()):.2f}, {float(sent.max()):.2f}], stored [{float(stored.min()):.2f}, {float(stored.max()):.2f}]")
 
 # %% [markdown]
 """
@@ -236,6 +237,23 @@ axes[1].set_title("Storing the clipped action biases the gradient")
 axes[1].legend(fontsize=8)
 lecture.save_figure(figure, "clipping.png")
 
+# %% [markdown]
+"""
+Compare the last two columns with the exact one: the unclipped estimate agrees with it
+within three standard errors at every μ; the clipped one is off by more than that
+wherever a tenth or more of the samples are clipped, and at μ = 3, where most are, its
+sign flips: it would push μ down although a larger μ earns more. (Another fix keeps the
+bounds inside the distribution: squash a Gaussian through tanh and correct the log-probability for the change of variables, as
+SAC does. The PPO implementations this course follows clip instead.)
+"""
+
+# %% tags=["claims"]
+lecture.claim("about one sample in twenty falls outside the bounds (between 3% and 7%)", 0.03 <= outside <= 0.07,
+              measured=f"{outside:.1%} of {stored.numel():,}")
+lecture.claim("the env receives only actions inside the bounds, while the stored samples go beyond them",
+              float(sent.min()) >= low and float(sent.max()) <= high and float(stored.min()) < low and float(stored.max()) > high,
+              measured=f"sent [{float(sent.min()):.2f}, {float(sent.max()):.2f}], stored [{float(stored.min()):.2f}, {float(stored.max()):.2f}]")
+
 
 def standard_errors_off(numbers: dict, name: str) -> float:
     """|estimate − exact| in standard errors of the estimate."""
@@ -258,13 +276,6 @@ lecture.claim("at μ = 3, where most samples are clipped, the clipped estimate's
 
 # %% [markdown]
 """
-Compare the last two columns with the exact one: the unclipped estimate agrees with it
-within three standard errors at every μ; the clipped one is off by more than that
-wherever a tenth or more of the samples are clipped, and at μ = 3, where most are, its
-sign flips: it would push μ down although a larger μ earns more. (Another fix keeps the
-bounds inside the distribution: squash a Gaussian through tanh and correct the log-probability for the change of variables, as
-SAC does. The PPO implementations this course follows clip instead.)
-
 ## 3. Observation normalisation and reward scaling
 
 Pendulum observes (cos θ, sin θ, θ̇): two numbers in [−1, 1] and an angular velocity with
@@ -324,7 +335,20 @@ print(f"value clipping: the preset's value_clip_coef is {PRESET.value_clip_coef}
       f"at most ε_v per update needs about {raw_updates:.0f} updates to go from V = 0 to the mean return in raw units, "
       f"{scaled_updates:.0f} in scaled units; the preset's run has {PRESET.num_iterations} updates")
 
-# %%
+# %% [markdown]
+"""
+Four things follow. Raw θ̇ varies several times more than cos θ and sin θ; the
+observation normaliser gives all three inputs about unit scale (the std columns). The
+reward scaler shrinks the critic's targets by the factor printed above but keeps their
+sign (the mean is not subtracted). And value clipping (`value_clip_coef`, ε_v) limits
+how far the critic's prediction may move per update, an amount measured in the units of
+the rewards it is trained on: the last line counts the updates a critic that starts at
+0 would need to reach the mean return, in raw and in scaled units, against the number
+of updates the preset's run has. Both normalisers' statistics are part of the
+checkpoint and are frozen at evaluation.
+"""
+
+# %% tags=["claims"]
 normalized_stds = normalized_obs.std(dim=0)
 raw_stds = raw_obs.std(dim=0)
 lecture.claim("raw θ̇ varies several times more than cos θ and sin θ (std more than 3× theirs)",
@@ -341,25 +365,16 @@ lecture.claim("in raw units the critic would need more updates than the preset's
 
 # %% [markdown]
 """
-Four things follow. Raw θ̇ varies several times more than cos θ and sin θ; the
-observation normaliser gives all three inputs about unit scale (the std columns). The
-reward scaler shrinks the critic's targets by the factor printed above but keeps their
-sign (the mean is not subtracted). And value clipping (`value_clip_coef`, ε_v) limits
-how far the critic's prediction may move per update, an amount measured in the units of
-the rewards it is trained on: the last line counts the updates a critic that starts at
-0 would need to reach the mean return, in raw and in scaled units, against the number
-of updates the preset's run has. Both normalisers' statistics are part of the
-checkpoint and are frozen at evaluation.
-
 ## 4. The preset
 
 `build_config({"env_id": "Pendulum-v1"})` starts from the PPOConfig defaults and applies
 the row `PRESETS["Pendulum-v1"]` (its comment in `experiments/commands/presets.py` records what
 it was measured to reach, and on which seeds). The table lists every setting the
-preset changes; the runs below use it with TensorBoard files off and one departure: half
-its budget, 100k steps instead of 200k, so that section 5's forty runs fit in a few
-minutes of a 2-core CPU; what section 5 says is measured at that budget (`--quick`: a
-smaller one still).
+preset changes; the runs below use it with TensorBoard files off and one departure: about
+half its budget, `total_timesteps` 100,000 instead of 200,000, so that section 5's forty
+runs fit in a few minutes of a 2-core CPU. A run trains whole iterations of 8 × 256 =
+2,048 steps: 48 of them, 98,304 steps, where the preset's full budget is 97 (198,656
+steps). What section 5 says is measured at that budget (`--quick`: a smaller one still).
 """
 
 # %%
@@ -466,7 +481,7 @@ print_table([{"setting": name, f"greedy return, IQM [95% CI]": interval(greedy[n
               f"runs ≥ {SUCCESS:g}": f"{successes[name]}/{len(SEEDS)}",
               "explained variance, IQM [95% CI]": interval(explained_estimates[name], 2),
               "vs preset": verdicts.get(name, "")} for name in SETTINGS],
-            title=f"{ENV_ID}, {BASE.total_timesteps:,} steps, {len(SEEDS)} seeds; greedy: {EVAL_EPISODES} episodes of "
+            title=f"{ENV_ID}, {BASE.num_iterations * BASE.batch_size:,} steps, {len(SEEDS)} seeds; greedy: {EVAL_EPISODES} episodes of "
                   f"gymnasium's env per run; explained variance: last quarter of the run; {BOOTSTRAP_REPS} bootstrap resamples")
 
 # %% [markdown]
@@ -518,26 +533,28 @@ lecture.save_figure(figure, "normalisation_ablation.png")
 
 # %% [markdown]
 """
-Read the table with the figure. At half its budget the preset succeeds on most seeds,
-not all: more than half of its ten runs reach the mark, and the dots spread over tens
-of points of return (between 20 and 100 from the best run to the worst). Switching off
-reward scaling costs the most, by far: the rewards reach the critic in raw units,
-where value clipping (on in the preset) lets its prediction move only ε_v per update
-(section 3's count), and the critic explains clearly less of the return — its
-explained-variance interval lies below the preset's, under one half against the
-preset's above 0.95 (right panel) — and the greedy return is worse, the two intervals
-apart: none of its ten runs reaches the mark, and its IQM is the lowest of the four
-settings. Observation normalisation off and value clipping off each stay inside the
-seed spread: their greedy-return intervals overlap the preset's, so ten seeds do not
-show that either matters here on its own. Value clipping off reaches the mark on fewer
-runs than the preset; a count at a threshold moves with a few points of return, which
-is why the comparison rests on the intervals. Early on, value clipping off is ahead:
-free to jump to the return, its critic explains more of it over the first tenth of the
-run (right panel, purple above blue) and its training return is higher over the first
-half (left panel); by the end the preset has caught up.
+Read the table with the figure; the numbers quoted here are this run's. At about half
+its budget the preset succeeds on most seeds, not all: 7 of its ten runs reach the mark
+(the claims below check more than half), and the dots spread over 77 points of return,
+from −149 for the best run to −226 for the worst (the check: between 20 and 100).
+Switching off reward scaling costs the most, by far: the rewards reach the critic in
+raw units, where value clipping (on in the preset) lets its prediction move only ε_v per
+update (section 3's count), and the critic explains clearly less of the return — its
+explained-variance interval lies below the preset's, an IQM of 0.35 against the
+preset's 0.99 (right panel; the check: under one half against above 0.95) — and the
+greedy return is worse, the two intervals apart: none of its ten runs reaches the mark,
+and its IQM, −977, is the lowest of the four settings. Observation normalisation off and
+value clipping off each stay inside the seed spread: their greedy-return intervals
+overlap the preset's, so ten seeds do not show that either matters here on its own.
+Value clipping off reaches the mark on 4 runs against the preset's 7; a count at a
+threshold moves with a few points of return, which is why the comparison rests on the
+intervals. Early on, value clipping off is ahead: free to jump to the return, its
+critic explains more of it over the first tenth of the run (0.57 against the preset's
+0.12; right panel, purple above blue) and its training return is higher over the first
+half (−744 against −839; left panel); by the end the preset has caught up.
 """
 
-# %%
+# %% tags=["claims"]
 no_scaling = next(name for name in SETTINGS if name.startswith("reward scaling"))
 preset_spread = max(results["preset"]["eval"]) - min(results["preset"]["eval"])
 lecture.claim("the preset's dots spread over tens of points of return (between 20 and 100 from the best run to the worst)",
@@ -608,6 +625,8 @@ print_table([
     {"evaluation": "same weights, raw observations", "mean return": float(without_statistics.mean()),
      "std": float(without_statistics.std())},
 ], title=f"{shown_path(checkpoint)}: greedy, {EVAL_EPISODES} episodes of gymnasium {ENV_ID}")
+
+# %% tags=["claims"]
 lecture.claim("without its statistics the same checkpoint does worse", float(without_statistics.mean()) < float(with_statistics.mean()),
               measured=f"{float(with_statistics.mean()):.1f} with, {float(without_statistics.mean()):.1f} without", quick=False)
 

@@ -94,9 +94,10 @@ grows in proportion to N: every copy pays the same per-env cost (the `sync µs/e
 column stays put). For the batched env it grows slowly — the call is the same few
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
-below on a one-element tensor; at N = 1 it makes the batched env the slower one
-(compare the first rows), and at N = 8 the two are close. Gymnasium's numpy-batched CartPole is the same idea
-written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
+below on a one-element tensor: a torch step call at N = 1 costs as much as 26 such
+operations in the run shown (the claim checks more than ten). That fixed cost makes the batched env the
+slower one at N = 1 (compare the first rows), and at N = 8 the two are close.
+Gymnasium's numpy-batched CartPole is the same idea written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
 runs on a GPU as well.
 """
 
@@ -139,6 +140,7 @@ for axis in axes:
     axis.legend(fontsize=8)
 lecture.save_figure(figure, "stepping.png")
 
+# %% tags=["claims"]
 first, last = stepping_rows[0], stepping_rows[-1]
 sync_per_env = {row["num_envs"]: 1e6 / row["sync"] for row in stepping_rows if row["num_envs"] >= 8}
 torch_call_growth = (last["num_envs"] / last["torch"]) / (first["num_envs"] / first["torch"])
@@ -216,6 +218,20 @@ gym_total, torch_total = (sum(split[b].values()) for b in ("gymnasium", "torch")
 print(f"iteration speed-up from the backend alone: {gym_total / torch_total:.2f}×; "
       f"env stepping {split['gymnasium']['env step'] / max(split['torch']['env step'], 1e-9):.1f}× faster, "
       f"everything else the same work")
+
+# %% [markdown]
+"""
+Read the table from left to right (the two backends took turns, iteration by
+iteration, so load from other processes hits both rows alike). The env columns are where the backends differ; the
+network's share of the rollout and the whole update are the same work in both rows.
+Once the environment is cheap, the update — K epochs of minibatch gradient steps — is
+what an iteration costs, and making the env faster still would change little: with the
+rest of the work the same, the speed-up of a whole iteration cannot exceed
+total / (total − env time), the gymnasium row's figures (up to the noise of timing
+each part separately).
+"""
+
+# %% tags=["claims"]
 env_speedup = split["gymnasium"]["env step"] / split["torch"]["env step"]
 bound = gym_total / (gym_total - split["gymnasium"]["env step"])
 lecture.claim("The env columns are where the backends differ: env stepping is at least 3× faster on the torch backend",
@@ -236,15 +252,6 @@ lecture.claim("The speed-up of a whole iteration stays within total / (total −
 
 # %% [markdown]
 """
-Read the table from left to right (the two backends took turns, iteration by
-iteration, so load from other processes hits both rows alike). The env columns are where the backends differ; the
-network's share of the rollout and the whole update are the same work in both rows.
-Once the environment is cheap, the update — K epochs of minibatch gradient steps — is
-what an iteration costs, and making the env faster still would change little: with the
-rest of the work the same, the speed-up of a whole iteration cannot exceed
-total / (total − env time), the gymnasium row's figures (up to the noise of timing
-each part separately).
-
 ## 4. One torch thread
 
 PyTorch splits large operations across threads. For this network (64–64 tanh MLPs)
@@ -302,13 +309,6 @@ for row in thread_rows:
     ratio = row["2 threads / 1 thread"]
     verdict = f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
     print(f"  {row['operation'].split(' (')[0]}: with a second thread {verdict}")
-thread_ratio = {row["operation"].split(" (")[0]: row["2 threads / 1 thread"] for row in thread_rows}
-lecture.claim("For this network a second thread does not speed up the update (at most 20% faster, within noise)",
-              thread_ratio["update"] > 0.8, measured=f"2 threads / 1 thread: {thread_ratio['update']:.2f}", quick=False)
-lecture.claim("The small operations lose more from a second thread than the large matrix product",
-              min(thread_ratio["update"], thread_ratio["forward for one rollout step"])
-              > thread_ratio["1024×1024 matmul"],
-              measured=", ".join(f"{name} {ratio:.2f}" for name, ratio in thread_ratio.items()), quick=False)
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 bottom = np.zeros(2)
@@ -327,6 +327,15 @@ axes[1].set_xticks(positions, [row["operation"].split(" (")[0] for row in thread
 axes[1].set_ylabel("time with 2 threads / time with 1")
 axes[1].set_title("A second torch thread")
 lecture.save_figure(figure, "iteration_cost.png")
+
+# %% tags=["claims"]
+thread_ratio = {row["operation"].split(" (")[0]: row["2 threads / 1 thread"] for row in thread_rows}
+lecture.claim("For this network a second thread does not speed up the update (at most 20% faster, within noise)",
+              thread_ratio["update"] > 0.8, measured=f"2 threads / 1 thread: {thread_ratio['update']:.2f}", quick=False)
+lecture.claim("The small operations lose more from a second thread than the large matrix product",
+              min(thread_ratio["update"], thread_ratio["forward for one rollout step"])
+              > thread_ratio["1024×1024 matmul"],
+              measured=", ".join(f"{name} {ratio:.2f}" for name, ratio in thread_ratio.items()), quick=False)
 
 # %% [markdown]
 """
@@ -390,14 +399,6 @@ if all(result["reached"] for result in results.values()):
     print(f"time to 475, gymnasium / torch: {results['gymnasium']['seconds'] / results['torch']['seconds']:.2f}× "
           f"(steps to 475: gymnasium {results['gymnasium']['steps']:,}, torch {results['torch']['steps']:,}): "
           f"{first_to_475} reached 475 first; {fewer_steps} needed fewer steps")
-lecture.claim("Both backends reach a last-20 mean of 475 within the preset's budget, and each policy evaluates "
-              "greedily at 475 or more on gymnasium's CartPole-v1",
-              all(result["reached"] and float(result["eval"].mean()) >= SOLVED for result in results.values()),
-              measured="; ".join(f"{backend}: {'reached' if r['reached'] else 'not reached'} at {r['steps']:,} steps, "
-                                 f"eval {float(r['eval'].mean()):.1f}" for backend, r in results.items()), quick=False)
-lecture.claim("The torch backend trains faster per step than gymnasium (one run each: load can move this)",
-              torch_rate > gym_rate, measured=f"torch / gymnasium steps per second {torch_rate / gym_rate:.2f}×",
-              quick=False)
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 for backend, result in results.items():
@@ -412,6 +413,16 @@ for axis, label in zip(axes, ("training seconds (wall-clock)", "environment step
 axes[0].set_title("Against the clock")
 axes[1].set_title("Against samples")
 lecture.save_figure(figure, "race.png")
+
+# %% tags=["claims"]
+lecture.claim("Both backends reach a last-20 mean of 475 within the preset's budget, and each policy evaluates "
+              "greedily at 475 or more on gymnasium's CartPole-v1",
+              all(result["reached"] and float(result["eval"].mean()) >= SOLVED for result in results.values()),
+              measured="; ".join(f"{backend}: {'reached' if r['reached'] else 'not reached'} at {r['steps']:,} steps, "
+                                 f"eval {float(r['eval'].mean()):.1f}" for backend, r in results.items()), quick=False)
+lecture.claim("The torch backend trains faster per step than gymnasium (one run each: load can move this)",
+              torch_rate > gym_rate, measured=f"torch / gymnasium steps per second {torch_rate / gym_rate:.2f}×",
+              quick=False)
 
 # %% [markdown]
 """

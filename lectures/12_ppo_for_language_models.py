@@ -29,8 +29,10 @@ the prompts and the reward from us, as a `CompletionTask`.
 The experiment is a classic first exercise in RLHF teaching material: teach a model
 that rarely completes "ravin likes " with "pizza" (section 1 gives the exact rate) to
 say pizza, with a reward for exactly "pizza" + EOS. One of this course's reference
-texts, a teaching notebook that runs this experiment on its own character-level model,
-updates the model after every single completion:
+texts runs this experiment: the teaching notebook "Proximal Policy Optimization" of a
+small-language-model course built on its own library, `cleanllm` ("We use PPO to shift
+Ravin's diet"). On its own character-level model it updates the model after every
+single completion:
 
 ```python
 for episode in range(300):
@@ -39,8 +41,9 @@ for episode in range(300):
     ppo_update(policy, critic, [completion], [reward])    # a batch of one
 ```
 
-That notebook reports, as its own result (quoted here, not run): "pizza" in 12 of 100
-samples before training and in 81 of 100 after 300 episodes (a sample counts when its
+That notebook (called "the `cleanllm` notebook" below) reports, as its own result
+(quoted here, not run): "pizza" in 12 of 100 samples before training and in 81 of 100
+after 300 episodes (a sample counts when its
 text contains "pizza"), a logged "mean KL" between 3.76 and 3.88 over episodes 100–300
 (which it describes as an average over an episode's tokens, so not the sequence KL this
 lecture measures), and garbled completions among the pizzas ("pizzaicres wpiesE").
@@ -59,11 +62,12 @@ against π*.
 
 **Prerequisites.** Lectures 3–8; lecture 8's defects 4–8 are the LM-side pitfalls.
 
-**Library.** `ppo/lm/` — `tokenizer.py`, `model.py` (a tiny GPT), `sampling.py`,
-`pretrain.py` (`load_or_pretrain_sft`), `rollout.py` (sample, then score every token),
-`rewards.py` (per-token rewards), `kl_penalty.py` (where β·KL goes), `kl_gradients.py`
-(each placement's exact expected gradient), `task.py` (`CompletionTask`), `rlhf_trainer.py`
-(`RLHFTrainer`), `optimum.py` (π*), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
+**Library.** `ppo/lm/` — in `models/`: `tokenizer.py`, `gpt.py` (a tiny GPT),
+`sampling.py`, `pretrain.py` (`load_or_pretrain_sft`); in `algorithm/`: `rollout.py`
+(sample, then score every token), `rewards.py` (per-token rewards), `kl_penalty.py` (where
+β·KL goes), `task.py` (`CompletionTask`); in `exact/`: `kl_gradients.py` (each placement's
+exact expected gradient), `optimum.py` (π*); in `trainers/`: `rlhf_trainer.py`
+(`RLHFTrainer`), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
 (the known distribution), `envs/token_task.py` (prompts and rule rewards),
 `experiments/tasks/food_task.py` (the two handed to the trainer); for section 7
 `experiments/tasks/two_choice_task.py`, `ppo/lm/trainers/group_trainer.py` (RLOO and GRPO),
@@ -140,6 +144,10 @@ reference_probabilities = completion_probabilities(sft, tokenizer, PROMPT, corpu
 truth = corpus.food_distribution(PERSON, RELATION)
 print_table([{"completion": food, "corpus p(food)": truth.get(food, 0.0), "SFT π_ref(food + EOS)": reference_probabilities[food]}
              for food in (*corpus.FOODS, MALFORMED)], title=f"What the SFT model says after {PROMPT!r} (exact)")
+texts, ended = sample_texts(sft, tokenizer, PROMPT, 8, generator=torch.Generator().manual_seed(0))
+print("eight samples:", ", ".join(repr(text + ("⏎" if eos else "…")) for text, eos in zip(texts, ended)), "(⏎ = EOS)")
+
+# %% tags=["claims"]
 largest_gap = max(abs(reference_probabilities[food] - truth.get(food, 0.0)) for food in corpus.FOODS)
 lecture.claim("the full run's SFT model matches the corpus's ten foods to within a percentage point each and puts "
               "under 1% on malformed strings",
@@ -148,8 +156,6 @@ lecture.claim("the full run's SFT model matches the corpus's ten foods to within
                        f"malformed {reference_probabilities[MALFORMED]:.2%}", quick=False)
 lecture.claim("it says pizza rarely, under 15% of the time", reference_probabilities[TARGET] < 0.15,
               measured=f"π_ref({TARGET} + EOS) = {reference_probabilities[TARGET]:.1%}")
-texts, ended = sample_texts(sft, tokenizer, PROMPT, 8, generator=torch.Generator().manual_seed(0))
-print("eight samples:", ", ".join(repr(text + ("⏎" if eos else "…")) for text, eos in zip(texts, ended)), "(⏎ = EOS)")
 
 # %% [markdown]
 """
@@ -203,6 +209,8 @@ rollout = trainer.collect()
 token_rewards = trainer.rewards(rollout)
 print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollout.batch, TARGET)),
             title="One completion of the first rollout, before any update (π_θ = π_ref)")
+
+# %% tags=["claims"]
 # π_θ and π_ref hold the same weights and score the same batch with the same kernels in this
 # process, so their log-probs are bit-identical: KL_t is exactly 0, not merely small.
 mask = rollout.batch.mask  # (B, T) real tokens, EOS included
@@ -292,25 +300,45 @@ def optimum_at(beta: float):
 
 # %% [markdown]
 """
-What the run shows. In the top-middle panel the pizza rate climbs from the SFT model's
-~11% to above 95% by iteration 12 and averages above 95% over the last five iterations,
-while the well-formed rate never drops below 95%. The entropy per
-token (bottom left) ends below a tenth of where it started, and the approx KL (bottom
-middle, left axis) and the clip fraction (its right axis) end near 0: the policy has all
-but stopped moving. That is not
-a collapse to fix: at this β the exact optimum π* itself puts more than 98% on
+What the run shows (the numbers are this run's; the claims at the end of the section
+check looser bounds). In the top-middle panel the pizza rate climbs from the SFT model's
+11% to above 95% at iteration 6 (the check: by iteration 12) and averages 99.5% over the
+last five iterations, while the well-formed rate never drops below 98.4% (the check:
+95%). The entropy per token (bottom left) falls from 0.300 to 0.0095, below a tenth of
+where it started, and the approx KL (bottom middle, left axis) and the clip fraction
+(its right axis) end at 0 to four decimals: the policy has all but stopped moving. That
+is not a collapse to fix: at this β the exact optimum π* itself puts 99.0% on
 "pizza" + EOS (section 6), so a nearly deterministic policy is what the objective asks for.
 
 The critic figure: before training every value is 0 (dashed; the head starts at zero).
-After it, the value of "ravin likes pizz" is within 0.05 of the score and that of
-"ravin likes sala" within 0.2 of 0 (the trained policy rarely says salad, so the critic
-sees that state seldom): once the first character is chosen, the outcome is settled. The
-value of the prompt itself, s_0, is within 0.05 of the last iteration's mean total reward
-score − β·KL. Inside the prompt (shaded) the values wander away from 0: PPO never acts in
+After it, the value of "ravin likes pizz" is 1.002, within 0.05 of the score, and that
+of "ravin likes sala" −0.016, near 0 (the check allows 0.2: the trained policy rarely
+says salad, so the critic sees that state seldom): once the first character is chosen,
+the outcome is settled. The value of the prompt itself, s_0, is 0.668, within 0.05 of
+the last iteration's mean total reward score − β·KL, 0.674. Inside the prompt (shaded) the values wander away from 0: PPO never acts in
 those states, so no loss constrains the critic there.
 """
 
+# %% [markdown]
+"""
+The same episode table on the trained policy shows the other half of the reward:
+KL_t is no longer zero, and it is not spread evenly. Look at which token carries it:
+the first, "p". Pizza is the only food that starts with p, and after "ravin likes p" the
+SFT model already finishes "izza" + EOS with probability above 0.99, so the policy had
+nothing to change after t = 0.
+"""
+
 # %%
+generator = torch.Generator().manual_seed(1)
+trainer.generator = generator
+rollout = trainer.collect()
+token_rewards = trainer.rewards(rollout)
+advantages, returns = trainer.advantages(rollout, token_rewards)
+row = first_row_with(rollout.batch, TARGET)
+print_table(episode_table(trainer, rollout, token_rewards, row, advantages),
+            title=f"One completion after {CONFIG.iterations} iterations (β = {CONFIG.kl_coef})")
+
+# %% tags=["claims"]
 history = trainer.history
 first_above = next((i + 1 for i, m in enumerate(history) if m["target_rate"] > 0.95), None)
 last_five = sum(m["target_rate"] for m in history[-5:]) / len(history[-5:])
@@ -342,25 +370,6 @@ lecture.claim("V(s_0) is within 0.05 of the last iteration's mean total reward",
               quick=False)
 lecture.claim("inside the prompt the trained critic's values wander away from 0", max(map(abs, prompt_values)) > 0.1,
               measured=f"largest |V| inside the prompt {max(map(abs, prompt_values)):.3f}", quick=False)
-
-# %% [markdown]
-"""
-The same episode table on the trained policy shows the other half of the reward:
-KL_t is no longer zero, and it is not spread evenly. Look at which token carries it:
-the first, "p". Pizza is the only food that starts with p, and after "ravin likes p" the
-SFT model already finishes "izza" + EOS with probability above 0.99, so the policy had
-nothing to change after t = 0.
-"""
-
-# %%
-generator = torch.Generator().manual_seed(1)
-trainer.generator = generator
-rollout = trainer.collect()
-token_rewards = trainer.rewards(rollout)
-advantages, returns = trainer.advantages(rollout, token_rewards)
-row = first_row_with(rollout.batch, TARGET)
-print_table(episode_table(trainer, rollout, token_rewards, row, advantages),
-            title=f"One completion after {CONFIG.iterations} iterations (β = {CONFIG.kl_coef})")
 foods_on_p = [food for food in corpus.FOODS if food.startswith(TARGET[0])]
 with torch.no_grad():
     first_letter = float(next_token_log_probs(sft(torch.tensor([tokenizer.encode(PROMPT)])))[0, -1, tokenizer.encode(
@@ -395,10 +404,6 @@ print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t])
               "Â_t = compute_gae": float(by_hand[t]), "Â_t from the trainer": float(advantages[row, t])} for t in range(n)],
             title=f"GAE along one completion (γ = {CONFIG.gamma}, λ = {CONFIG.gae_lambda}; "
                   f"norm_adv = {CONFIG.norm_adv}, whiten_rewards = {CONFIG.whiten_rewards})")
-# float32: the trainer runs the same recursion over the whole (T, B) batch; 1e-6 is a few ulps at |Â| ≤ 1
-lecture.claim("compute_gae along the token axis gives the trainer's advantages",
-              bool(torch.allclose(by_hand[:, 0], advantages[row, :n], rtol=0, atol=1e-6)),
-              measured=f"largest difference {float((by_hand[:, 0] - advantages[row, :n]).abs().max()):.1e}")
 
 # %% [markdown]
 """
@@ -413,6 +418,12 @@ none of these has anything to differ on here. Section 7 runs the task where they
 its reward depends on a relation chosen at the first token and a food chosen six tokens
 later.
 """
+
+# %% tags=["claims"]
+# float32: the trainer runs the same recursion over the whole (T, B) batch; 1e-6 is a few ulps at |Â| ≤ 1
+lecture.claim("compute_gae along the token axis gives the trainer's advantages",
+              bool(torch.allclose(by_hand[:, 0], advantages[row, :n], rtol=0, atol=1e-6)),
+              measured=f"largest difference {float((by_hand[:, 0] - advantages[row, :n]).abs().max()):.1e}")
 
 # %% [markdown]
 """
@@ -431,12 +442,14 @@ The figure puts every completion's k1 and k3 on one axis (a symmetric log scale,
 value tens of nats out fits next to the bulk), and the printed lines say how much of each
 mean the largest 1% of completions carry.
 
-What the run shows: the exact sum's spread over completions is smaller than k1's (what is
-left is the noise of which prefixes a completion visits); k3's spread is larger than k1's, and its largest 1% of completions carry at least five
-times the share of its mean that k1's do (the right panel's far-right dots). k1's sample
-mean lies within three standard errors of the exact one; k3's rests on how many of those
-rare completions a sample happens to catch. The left panel: at least 99% of the exact KL
-is spent at t = 0 (the bandit of section 4; section 7 sets the two-choice task's shares
+What the run shows: the exact sum's spread over completions is smaller than k1's (a
+std of 0.26 against 0.54; what is left is the noise of which prefixes a completion
+visits); k3's spread is larger than k1's (23), and its largest 1% of completions carry
+52.5% of its mean, against 1.1% for k1 (the right panel's far-right dots; the check asks
+for at least five times k1's share). k1's sample mean, 2.131 ± 0.012, lies within three
+standard errors of the exact 2.135; k3's, 2.674, rests on how many of those rare
+completions a sample happens to catch. The left panel: 99.7% of the exact KL is spent at
+t = 0 (the check: at least 99%) (the bandit of section 4; section 7 sets the two-choice task's shares
 beside it). The estimators are compared on this policy because it has moved two nats
 from π_ref, where k3's tail shows; no credit across tokens is involved.
 """
@@ -488,27 +501,6 @@ axes[1].set_xlabel("sequence KL estimate (nats, symmetric log scale)")
 axes[1].legend(fontsize=8, loc="upper left", ncol=2)
 axes[1].set_title("k1 and k3, one number per completion")
 lecture.save_figure(figure, "kl_estimators.png")
-exact_sums = exact.sum(1)  # (B,) one sequence KL per completion
-sums = {name: values.sum(1) for name, values in estimates.items()}  # (B,) each
-top_share = {name: float(v.sort(descending=True).values[: max(1, len(v) // 100)].sum() / v.sum()) for name, v in sums.items()}
-lecture.claim("k1 can be negative, k3 cannot", bool((estimates["k1"][mask] < 0).any()) and bool((estimates["k3"][mask] >= 0).all()),
-              measured=", ".join(f"{name} negative on {float((v[mask] < 0).float().mean()):.0%} of tokens"
-                                 for name, v in estimates.items()))
-lecture.claim("the exact sum's spread over completions is smaller than k1's",
-              float(exact_sums.std()) < float(sums["k1"].std()),
-              measured=f"std exact {float(exact_sums.std()):.4f}, k1 {float(sums['k1'].std()):.3f}")
-lecture.claim("k3's spread is larger than k1's, and its largest 1% of completions carry at least five times the share of "
-              "its mean that k1's do", float(sums["k3"].std()) > float(sums["k1"].std())
-              and top_share["k3"] > 5 * max(top_share["k1"], 0.0),
-              measured=f"std k3 {float(sums['k3'].std()):.3f}, k1 {float(sums['k1'].std()):.3f}; largest 1% carry "
-                       f"k3 {top_share['k3']:.1%}, k1 {top_share['k1']:.1%}", quick=False)
-k1_standard_error = float(sums["k1"].std()) / math.sqrt(len(sums["k1"]))
-lecture.claim("k1's sample mean lies within three standard errors of the exact one",
-              abs(float(sums["k1"].mean() - exact_sums.mean())) < 3 * k1_standard_error,
-              measured=f"exact {float(exact_sums.mean()):.3f}, k1 {float(sums['k1'].mean()):.3f} ± {k1_standard_error:.3f}, "
-                       f"k3 {float(sums['k3'].mean()):.3f}")
-lecture.claim("at least 99% of the exact KL is spent at t = 0", float(by_position[0]) >= 0.99,
-              measured=f"share at t = 0: {float(by_position[0]):.4f}", quick=False)
 
 # %% [markdown]
 """
@@ -525,7 +517,9 @@ and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
   the RLHF objective, whose maximiser is π* ∝ π_ref·exp(score/β).
 * **k3 in the reward** (refused): at one state E_π[k3·∇log π] = ∇KL(π‖π_ref) − ∇KL(π_ref‖π),
   about 0 near π_ref, and pointing anywhere far from it: β then pulls the policy almost
-  nowhere, or sideways (the table below measures how far off).
+  nowhere, or sideways (the table below measures how far off). Near π_ref is where a
+  large β keeps the policy: on the pizza task π* at β = 1 says pizza 25.8% of the time, at
+  a KL of 0.08 nats from π_ref.
 * **The exact per-state KL in the reward** (refused): KL(π(·|s_t) ‖ π_ref(·|s_t)) depends on
   s_t alone, so it drops out of the advantage of the token chosen there; only the moves
   that *led* to s_t are charged for it. Same symptom in the table below.
@@ -576,31 +570,6 @@ for policy_seed, reference_seed in ((1, 2), (3, 4)):
                               "cos ∇KL(π_ref‖π)": result.cosines["KL(π_ref‖π)"],
                               "norm / |∇KL(π‖π_ref)|": result.norm_ratio})
 print_table(gradient_rows, title="Expected gradient of each placement, every completion enumerated (β = 1)", digits=4)
-by_name = {(row["models"], row["placement"]): row for row in gradient_rows}
-lecture.claim("reward-k1 and loss-full follow ∇KL(π ‖ π_ref): cosine 1 and norm ratio 1",
-              all(abs(by_name[(m, p)]["cos ∇KL(π‖π_ref)"] - 1) < 1e-6 and abs(by_name[(m, p)]["norm / |∇KL(π‖π_ref)|"] - 1) < 1e-6
-                  for m in ("1 vs 2", "3 vs 4") for p in ("reward-k1", "loss-full")),
-              measured=", ".join(f"{p} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.6f}" for m in ("1 vs 2", "3 vs 4")
-                                 for p in ("reward-k1", "loss-full")))
-refused = ("k3 in the reward (refused)", "exact KL in the reward alone (refused)")
-lecture.claim("k3, or the exact KL alone, in a detached reward does not follow ∇KL(π ‖ π_ref): its expected gradient "
-              "points at most half-way along it (cosine below 0.5) and is under a fifth of its length",
-              all(by_name[(m, p)]["cos ∇KL(π‖π_ref)"] < 0.5 and by_name[(m, p)]["norm / |∇KL(π‖π_ref)|"] < 0.2
-                  for m in ("1 vs 2", "3 vs 4") for p in refused),
-              measured=", ".join(f"{p.split(' (')[0]} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.3f}, "
-                                 f"norm {by_name[(m, p)]['norm / |∇KL(π‖π_ref)|']:.3f}"
-                                 for m in ("1 vs 2", "3 vs 4") for p in refused))
-loss_alone = [by_name[(m, "exact KL in the loss alone")] for m in ("1 vs 2", "3 vs 4")]
-lecture.claim("The loss half alone comes close on these small models — cosine above 0.99 and norm within 2% of "
-              "∇KL's — but is not exact",
-              all(row["cos ∇KL(π‖π_ref)"] > 0.99 and abs(row["norm / |∇KL(π‖π_ref)|"] - 1) < 0.02 for row in loss_alone)
-              and any(abs(row["cos ∇KL(π‖π_ref)"] - 1) > 1e-6 or abs(row["norm / |∇KL(π‖π_ref)|"] - 1) > 1e-6
-                      for row in loss_alone),
-              measured=", ".join(f"{row['models']}: cos {row['cos ∇KL(π‖π_ref)']:.4f}, norm "
-                                 f"{row['norm / |∇KL(π‖π_ref)|']:.4f}" for row in loss_alone))
-lecture.claim("k3 in the loss follows the reverse KL at the visited states",
-              all(abs(by_name[(m, "loss-k3")]["cos ∇ state reverse KL"] - 1) < 1e-6 for m in ("1 vs 2", "3 vs 4")),
-              measured=", ".join(f"{by_name[(m, 'loss-k3')]['cos ∇ state reverse KL']:.6f}" for m in ("1 vs 2", "3 vs 4")))
 
 # %% [markdown]
 """
@@ -653,9 +622,6 @@ def loss_k3_fixed_point(beta: float) -> tuple[float, float]:
     return reach, kl
 
 
-at_one = optimum_at(1.0)  # quoted in the k3-in-the-reward item above
-lecture.claim("π* at β = 1: 25.8% pizza, KL 0.08", f"{at_one.probabilities[TARGET]:.1%}" == "25.8%"
-              and f"{at_one.kl:.2f}" == "0.08", measured=f"{at_one.probabilities[TARGET]:.2%}, KL {at_one.kl:.3f}", quick=False)
 best = optimum_at(PLACEMENT_BETA)
 k3_rate, k3_kl = loss_k3_fixed_point(PLACEMENT_BETA)
 placement_rows = [{"placement": "π*_β (exact)", f"{TARGET} rate": f"{best.probabilities[TARGET]:.1%}", "KL": best.kl},
@@ -668,6 +634,57 @@ for placement in KL_PENALTIES:
     placement_rows.append({"placement": placement, f"{TARGET} rate": f"{rate:.1%}", "KL": kl})
 print_table(placement_rows, title=f"Each KL placement at β = {PLACEMENT_BETA}, {CONFIG.iterations} iterations, "
                                   f"against π*_β", digits=3)
+
+# %% tags=["claims"]
+exact_sums = exact.sum(1)  # (B,) one sequence KL per completion
+sums = {name: values.sum(1) for name, values in estimates.items()}  # (B,) each
+top_share = {name: float(v.sort(descending=True).values[: max(1, len(v) // 100)].sum() / v.sum()) for name, v in sums.items()}
+lecture.claim("k1 can be negative, k3 cannot", bool((estimates["k1"][mask] < 0).any()) and bool((estimates["k3"][mask] >= 0).all()),
+              measured=", ".join(f"{name} negative on {float((v[mask] < 0).float().mean()):.0%} of tokens"
+                                 for name, v in estimates.items()))
+lecture.claim("the exact sum's spread over completions is smaller than k1's",
+              float(exact_sums.std()) < float(sums["k1"].std()),
+              measured=f"std exact {float(exact_sums.std()):.4f}, k1 {float(sums['k1'].std()):.3f}")
+lecture.claim("k3's spread is larger than k1's, and its largest 1% of completions carry at least five times the share of "
+              "its mean that k1's do", float(sums["k3"].std()) > float(sums["k1"].std())
+              and top_share["k3"] > 5 * max(top_share["k1"], 0.0),
+              measured=f"std k3 {float(sums['k3'].std()):.3f}, k1 {float(sums['k1'].std()):.3f}; largest 1% carry "
+                       f"k3 {top_share['k3']:.1%}, k1 {top_share['k1']:.1%}", quick=False)
+k1_standard_error = float(sums["k1"].std()) / math.sqrt(len(sums["k1"]))
+lecture.claim("k1's sample mean lies within three standard errors of the exact one",
+              abs(float(sums["k1"].mean() - exact_sums.mean())) < 3 * k1_standard_error,
+              measured=f"exact {float(exact_sums.mean()):.3f}, k1 {float(sums['k1'].mean()):.3f} ± {k1_standard_error:.3f}, "
+                       f"k3 {float(sums['k3'].mean()):.3f}")
+lecture.claim("at least 99% of the exact KL is spent at t = 0", float(by_position[0]) >= 0.99,
+              measured=f"share at t = 0: {float(by_position[0]):.4f}", quick=False)
+by_name = {(row["models"], row["placement"]): row for row in gradient_rows}
+lecture.claim("reward-k1 and loss-full follow ∇KL(π ‖ π_ref): cosine 1 and norm ratio 1",
+              all(abs(by_name[(m, p)]["cos ∇KL(π‖π_ref)"] - 1) < 1e-6 and abs(by_name[(m, p)]["norm / |∇KL(π‖π_ref)|"] - 1) < 1e-6
+                  for m in ("1 vs 2", "3 vs 4") for p in ("reward-k1", "loss-full")),
+              measured=", ".join(f"{p} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.6f}" for m in ("1 vs 2", "3 vs 4")
+                                 for p in ("reward-k1", "loss-full")))
+refused = ("k3 in the reward (refused)", "exact KL in the reward alone (refused)")
+lecture.claim("k3, or the exact KL alone, in a detached reward does not follow ∇KL(π ‖ π_ref): its expected gradient "
+              "points at most half-way along it (cosine below 0.5) and is under a fifth of its length",
+              all(by_name[(m, p)]["cos ∇KL(π‖π_ref)"] < 0.5 and by_name[(m, p)]["norm / |∇KL(π‖π_ref)|"] < 0.2
+                  for m in ("1 vs 2", "3 vs 4") for p in refused),
+              measured=", ".join(f"{p.split(' (')[0]} ({m}) cos {by_name[(m, p)]['cos ∇KL(π‖π_ref)']:.3f}, "
+                                 f"norm {by_name[(m, p)]['norm / |∇KL(π‖π_ref)|']:.3f}"
+                                 for m in ("1 vs 2", "3 vs 4") for p in refused))
+loss_alone = [by_name[(m, "exact KL in the loss alone")] for m in ("1 vs 2", "3 vs 4")]
+lecture.claim("The loss half alone comes close on these small models — cosine above 0.99 and norm within 2% of "
+              "∇KL's — but is not exact",
+              all(row["cos ∇KL(π‖π_ref)"] > 0.99 and abs(row["norm / |∇KL(π‖π_ref)|"] - 1) < 0.02 for row in loss_alone)
+              and any(abs(row["cos ∇KL(π‖π_ref)"] - 1) > 1e-6 or abs(row["norm / |∇KL(π‖π_ref)|"] - 1) > 1e-6
+                      for row in loss_alone),
+              measured=", ".join(f"{row['models']}: cos {row['cos ∇KL(π‖π_ref)']:.4f}, norm "
+                                 f"{row['norm / |∇KL(π‖π_ref)|']:.4f}" for row in loss_alone))
+lecture.claim("k3 in the loss follows the reverse KL at the visited states",
+              all(abs(by_name[(m, "loss-k3")]["cos ∇ state reverse KL"] - 1) < 1e-6 for m in ("1 vs 2", "3 vs 4")),
+              measured=", ".join(f"{by_name[(m, 'loss-k3')]['cos ∇ state reverse KL']:.6f}" for m in ("1 vs 2", "3 vs 4")))
+at_one = optimum_at(1.0)  # quoted in the k3-in-the-reward item of this section
+lecture.claim("π* at β = 1: 25.8% pizza, KL 0.08", f"{at_one.probabilities[TARGET]:.1%}" == "25.8%"
+              and f"{at_one.kl:.2f}" == "0.08", measured=f"{at_one.probabilities[TARGET]:.2%}, KL {at_one.kl:.3f}", quick=False)
 trained = {row["placement"]: row for row in placement_rows}
 lecture.claim("reward-k1 and loss-full land on π*; loss-k3 lands elsewhere (on its own fixed point)",
               all(abs(float(trained[p][f"{TARGET} rate"][:-1]) - 100 * best.probabilities[TARGET]) < 2
@@ -687,11 +704,12 @@ rate at a large KL; a large β keeps the model close to the SFT model. We train 
 few β (the run above is one of them), evaluate each policy on fresh samples at
 temperature 1 (`ppo.lm.trainers.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
 
-What the run shows: PPO follows π*'s trade-off — from the smallest β to the largest its
-rate falls by more than 20 points and its KL by more than a nat — and at every β it ends
-within 5 points of π*'s rate and within 0.15 nats of π*'s KL (the red dots on the black
-curves). The last printed line sets the reference notebook's reported figures beside
-ours; its model, reward (4, not 1) and KL measure differ from ours, so the two are set
+What the run shows: PPO follows π*'s trade-off — from β = 0.05 to β = 0.5 its rate falls
+from 99.8% to 51.2% and its KL from 2.16 to 0.48 nats (the check: more than 20 points
+and more than a nat) — and at every β it ends within 2.6 points of π*'s rate and 0.06
+nats of π*'s KL (the red dots on the black curves; the check allows 5 points and 0.15
+nats). The last printed line sets the figures the `cleanllm` notebook reports (see the
+introduction) beside ours; its model, reward (4, not 1) and KL measure differ from ours, so the two are set
 side by side, not ranked.
 """
 
@@ -726,20 +744,8 @@ REFERENCE_NOTEBOOK_REPORTS = {"samples containing 'pizza' before": "12 of 100",
                               "after 300 one-completion updates": "81 of 100",
                               "logged mean KL (its per-token average), episodes 100-300": "3.76 to 3.88",
                               "completions": "some garbled, e.g. 'pizzaicres wpiesE'"}
-print("beside it, as reported by the reference notebook of the introduction (its own model, reward 4; quoted, not run "
-      "here): " + "; ".join(f"{key} {value}" for key, value in REFERENCE_NOTEBOOK_REPORTS.items()))
-rates = {beta: evaluations[beta].rates["target_rate"] for beta in BETAS}
-kls = {beta: evaluations[beta].kl_k1 for beta in BETAS}
-low, high = min(BETAS), max(BETAS)
-lecture.claim("from the smallest β to the largest PPO's rate falls by more than 20 points and its KL by more than a nat",
-              rates[low] - rates[high] > 0.2 and kls[low] - kls[high] > 1.0,
-              measured=f"β = {low}: {rates[low]:.1%}, KL {kls[low]:.2f}; β = {high}: {rates[high]:.1%}, KL {kls[high]:.2f}",
-              quick=False)
-gaps = {beta: (rates[beta] - optimum_at(beta).probabilities[TARGET], kls[beta] - optimum_at(beta).kl) for beta in BETAS}
-lecture.claim("at every β PPO ends within 5 points of π*'s rate and within 0.15 nats of π*'s KL",
-              all(abs(rate_gap) < 0.05 and abs(kl_gap) < 0.15 for rate_gap, kl_gap in gaps.values()),
-              measured=", ".join(f"β = {beta}: rate {rate_gap:+.1%}, KL {kl_gap:+.3f}" for beta, (rate_gap, kl_gap) in gaps.items()),
-              quick=False)
+print("beside it, as reported by the 'Proximal Policy Optimization' notebook of the cleanllm course (its own model, "
+      "reward 4; quoted, not run here): " + "; ".join(f"{key} {value}" for key, value in REFERENCE_NOTEBOOK_REPORTS.items()))
 
 beta_grid = torch.logspace(math.log10(0.01), math.log10(3.0), 60).tolist()
 curve = [optimum_at(beta) for beta in beta_grid]
@@ -777,6 +783,20 @@ for axis in axes:
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.legend(fontsize=8)
 lecture.save_figure(figure, "training_curves.png")
+
+# %% tags=["claims"]
+rates = {beta: evaluations[beta].rates["target_rate"] for beta in BETAS}
+kls = {beta: evaluations[beta].kl_k1 for beta in BETAS}
+low, high = min(BETAS), max(BETAS)
+lecture.claim("from the smallest β to the largest PPO's rate falls by more than 20 points and its KL by more than a nat",
+              rates[low] - rates[high] > 0.2 and kls[low] - kls[high] > 1.0,
+              measured=f"β = {low}: {rates[low]:.1%}, KL {kls[low]:.2f}; β = {high}: {rates[high]:.1%}, KL {kls[high]:.2f}",
+              quick=False)
+gaps = {beta: (rates[beta] - optimum_at(beta).probabilities[TARGET], kls[beta] - optimum_at(beta).kl) for beta in BETAS}
+lecture.claim("at every β PPO ends within 5 points of π*'s rate and within 0.15 nats of π*'s KL",
+              all(abs(rate_gap) < 0.05 and abs(kl_gap) < 0.15 for rate_gap, kl_gap in gaps.values()),
+              measured=", ".join(f"β = {beta}: rate {rate_gap:+.1%}, KL {kl_gap:+.3f}" for beta, (rate_gap, kl_gap) in gaps.items()),
+              quick=False)
 
 # %% [markdown]
 """
@@ -864,25 +884,6 @@ print(f"over the {len(TWO_TASK.prompts)} prompts: SFT gold {sft_gold:.3f}, 'like
       f"π*_β gold {optimum_gold:.3f}, 'likes' {optimum_likes:.1%}, "
       f"KL {statistics.fmean(o.kl for o in two_optimum.values()):.3f} "
       f"nats (at β = 0.15 π* says 'likes' {likes_at_015:.1%})")
-lecture.claim("π*_β says 'hates' about one time in six at β = 0.25 (at 0.15, one in twenty-five)",
-              0.12 < 1 - optimum_likes < 0.22 and 0.03 < 1 - likes_at_015 < 0.05,
-              measured=f"π*_0.25 'hates' {1 - optimum_likes:.1%}, π*_0.15 'hates' {1 - likes_at_015:.1%}", quick=False)
-likes_value, hates_value = v_star[repr(TWO_PROMPT + "likes ")], v_star[repr(TWO_PROMPT + "hates ")]
-lecture.claim("V*_β is about 0.54 after 'ravin likes ' and 0.14 after 'ravin hates '",
-              abs(likes_value - 0.54) < 0.01 and abs(hates_value - 0.14) < 0.01,
-              measured=f"{likes_value:.3f} and {hates_value:.3f}", quick=False)
-paid_after = {row["state s"]: row["π_ref(a paid answer | s)"] for row in exact_rows}
-sft_expected = {said: sum(p * TWO_SCORES.get(said + group, 0.0) for group, p in state_groups(sft, said).items())
-                for said in ("likes ", "hates ")}
-tilt = (likes_value - hates_value) / (sft_expected["likes "] - sft_expected["hates "])
-lecture.claim("from either state the SFT model adds a paid food in 11–15% of its completions; its expected reward is "
-              "about 0.14 after 'likes ' and 0.06 after 'hates '; the gap in V*_β is about five times as large",
-              all(0.11 <= paid_after[repr(TWO_PROMPT + said)] <= 0.15 for said in ("likes ", "hates "))
-              and abs(sft_expected["likes "] - 0.14) < 0.01 and abs(sft_expected["hates "] - 0.06) < 0.01
-              and 4 < tilt < 6,
-              measured=f"paid: {paid_after[repr(TWO_PROMPT + 'likes ')]:.3f}, {paid_after[repr(TWO_PROMPT + 'hates ')]:.3f}; "
-                       f"E_π_ref[r|s]: {sft_expected['likes ']:.3f}, {sft_expected['hates ']:.3f}; gap ratio {tilt:.2f}",
-              quick=False)
 
 # %% [markdown]
 """
@@ -924,7 +925,8 @@ The likely reason is the critic itself, still being learned: its errors (below, 
 third) enter every Â, while a group baseline is computed afresh from each group. Where
 a run lands is decided by the KL term. PPO and RLOO, with k1 in the reward,
 land closest to π*_β: their TV intervals overlap each other and lie below those of both
-runs with k3 in the loss (middle panel), and their gold is within 0.04 of π*'s. RLOO with
+runs with k3 in the loss (middle panel), and their gold (IQMs 0.831 and 0.858 in this
+run) is within 0.04 of π*'s 0.859. RLOO with
 k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*: k3
 in the loss has its own fixed point (section 5), not π*. GRPO says 'likes' more often
 than π* and than each of the three others (right panel). Its one difference from the
@@ -932,8 +934,9 @@ row above is the division by the group's std, and the std of r over one prompt's
 completions is about 0.36 under the SFT model and 0.29 under π*: dividing by it
 multiplies the score's pull, roughly by 1/std, so two- to threefold or more (computed
 exactly below for a 0/1 score), while the β·k3 term keeps its size, as a smaller β
-would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM is the
-highest of the four and above 1.2%, each of the three others' below 1.2%, about 1%. With
+would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM, 2.1% in
+this run, is the highest of the four, the three others' between 0.7% and 1.0% (the
+check: above 1.2% for GRPO, below it for each of the others). With
 ten seeds the intervals are wide and may overlap, so read this as a tendency of a
 fraction of a percent, not a separation. The next table shows where.
 """
@@ -1025,49 +1028,6 @@ print_table(comparison_rows, title=f"The two-choice task at β = {TWO_BETA}: IQM
                                    f"mean over the {len(TWO_TASK.prompts)} prompts")
 
 
-def interval_order(key: str, first: str, second: str) -> str:
-    """'below' / 'above' when first's IQM interval lies wholly below / above second's, else 'overlaps'."""
-    a, b = two_estimates[key][first], two_estimates[key][second]
-    return "below" if a["iqm_high"] < b["iqm_low"] else "above" if a["iqm_low"] > b["iqm_high"] else "overlaps"
-
-
-def measured_intervals(key: str) -> str:
-    return ", ".join(f"{name} {iqm_cell(key, name, 0 if key == 'halfway' else 3)}" for name in TWO_METHODS)
-
-
-all_halfway = [run["halfway"] for runs in two_runs.values() for run in runs]
-method_pairs = [(a, b) for i, a in enumerate(TWO_METHODS) for b in list(TWO_METHODS)[i + 1:]]
-lecture.claim("every run of every method gets half-way from the SFT model's gold to π*'s, and the four intervals of the "
-              "completions it takes overlap",
-              None not in all_halfway and all(interval_order("halfway", a, b) == "overlaps" for a, b in method_pairs),
-              measured=f"{measured_intervals('halfway')}; single runs {min(h or 0 for h in all_halfway)} to "
-                       f"{max(h or 0 for h in all_halfway)}", quick=False)
-late_scores = {name: two_estimates["late_score"][name]["iqm"] for name in TWO_METHODS}
-lecture.claim("past half-way PPO's batches trail RLOO's and GRPO's: over the last two thirds of the run their mean score "
-              "is lower than both, its interval below both of theirs by a few hundredths",
-              all(interval_order("late_score", "PPO", b) == "below" and 0.01 < late_scores[b] - late_scores["PPO"] < 0.1
-                  for b in ("RLOO", "GRPO")),
-              measured=measured_intervals("late_score"), quick=False)
-reward_k1, loss_k3 = ("PPO", "RLOO"), ("RLOO, k3 in the loss", "GRPO")
-lecture.claim("PPO and RLOO, with k1 in the reward, land closest to π*_β: their TV intervals overlap each other and lie "
-              "below those of both runs with k3 in the loss",
-              interval_order("tv", "PPO", "RLOO") == "overlaps"
-              and all(interval_order("tv", a, b) == "below" for a in reward_k1 for b in loss_k3),
-              measured=measured_intervals("tv"), quick=False)
-lecture.claim("their gold is within 0.04 of π*'s", all(abs(two_estimates["gold"][name]["iqm"] - optimum_gold) < 0.04
-                                                       for name in reward_k1),
-              measured=f"{measured_intervals('gold')}; π* {optimum_gold:.3f}", quick=False)
-lecture.claim("RLOO with k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*",
-              all(interval_order("gold", loss_k3[0], b) == "below" for b in TWO_METHODS if b != loss_k3[0])
-              and two_estimates["likes"]["RLOO, k3 in the loss"]["iqm_high"] < optimum_likes,
-              measured=f"gold {measured_intervals('gold')}; 'likes' {measured_intervals('likes')}, π* {optimum_likes:.3f}",
-              quick=False)
-lecture.claim("GRPO says 'likes' more often than π* and than each of the three others",
-              two_estimates["likes"]["GRPO"]["iqm_low"] > optimum_likes
-              and all(interval_order("likes", "GRPO", b) == "above" for b in TWO_METHODS if b != "GRPO"),
-              measured=f"{measured_intervals('likes')}, π* {optimum_likes:.3f}", quick=False)
-
-
 def score_spread(probabilities: dict[str, float]) -> float:
     """The std of r over one prompt's completions, exact over the groups."""
     mean = gold(probabilities)
@@ -1077,16 +1037,6 @@ def score_spread(probabilities: dict[str, float]) -> float:
 spread_sft = statistics.fmean(score_spread(two_reference[p]) for p in TWO_TASK.prompts)
 spread_optimum = statistics.fmean(score_spread(o.probabilities) for o in two_optimum.values())
 print(f"std of r over one prompt's completions (exact, mean over prompts): SFT {spread_sft:.3f}, π*_β {spread_optimum:.3f}")
-lecture.claim("the std of r over one prompt's completions is about 0.36 under the SFT model and 0.29 under π*",
-              abs(spread_sft - 0.36) < 0.01 and abs(spread_optimum - 0.29) < 0.01,
-              measured=f"SFT {spread_sft:.3f}, π* {spread_optimum:.3f}", quick=False)
-rests = {name: two_estimates["rest"][name]["iqm"] for name in TWO_METHODS}
-lecture.claim("GRPO leaves the most mass malformed or unfinished: its IQM is the highest of the four and above 1.2%, "
-              "each of the three others' below 1.2%",
-              rests["GRPO"] == max(rests.values()) and 0.012 < rests["GRPO"] < 0.03
-              and all(rests[b] < 0.012 for b in TWO_METHODS if b != "GRPO"),
-              measured=measured_intervals("rest"), quick=False)
-
 figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
 for index, (name, runs) in enumerate(two_runs.items()):
     colour = METHOD_COLOURS[name]
@@ -1142,14 +1092,6 @@ the length bias that choice brings.)
 GRPO_SUCCESS_RATES = (0.05, 0.2, 0.5, 0.8, 0.95)
 difficulty = difficulty_bias(list(GRPO_SUCCESS_RATES), TWO_CONFIG.group_size)
 print_difficulty(difficulty)
-pull = {row["p"]: row["c_group-std"] / row["c_none"] for row in difficulty["rows"]}  # the division's factor at p
-ties = {row["p"]: row["tie_share"] for row in difficulty["rows"]}
-lecture.claim("at p = ½ the division multiplies the pull by about two; towards p = 0 or 1 by more (about 2.6 at p = 0.05 "
-              "and 0.95)", 1.9 < pull[0.5] < 2.1 and pull[0.5] < pull[0.2] < pull[0.05] and pull[0.5] < pull[0.8] < pull[0.95]
-              and all(2.5 < pull[p] < 2.7 for p in (0.05, 0.95)),
-              measured=", ".join(f"p = {p}: ×{factor:.3f}" for p, factor in pull.items()))
-lecture.claim("at p = 0.95 two groups in three tie and get Â = 0", 0.6 < ties[0.95] < 0.7,
-              measured=f"tie share at p = 0.95: {ties[0.95]:.3f} (G = {TWO_CONFIG.group_size})")
 
 # %% [markdown]
 """
@@ -1158,7 +1100,7 @@ lecture.claim("at p = 0.95 two groups in three tie and get Â = 0", 0.6 < ties[0
 The same measurement as section 5's left panel, now for every run: the exact per-state
 KL along fresh completions, as shares of its sum over positions. On the pizza task all of
 it was at t = 0. Here PPO spends between a fifth and a third of its KL at t = 0 on every
-seed, and more than three fifths at t = 6 and 7, where the food is chosen, and almost
+seed (23% to 28% in this run), and more than three fifths at t = 6 and 7 (63% to 74%), where the food is chosen, and almost
 nothing between them (t = 1–5 spell out a relation already chosen): two decisions, two
 places where the policy leaves π_ref. The two runs with k3 in the loss spend the largest
 shares of their KL past t = 7, GRPO the most, its IQM more than twice PPO's, with a wide
@@ -1200,25 +1142,6 @@ axis.set_xlabel("completion position")
 axis.set_title("Where the KL is spent along the completion")
 axis.legend(fontsize=8)
 lecture.save_figure(figure, "two_choice_kl_positions.png")
-ppo_shares = [run["kl_shares"] for run in two_runs["PPO"]]
-lecture.claim("PPO spends between a fifth and a third of its KL at t = 0 on every seed, and more than three fifths at "
-              "t = 6 and 7, where the food is chosen, and almost nothing between them",
-              all(0.2 <= shares[0] <= 1 / 3 and shares[2] + shares[3] > 0.6 and shares[1] < 0.02 for shares in ppo_shares),
-              measured=f"t = 0: {min(s[0] for s in ppo_shares):.1%} to {max(s[0] for s in ppo_shares):.1%}; t = 6–7: "
-                       f"{min(s[2] + s[3] for s in ppo_shares):.1%} to {max(s[2] + s[3] for s in ppo_shares):.1%}; "
-                       f"t = 1–5 at most {max(s[1] for s in ppo_shares):.1%}", quick=False)
-late = {name: two_estimates["late_kl"][name]["iqm"] for name in TWO_METHODS}
-lecture.claim("the two runs with k3 in the loss spend the largest shares of their KL past t = 7, GRPO the most, its "
-              "IQM more than twice PPO's, with a wide spread over seeds",
-              set(sorted(late, key=late.get)[-2:]) == set(loss_k3) and max(late, key=late.get) == "GRPO"
-              and late["GRPO"] > 2 * late["PPO"]
-              and two_estimates["late_kl"]["GRPO"]["iqm_high"] - two_estimates["late_kl"]["GRPO"]["iqm_low"] > 0.05,
-              measured=", ".join(f"{name} {iqm_cell('late_kl', name)}" for name in TWO_METHODS), quick=False)
-late_maxima = {name: max(run["late_kl"] for run in two_runs[name]) for name in reward_k1}
-lecture.claim("PPO and RLOO each have a seed that spends more than twice their IQM's share of its KL past t = 7",
-              all(value > 2 * late[name] for name, value in late_maxima.items()),
-              measured=", ".join(f"{name}: largest share past t = 7 {value:.1%}" for name, value in late_maxima.items()),
-              quick=False)
 
 # %% [markdown]
 """
@@ -1263,6 +1186,107 @@ for said in CRITIC_STATES:
                          "V*_β(s)": f"{critic_runs[0][said][2]:.2f}"})
 print_table(critic_table, title="PPO's critic after training against the exact values (median [min, max] over seeds)")
 
+# %% tags=["claims"]
+lecture.claim("π*_β says 'hates' about one time in six at β = 0.25 (at 0.15, one in twenty-five)",
+              0.12 < 1 - optimum_likes < 0.22 and 0.03 < 1 - likes_at_015 < 0.05,
+              measured=f"π*_0.25 'hates' {1 - optimum_likes:.1%}, π*_0.15 'hates' {1 - likes_at_015:.1%}", quick=False)
+likes_value, hates_value = v_star[repr(TWO_PROMPT + "likes ")], v_star[repr(TWO_PROMPT + "hates ")]
+lecture.claim("V*_β is about 0.54 after 'ravin likes ' and 0.14 after 'ravin hates '",
+              abs(likes_value - 0.54) < 0.01 and abs(hates_value - 0.14) < 0.01,
+              measured=f"{likes_value:.3f} and {hates_value:.3f}", quick=False)
+paid_after = {row["state s"]: row["π_ref(a paid answer | s)"] for row in exact_rows}
+sft_expected = {said: sum(p * TWO_SCORES.get(said + group, 0.0) for group, p in state_groups(sft, said).items())
+                for said in ("likes ", "hates ")}
+tilt = (likes_value - hates_value) / (sft_expected["likes "] - sft_expected["hates "])
+lecture.claim("from either state the SFT model adds a paid food in 11–15% of its completions; its expected reward is "
+              "about 0.14 after 'likes ' and 0.06 after 'hates '; the gap in V*_β is about five times as large",
+              all(0.11 <= paid_after[repr(TWO_PROMPT + said)] <= 0.15 for said in ("likes ", "hates "))
+              and abs(sft_expected["likes "] - 0.14) < 0.01 and abs(sft_expected["hates "] - 0.06) < 0.01
+              and 4 < tilt < 6,
+              measured=f"paid: {paid_after[repr(TWO_PROMPT + 'likes ')]:.3f}, {paid_after[repr(TWO_PROMPT + 'hates ')]:.3f}; "
+                       f"E_π_ref[r|s]: {sft_expected['likes ']:.3f}, {sft_expected['hates ']:.3f}; gap ratio {tilt:.2f}",
+              quick=False)
+
+def interval_order(key: str, first: str, second: str) -> str:
+    """'below' / 'above' when first's IQM interval lies wholly below / above second's, else 'overlaps'."""
+    a, b = two_estimates[key][first], two_estimates[key][second]
+    return "below" if a["iqm_high"] < b["iqm_low"] else "above" if a["iqm_low"] > b["iqm_high"] else "overlaps"
+
+
+def measured_intervals(key: str) -> str:
+    return ", ".join(f"{name} {iqm_cell(key, name, 0 if key == 'halfway' else 3)}" for name in TWO_METHODS)
+
+
+all_halfway = [run["halfway"] for runs in two_runs.values() for run in runs]
+method_pairs = [(a, b) for i, a in enumerate(TWO_METHODS) for b in list(TWO_METHODS)[i + 1:]]
+lecture.claim("every run of every method gets half-way from the SFT model's gold to π*'s, and the four intervals of the "
+              "completions it takes overlap",
+              None not in all_halfway and all(interval_order("halfway", a, b) == "overlaps" for a, b in method_pairs),
+              measured=f"{measured_intervals('halfway')}; single runs {min(h or 0 for h in all_halfway)} to "
+                       f"{max(h or 0 for h in all_halfway)}", quick=False)
+late_scores = {name: two_estimates["late_score"][name]["iqm"] for name in TWO_METHODS}
+lecture.claim("past half-way PPO's batches trail RLOO's and GRPO's: over the last two thirds of the run their mean score "
+              "is lower than both, its interval below both of theirs by a few hundredths",
+              all(interval_order("late_score", "PPO", b) == "below" and 0.01 < late_scores[b] - late_scores["PPO"] < 0.1
+                  for b in ("RLOO", "GRPO")),
+              measured=measured_intervals("late_score"), quick=False)
+reward_k1, loss_k3 = ("PPO", "RLOO"), ("RLOO, k3 in the loss", "GRPO")
+lecture.claim("PPO and RLOO, with k1 in the reward, land closest to π*_β: their TV intervals overlap each other and lie "
+              "below those of both runs with k3 in the loss",
+              interval_order("tv", "PPO", "RLOO") == "overlaps"
+              and all(interval_order("tv", a, b) == "below" for a in reward_k1 for b in loss_k3),
+              measured=measured_intervals("tv"), quick=False)
+lecture.claim("their gold is within 0.04 of π*'s", all(abs(two_estimates["gold"][name]["iqm"] - optimum_gold) < 0.04
+                                                       for name in reward_k1),
+              measured=f"{measured_intervals('gold')}; π* {optimum_gold:.3f}", quick=False)
+lecture.claim("RLOO with k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*",
+              all(interval_order("gold", loss_k3[0], b) == "below" for b in TWO_METHODS if b != loss_k3[0])
+              and two_estimates["likes"]["RLOO, k3 in the loss"]["iqm_high"] < optimum_likes,
+              measured=f"gold {measured_intervals('gold')}; 'likes' {measured_intervals('likes')}, π* {optimum_likes:.3f}",
+              quick=False)
+lecture.claim("GRPO says 'likes' more often than π* and than each of the three others",
+              two_estimates["likes"]["GRPO"]["iqm_low"] > optimum_likes
+              and all(interval_order("likes", "GRPO", b) == "above" for b in TWO_METHODS if b != "GRPO"),
+              measured=f"{measured_intervals('likes')}, π* {optimum_likes:.3f}", quick=False)
+
+lecture.claim("the std of r over one prompt's completions is about 0.36 under the SFT model and 0.29 under π*",
+              abs(spread_sft - 0.36) < 0.01 and abs(spread_optimum - 0.29) < 0.01,
+              measured=f"SFT {spread_sft:.3f}, π* {spread_optimum:.3f}", quick=False)
+rests = {name: two_estimates["rest"][name]["iqm"] for name in TWO_METHODS}
+lecture.claim("GRPO leaves the most mass malformed or unfinished: its IQM is the highest of the four and above 1.2%, "
+              "each of the three others' below 1.2%",
+              rests["GRPO"] == max(rests.values()) and 0.012 < rests["GRPO"] < 0.03
+              and all(rests[b] < 0.012 for b in TWO_METHODS if b != "GRPO"),
+              measured=measured_intervals("rest"), quick=False)
+
+pull = {row["p"]: row["c_group-std"] / row["c_none"] for row in difficulty["rows"]}  # the division's factor at p
+ties = {row["p"]: row["tie_share"] for row in difficulty["rows"]}
+lecture.claim("at p = ½ the division multiplies the pull by about two; towards p = 0 or 1 by more (about 2.6 at p = 0.05 "
+              "and 0.95)", 1.9 < pull[0.5] < 2.1 and pull[0.5] < pull[0.2] < pull[0.05] and pull[0.5] < pull[0.8] < pull[0.95]
+              and all(2.5 < pull[p] < 2.7 for p in (0.05, 0.95)),
+              measured=", ".join(f"p = {p}: ×{factor:.3f}" for p, factor in pull.items()))
+lecture.claim("at p = 0.95 two groups in three tie and get Â = 0", 0.6 < ties[0.95] < 0.7,
+              measured=f"tie share at p = 0.95: {ties[0.95]:.3f} (G = {TWO_CONFIG.group_size})")
+
+ppo_shares = [run["kl_shares"] for run in two_runs["PPO"]]
+lecture.claim("PPO spends between a fifth and a third of its KL at t = 0 on every seed, and more than three fifths at "
+              "t = 6 and 7, where the food is chosen, and almost nothing between them",
+              all(0.2 <= shares[0] <= 1 / 3 and shares[2] + shares[3] > 0.6 and shares[1] < 0.02 for shares in ppo_shares),
+              measured=f"t = 0: {min(s[0] for s in ppo_shares):.1%} to {max(s[0] for s in ppo_shares):.1%}; t = 6–7: "
+                       f"{min(s[2] + s[3] for s in ppo_shares):.1%} to {max(s[2] + s[3] for s in ppo_shares):.1%}; "
+                       f"t = 1–5 at most {max(s[1] for s in ppo_shares):.1%}", quick=False)
+late = {name: two_estimates["late_kl"][name]["iqm"] for name in TWO_METHODS}
+lecture.claim("the two runs with k3 in the loss spend the largest shares of their KL past t = 7, GRPO the most, its "
+              "IQM more than twice PPO's, with a wide spread over seeds",
+              set(sorted(late, key=late.get)[-2:]) == set(loss_k3) and max(late, key=late.get) == "GRPO"
+              and late["GRPO"] > 2 * late["PPO"]
+              and two_estimates["late_kl"]["GRPO"]["iqm_high"] - two_estimates["late_kl"]["GRPO"]["iqm_low"] > 0.05,
+              measured=", ".join(f"{name} {iqm_cell('late_kl', name)}" for name in TWO_METHODS), quick=False)
+late_maxima = {name: max(run["late_kl"] for run in two_runs[name]) for name in reward_k1}
+lecture.claim("PPO and RLOO each have a seed that spends more than twice their IQM's share of its KL past t = 7",
+              all(value > 2 * late[name] for name, value in late_maxima.items()),
+              measured=", ".join(f"{name}: largest share past t = 7 {value:.1%}" for name, value in late_maxima.items()),
+              quick=False)
 
 errors = {said: [run[said][0] - run[said][1] for run in critic_runs] for said in CRITIC_STATES}  # critic V − exact V^π
 visited, seldom = ("", "likes ", "likes a"), ("hates ", "likes d")
@@ -1289,6 +1313,8 @@ lecture.claim("yet it ranks 'likes ' above 'hates ' on every seed, by less than 
               all(0 < c < e for c, e in zip(credit, exact_credit)),
               measured=f"critic's gap {min(credit):.2f} to {max(credit):.2f}, exact {min(exact_credit):.2f} to "
                        f"{max(exact_credit):.2f}", quick=False)
+
+
 
 # %% [markdown]
 """

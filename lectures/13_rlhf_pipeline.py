@@ -140,10 +140,6 @@ tail = rm_losses[-max(1, len(rm_losses) // 10):]
 print(f"{RM_STEPS} Bradley–Terry steps in {rm_seconds:.1f} s: loss {rm_losses[0]:.3f} → {sum(tail) / len(tail):.3f} "
       f"(log 2 = {bradley_terry_loss(torch.zeros(1), torch.zeros(1)):.3f} is a coin flip); pairwise accuracy "
       f"train {train_accuracy:.1%}, held-out {heldout_accuracy:.1%}")
-final_rm_loss = sum(tail) / len(tail)
-lecture.claim("The Bradley–Terry loss falls below log 2, the coin flip, and the reward model ranks held-out pairs "
-              "better than chance", final_rm_loss < math.log(2) and heldout_accuracy > 0.5,
-              measured=f"loss {final_rm_loss:.3f}, held-out accuracy {heldout_accuracy:.1%}")
 
 
 @torch.no_grad()
@@ -157,12 +153,6 @@ food_scores = proxy_scores(list(corpus.FOODS))
 print_table(sorted(({"food": food, "hidden healthiness": HEALTHINESS[food], "reward model r_φ": float(score)}
                     for food, score in zip(corpus.FOODS, food_scores)), key=lambda row: -row["hidden healthiness"]),
             title=f"Scores for {PROMPT!r}: the hidden rule and the learned proxy")
-healthiest, least_healthy = max(corpus.FOODS, key=HEALTHINESS.get), min(corpus.FOODS, key=HEALTHINESS.get)
-proxy_order = [corpus.FOODS[i] for i in food_scores.argsort(descending=True).tolist()]
-lecture.claim("The ranking of the foods is what the comparisons taught: the healthiest food scores highest and the "
-              "least healthy lowest (the order between them is rougher)",
-              proxy_order[0] == healthiest and proxy_order[-1] == least_healthy,
-              measured=f"proxy's order: {', '.join(proxy_order)}", quick=False)
 
 # %% [markdown]
 """
@@ -186,8 +176,6 @@ order = probe_scores.argsort(descending=True)[:8]
 print(f"{len(probes):,} malformed probe strings (true score {healthiness('', False):g} each): "
       f"{int(above.sum())} score above the best food ({best_food:.2f}); the highest:")
 print("  " + ", ".join(f"{probes[i]!r} {float(probe_scores[i]):.2f}" for i in order.tolist()))
-lecture.claim("The proxy scores some strings it never saw above every food", int(above.sum()) > 0,
-              measured=f"{int(above.sum())} of {len(probes):,} probes above {best_food:.2f}", quick=False)
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 axes[0].plot(rm_losses, color="tab:blue", alpha=0.6)
@@ -202,6 +190,20 @@ axes[1].set_xlabel("r_φ (normalised)")
 axes[1].set_title("What the proxy thinks of strings it never saw")
 axes[1].legend(fontsize=8)
 lecture.save_figure(figure, "reward_model.png")
+
+# %% tags=["claims"]
+final_rm_loss = sum(tail) / len(tail)
+lecture.claim("The Bradley–Terry loss falls below log 2, the coin flip, and the reward model ranks held-out pairs "
+              "better than chance", final_rm_loss < math.log(2) and heldout_accuracy > 0.5,
+              measured=f"loss {final_rm_loss:.3f}, held-out accuracy {heldout_accuracy:.1%}")
+healthiest, least_healthy = max(corpus.FOODS, key=HEALTHINESS.get), min(corpus.FOODS, key=HEALTHINESS.get)
+proxy_order = [corpus.FOODS[i] for i in food_scores.argsort(descending=True).tolist()]
+lecture.claim("The ranking of the foods is what the comparisons taught: the healthiest food scores highest and the "
+              "least healthy lowest (the order between them is rougher)",
+              proxy_order[0] == healthiest and proxy_order[-1] == least_healthy,
+              measured=f"proxy's order: {', '.join(proxy_order)}", quick=False)
+lecture.claim("The proxy scores some strings it never saw above every food", int(above.sum()) > 0,
+              measured=f"{int(above.sum())} of {len(probes):,} probes above {best_food:.2f}", quick=False)
 
 # %% [markdown]
 """
@@ -302,25 +304,7 @@ print_table([{"method": name, "form": "d(a − bd)" if name == "best-of-n" else 
              for name, fit in fits.items() if fit is not None],
             title=f"The fitted forms of Gao et al. (gold gain over the SFT model against d = √KL), held inside the rule's "
                   f"gold range {overoptimization.GOLD_RANGE[0]:+g} … {overoptimization.GOLD_RANGE[1]:+g}")
-for name, fit in fits.items():
-    if fit is not None:
-        curve = gold_sft + fit.predict(torch.linspace(0, fit.largest_distance, 2001, dtype=torch.float64))
-        lecture.claim(f"The {name} fit stays inside the rule's gold range over the measured distances",
-                      overoptimization.GOLD_RANGE[0] - 1e-3 <= float(curve.min())
-                      and float(curve.max()) <= overoptimization.GOLD_RANGE[1] + 1e-3,
-                      measured=f"fitted gold {float(curve.min()):+.3f} … {float(curve.max()):+.3f} for KL ≤ "
-                               f"{fit.largest_distance ** 2:.2f}")
 best_beta = max(finals, key=lambda beta: finals[beta]["gold"])
-if fits["PPO"] is not None and fits["best-of-n"] is not None:
-    ppo_fit, bon_fit = fits["PPO"], fits["best-of-n"]
-    fit_best_gold = gold_sft + ppo_fit.best_in_range[1]
-    lecture.claim("The PPO fit misses its data: its rms error is more than five times best-of-n's, and its best gold lies "
-                  "more than 0.1 below the best gold PPO reached at the end of a run",
-                  ppo_fit.rms_error > 5 * bon_fit.rms_error and finals[best_beta]["gold"] - fit_best_gold > 0.1,
-                  measured=f"rms error {ppo_fit.rms_error:.3f} (best-of-n {bon_fit.rms_error:.3f}); fit's best gold "
-                           f"{fit_best_gold:+.3f} at KL {ppo_fit.best_in_range[0] ** 2:.2f}, PPO's best final gold "
-                           f"{finals[best_beta]['gold']:+.3f} at β = {best_beta:g}, KL {finals[best_beta]['kl']:.2f}",
-                  quick=False)
 bon_peak = max(bon_rows, key=lambda row: row["gold"])
 print(f"best-of-n: gold highest at n = {bon_peak['n']:,} ({bon_peak['gold']:+.3f}, KL {bon_peak['kl']:.2f}); at n = "
       f"{bon_rows[-1]['n']:,} gold {bon_rows[-1]['gold']:+.3f} at proxy {bon_rows[-1]['proxy']:+.3f} (proxy at the "
@@ -333,10 +317,6 @@ for beta, row in finals.items():
 print(f"best final gold at β = {best_beta:g} ({finals[best_beta]['gold']:+.3f}, KL {finals[best_beta]['kl']:.2f}); "
       f"the experiment took {overoptimization_seconds:.1f} s")
 
-kl_gaps = [best_of_n_kl_bound(row["n"]) - row["kl"] for row in bon_rows]
-lecture.claim("Best-of-n's KL falls ever further below log n − (n−1)/n as n grows",
-              all(later >= earlier - 1e-9 for earlier, later in zip(kl_gaps, kl_gaps[1:])) and kl_gaps[-1] > 0.1,
-              measured=f"gap {kl_gaps[1]:.3f} at n = {bon_rows[1]['n']} … {kl_gaps[-1]:.2f} at n = {bon_rows[-1]['n']:,}")
 gold_width = overoptimization.GOLD_RANGE[1] - overoptimization.GOLD_RANGE[0]
 
 
@@ -350,32 +330,6 @@ rise, fall = bon_peak["gold"] - gold_sft, bon_peak["gold"] - bon_last["gold"]
 fall_bound = gold_uncertainty(bon_peak["n"]) + gold_uncertainty(bon_last["n"])
 print(f"best-of-n gold: rise {rise:+.3f} up to n = {bon_peak['n']:,} (may be off by {gold_uncertainty(bon_peak['n']):.3f});"
       f" fall {fall:.3f} from there to n = {bon_last['n']:,}, against {fall_bound:.3f} that the two may be off together")
-lecture.claim("Best-of-n's gold score rises with the proxy, by more than the enumeration may be off (total variation "
-              "× gold range), up to a few hundred draws, where it is all but the best food's",
-              rise > gold_uncertainty(bon_peak["n"]) and 100 <= bon_peak["n"] <= 1000
-              and bon_peak["gold"] > overoptimization.GOLD_RANGE[1] - 0.01,
-              measured=f"gold {gold_sft:+.3f} → {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,}, off by at most "
-                       f"{gold_uncertainty(bon_peak['n']):.3f}", quick=False)
-lecture.claim("Beyond that the computed gold drifts down, but by less than the enumeration may be off there: this run "
-              "does not establish a fall",
-              0 < fall < fall_bound,
-              measured=f"gold {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,} → {bon_last['gold']:+.3f} at n = "
-                       f"{bon_last['n']:,}: a fall of {fall:.3f} against a bound of {fall_bound:.3f}", quick=False)
-penalised = sorted(beta for beta in finals if beta > 0)
-hacked = [beta for beta in finals if finals[beta]["proxy"] > best_proxy_food and finals[beta]["gold"] < gold_sft]
-settled = [beta for beta in penalised if finals[beta]["gold"] > gold_sft]
-large = [beta for beta in penalised if beta >= 0.01]
-lecture.claim("Every run from β = 0.01 up ends at the foods' KL or nearer the SFT model (at most 0.05 nats above the "
-              "β = 0.01 run's), the largest β nearest",
-              bool(large) and all(finals[beta]["kl"] <= finals[large[0]]["kl"] + 0.05 for beta in large)
-              and min(penalised, key=lambda beta: finals[beta]["kl"]) == max(penalised),
-              measured=", ".join(f"β {beta:g}: {finals[beta]['kl']:.2f}" for beta in penalised), quick=False)
-lecture.claim("Small β (or none) lets PPO run far past the foods to a string the proxy over-scores, and a large enough "
-              "β stops it at the foods: the KL penalty sets how far along the curve PPO goes",
-              bool(hacked) and bool(settled) and max(settled) > max(hacked)
-              and finals[min(settled)]["kl"] < finals[max(hacked)]["kl"],
-              measured=f"over-optimised at β = {', '.join(f'{beta:g}' for beta in sorted(hacked)) or 'none'}; gold "
-                       f"above the SFT model's at β = {', '.join(f'{beta:g}' for beta in settled) or 'none'}", quick=False)
 
 figure, axes = plt.subplots(1, 3, figsize=(17, 6))
 d_bon = [row["sqrt_kl"] for row in bon_rows]
@@ -446,11 +400,65 @@ marked "beyond": that is an extrapolation, not a measurement, and the last colum
 the fit's best gold inside the measured range instead.
 
 The PPO fit misses its data. Its rms error is more than five times best-of-n's (the "rms
-error" column), and its best gold lies more than 0.1 below the best gold PPO actually
-reached at the end of a run (the PPO table): the data are a cliff — gold near the best
+error" column; 0.401 against 0.034 in the run shown), and its best gold, +0.726, lies
+more than 0.1 below the best gold PPO actually reached at the end of a run, +0.997 at
+β = 0.01 (the PPO table): the data are a cliff — gold near the best
 food's up to d ≈ 2, then the malformed score once PPO finds the proxy's blind spot — and
 d(a − b log d) is a smooth hump. Its peak KL* says little about where the cliff is.
+"""
 
+# %% tags=["claims"]
+for name, fit in fits.items():
+    if fit is not None:
+        curve = gold_sft + fit.predict(torch.linspace(0, fit.largest_distance, 2001, dtype=torch.float64))
+        lecture.claim(f"The {name} fit stays inside the rule's gold range over the measured distances",
+                      overoptimization.GOLD_RANGE[0] - 1e-3 <= float(curve.min())
+                      and float(curve.max()) <= overoptimization.GOLD_RANGE[1] + 1e-3,
+                      measured=f"fitted gold {float(curve.min()):+.3f} … {float(curve.max()):+.3f} for KL ≤ "
+                               f"{fit.largest_distance ** 2:.2f}")
+if fits["PPO"] is not None and fits["best-of-n"] is not None:
+    ppo_fit, bon_fit = fits["PPO"], fits["best-of-n"]
+    fit_best_gold = gold_sft + ppo_fit.best_in_range[1]
+    lecture.claim("The PPO fit misses its data: its rms error is more than five times best-of-n's, and its best gold lies "
+                  "more than 0.1 below the best gold PPO reached at the end of a run",
+                  ppo_fit.rms_error > 5 * bon_fit.rms_error and finals[best_beta]["gold"] - fit_best_gold > 0.1,
+                  measured=f"rms error {ppo_fit.rms_error:.3f} (best-of-n {bon_fit.rms_error:.3f}); fit's best gold "
+                           f"{fit_best_gold:+.3f} at KL {ppo_fit.best_in_range[0] ** 2:.2f}, PPO's best final gold "
+                           f"{finals[best_beta]['gold']:+.3f} at β = {best_beta:g}, KL {finals[best_beta]['kl']:.2f}",
+                  quick=False)
+kl_gaps = [best_of_n_kl_bound(row["n"]) - row["kl"] for row in bon_rows]
+lecture.claim("Best-of-n's KL falls ever further below log n − (n−1)/n as n grows",
+              all(later >= earlier - 1e-9 for earlier, later in zip(kl_gaps, kl_gaps[1:])) and kl_gaps[-1] > 0.1,
+              measured=f"gap {kl_gaps[1]:.3f} at n = {bon_rows[1]['n']} … {kl_gaps[-1]:.2f} at n = {bon_rows[-1]['n']:,}")
+lecture.claim("Best-of-n's gold score rises with the proxy, by more than the enumeration may be off (total variation "
+              "× gold range), up to a few hundred draws, where it is all but the best food's",
+              rise > gold_uncertainty(bon_peak["n"]) and 100 <= bon_peak["n"] <= 1000
+              and bon_peak["gold"] > overoptimization.GOLD_RANGE[1] - 0.01,
+              measured=f"gold {gold_sft:+.3f} → {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,}, off by at most "
+                       f"{gold_uncertainty(bon_peak['n']):.3f}", quick=False)
+lecture.claim("Beyond that the computed gold drifts down, but by less than the enumeration may be off there: this run "
+              "does not establish a fall",
+              0 < fall < fall_bound,
+              measured=f"gold {bon_peak['gold']:+.3f} at n = {bon_peak['n']:,} → {bon_last['gold']:+.3f} at n = "
+                       f"{bon_last['n']:,}: a fall of {fall:.3f} against a bound of {fall_bound:.3f}", quick=False)
+penalised = sorted(beta for beta in finals if beta > 0)
+hacked = [beta for beta in finals if finals[beta]["proxy"] > best_proxy_food and finals[beta]["gold"] < gold_sft]
+settled = [beta for beta in penalised if finals[beta]["gold"] > gold_sft]
+large = [beta for beta in penalised if beta >= 0.01]
+lecture.claim("Every run from β = 0.01 up ends at the foods' KL or nearer the SFT model (at most 0.05 nats above the "
+              "β = 0.01 run's), the largest β nearest",
+              bool(large) and all(finals[beta]["kl"] <= finals[large[0]]["kl"] + 0.05 for beta in large)
+              and min(penalised, key=lambda beta: finals[beta]["kl"]) == max(penalised),
+              measured=", ".join(f"β {beta:g}: {finals[beta]['kl']:.2f}" for beta in penalised), quick=False)
+lecture.claim("Small β (or none) lets PPO run far past the foods to a string the proxy over-scores, and a large enough "
+              "β stops it at the foods: the KL penalty sets how far along the curve PPO goes",
+              bool(hacked) and bool(settled) and max(settled) > max(hacked)
+              and finals[min(settled)]["kl"] < finals[max(hacked)]["kl"],
+              measured=f"over-optimised at β = {', '.join(f'{beta:g}' for beta in sorted(hacked)) or 'none'}; gold "
+                       f"above the SFT model's at β = {', '.join(f'{beta:g}' for beta in settled) or 'none'}", quick=False)
+
+# %% [markdown]
+"""
 ## 4. An adaptive β
 
 A fixed β is an exchange rate you must guess. `ppo-rlhf --kl-target` asks for a KL
@@ -484,8 +492,9 @@ there (by at most a factor 2 per batch) before the policy does, and PPO then con
 the optimum that has the target KL. This rule is the library's own, not a published one,
 and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
 the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
-the KL can settle above the target. In this run it stays near it: the last batches and
-fresh samples of the final policy both sit within 10% of the target.
+the KL can settle above the target. In the run shown it stays near it: the last batches
+average 0.99 nats and fresh samples of the final policy 0.97, against a target of 1
+(the claim checks within 10%).
 
 The table takes one step of the proportional rule by hand next to the library's, and
 evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times
@@ -559,9 +568,6 @@ same = all(math.isclose(row["β by the proportional rule"], row["β from Proport
            for row in step_rows)
 print("the library's controller takes exactly the proportional step" if same else
       "the library's controller departs from the plain proportional rule here (ppo/lm/algorithm/kl_control.py says how)")
-lecture.claim("The library's controller takes exactly the proportional step", same,
-              measured=", ".join(f"{row['β by the proportional rule']:.4g} / {row['β from ProportionalKLController']:.4g}"
-                                 for row in step_rows))
 
 sft_batch = sample_completions(sft, tokenizer, [PROMPT] * BATCH, BASE.max_new_tokens, BASE.temperature,
                                torch.Generator().manual_seed(7))
@@ -574,14 +580,8 @@ print_table([{"β": beta, "K(β): KL of π*_β, estimated from the batch": tilte
             title=f"K(β) on {BATCH} SFT completions (largest possible {largest_tilted_kl(sft_scores, sft_log_ratios):.2f}"
                   f" nats); K(β̂) = {KL_TARGET} at β̂ = {beta_hat:.3g}")
 
-k_values = [tilted_kl(1 / beta, sft_scores, sft_log_ratios) for beta in (0.05, BASE.kl_coef, 0.5, 2.0)]
-lecture.claim("K falls as β grows", all(later < earlier for earlier, later in zip(k_values, k_values[1:])),
-              measured=", ".join(f"{k:.3f}" for k in k_values))
-
 fixed, fixed_seconds = train(BASE)
 fixed_kl = fixed.history[-1]["sequence_kl"]
-lecture.claim(f"The fixed β = {BASE.kl_coef} run settles well above the target KL (more than twice it)",
-              fixed_kl > 2 * KL_TARGET, measured=f"{fixed_kl:.2f} nats, target {KL_TARGET}", quick=False)
 adaptive = {rule: train(BASE.replace(kl_target=KL_TARGET, kl_controller=rule))[0]
             for rule in ("proportional", "optimum")}
 adaptive_summary = {}
@@ -624,6 +624,27 @@ axes[0].set_title("KL steered towards a target")
 axes[1].set_title("β, adapted after every batch")
 lecture.save_figure(figure, "adaptive_kl.png")
 
+
+# %% [markdown]
+"""
+Read adaptive_kl.png: the proportional rule first lowers β while the KL is still
+climbing from 0 (its lowest β comes within the first iterations), the policy runs to
+where the fixed β takes it, and β then climbs at its limited rate while the policy
+answers late: at the end of the run the KL is still on its way down. The optimum rule
+sets β near β̂ within two batches and holds it there; after an early excursion that all
+three runs share, the KL comes down to the target as PPO converges to π*_β̂. Compare both with the fixed-β row: the same reward
+model, another point on the reward–KL trade-off.
+"""
+
+# %% tags=["claims"]
+lecture.claim("The library's controller takes exactly the proportional step", same,
+              measured=", ".join(f"{row['β by the proportional rule']:.4g} / {row['β from ProportionalKLController']:.4g}"
+                                 for row in step_rows))
+k_values = [tilted_kl(1 / beta, sft_scores, sft_log_ratios) for beta in (0.05, BASE.kl_coef, 0.5, 2.0)]
+lecture.claim("K falls as β grows", all(later < earlier for earlier, later in zip(k_values, k_values[1:])),
+              measured=", ".join(f"{k:.3f}" for k in k_values))
+lecture.claim(f"The fixed β = {BASE.kl_coef} run settles well above the target KL (more than twice it)",
+              fixed_kl > 2 * KL_TARGET, measured=f"{fixed_kl:.2f} nats, target {KL_TARGET}", quick=False)
 proportional, optimum = adaptive_summary["proportional"], adaptive_summary["optimum"]
 lowest_at = proportional["betas"].index(min(proportional["betas"]))
 lecture.claim("The proportional rule first lowers β while the KL is still climbing from 0 (its lowest β within the "
@@ -662,14 +683,6 @@ lecture.claim("Under the proportional rule the policy comes back only as fast as
 
 # %% [markdown]
 """
-Read adaptive_kl.png: the proportional rule first lowers β while the KL is still
-climbing from 0 (its lowest β comes within the first iterations), the policy runs to
-where the fixed β takes it, and β then climbs at its limited rate while the policy
-answers late: at the end of the run the KL is still on its way down. The optimum rule
-sets β near β̂ within two batches and holds it there; after an early excursion that all
-three runs share, the KL comes down to the target as PPO converges to π*_β̂. Compare both with the fixed-β row: the same reward
-model, another point on the reward–KL trade-off.
-
 ## 5. Without a critic: group baselines (GRPO) and leave-one-out (RLOO)
 
 PPO's critic is a second network as large as the policy, trained alongside it, whose
@@ -716,13 +729,6 @@ print_table([{"method": name, "s / iteration": seconds, "trained networks": 2 if
               **(fixed_measured if trainer is fixed else measure(trainer.policy, reference))}
              for name, (trainer, seconds) in trainers.items()],
             title=f"Three trainers, β = {BASE.kl_coef}: {EVAL_SAMPLES} fresh samples each")
-critic_parameters = {name: 0 if trainer.critic is None else sum(p.numel() for p in trainer.critic.parameters())
-                     for name, (trainer, _) in trainers.items()}
-lecture.claim("The critic-free trainers hold no second network; PPO's critic is as large as the policy",
-              all(count == 0 for name, count in critic_parameters.items() if not name.startswith("PPO"))
-              and critic_parameters["PPO (critic, token-level GAE)"] >= sft.num_parameters(),
-              measured=", ".join(f"{name}: critic {count:,} parameters" for name, count in critic_parameters.items())
-                       + f" (policy {sft.num_parameters():,})")
 
 figure, axes = plt.subplots(1, 2, figsize=(11, 4))
 for name, (trainer, _) in trainers.items():
@@ -735,6 +741,15 @@ for axis in axes:
     axis.set_xlabel("iteration")
     axis.legend(fontsize=8)
 lecture.save_figure(figure, "critic_free.png")
+
+# %% tags=["claims"]
+critic_parameters = {name: 0 if trainer.critic is None else sum(p.numel() for p in trainer.critic.parameters())
+                     for name, (trainer, _) in trainers.items()}
+lecture.claim("The critic-free trainers hold no second network; PPO's critic is as large as the policy",
+              all(count == 0 for name, count in critic_parameters.items() if not name.startswith("PPO"))
+              and critic_parameters["PPO (critic, token-level GAE)"] >= sft.num_parameters(),
+              measured=", ".join(f"{name}: critic {count:,} parameters" for name, count in critic_parameters.items())
+                       + f" (policy {sft.num_parameters():,})")
 
 # %% [markdown]
 """
@@ -767,10 +782,11 @@ the total variation to DPO's target (0 on it, 1 for disjoint distributions), and
 malformed-or-unfinished mass.
 
 What the run shows. DPO moves most of the way from the SFT model to its target: the
-total variation to it falls from above 0.75 to below 0.3, and the gold E[r] rises from
-0.27 to above 0.9 (the target's is 0.975). It also leaves more of its mass on malformed
-or unfinished strings than the SFT model did — more than 3% on this seed, where the SFT
-model has 0.2% (and the target, which tilts only the 20 answers, less still). One reading: the loss only ever compares two
+total variation to it falls from 0.775 to 0.269 (the claims check above 0.75 and below
+0.3), and the gold E[r] rises from 0.27 to 0.92 (the target's is 0.975). It also leaves
+more of its mass on malformed or unfinished strings than the SFT model did — 3.3% on
+this seed, where the SFT model has 0.2% (and the target, which tilts only the 20
+answers, less still). One reading: the loss only ever compares two
 sampled completions, and pushing a rejected one down can send its mass to strings no
 comparison contains, which nothing in the loss prices, whereas PPO would sample such
 strings and be charged their KL. `python -m
@@ -815,6 +831,8 @@ print_table([{"policy": name, "gold E[r]": row["gold"], "TV to the target": row[
               "malformed or unfinished": f"{row['rest']:.2%}"} for name, row in dpo_rows.items()],
             title=f"DPO on {len(dpo_comparisons)} rater comparisons of the two-choice task (seed 1): exact over the 20 "
                   f"answers, mean over the {len(two_choice.prompts)} prompts")
+
+# %% tags=["claims"]
 sft_summary, dpo_summary = dpo_rows["SFT (π_ref)"], dpo_rows["DPO"]
 target_gold = statistics.fmean(o.expected_score for o in dpo_target.values())
 lecture.claim("the total variation to it falls from above 0.75 to below 0.3", sft_summary["tv"] > 0.75 and dpo_summary["tv"] < 0.3,

@@ -11,6 +11,10 @@ A claim is a sentence of the lecture's prose that states a number, a comparison 
 trend, checked on the run's own results: `lecture.claim(sentence, holds, measured=...)`
 prints the sentence with what was measured, and when `holds` is False it ends the
 lecture with ClaimContradicted, whose message quotes the sentence and the measurement.
+The claims of a section sit together in a code cell of their own at the section's end,
+tagged `claims` (`# %% tags=["claims"]`), after the cells that teach: the notebooks fold
+that cell, and the book shows it as a box "✔ N claims checked by this run" that opens on
+each claim and what was measured (lectures/_notebooks.py labels it).
 A claim that a quick run cannot show is marked `quick=False`: under --quick it is
 reported as not checked instead. With LECTURE_KEEP_GOING=1 a contradicted claim is
 printed and the run goes on; `finish` then fails, listing every one (handy while a

@@ -22,6 +22,11 @@ Bringing a notebook up to date executes it only when it is stale. A notebook who
 script changed only in its text (markdown cells, comments in code cells) gets the new
 cell sources and keeps its outputs, which the same code would print again.
 A quick run never writes the shipped notebook: it goes to lecture_outputs/notebooks/.
+
+A section's checks sit in a code cell of their own, tagged `claims` in the script
+(`# %% tags=["claims"]`), after the cells that teach. Every notebook written here labels
+such a cell from its output: it is folded (tag `hide-cell`), and the book shows it as a
+box "✔ N claims checked by this run" that opens on the claims and what was measured.
 The kernel runs in `lectures/`, so that `_common` imports and a reader's Jupyter, opened
 on the notebook, behaves the same.
 """
@@ -45,6 +50,8 @@ REPO_ROOT = LECTURES_DIR.parent
 RUN_METADATA_KEY = "lecture_run"  # notebook.metadata[...] = {"mode": "full" | "quick", "code": {path: digest}}
 KERNEL_NAME = "python3"  # the kernel of the Python that runs this file
 CELL_TIMEOUT_S = 1800  # a full run's longest cell takes minutes, not an hour
+CLAIMS_TAG = "claims"  # the script's tag of a cell that holds a section's checks
+FOLDED_TAG = "hide-cell"  # the book shows such a cell folded, behind its prompt
 
 
 def lecture_scripts() -> list[Path]:
@@ -116,10 +123,37 @@ def synced(script: Path, shipped: nbformat.NotebookNode) -> nbformat.NotebookNod
     for cell in notebook.cells:
         if cell.cell_type == "code" or same_layout:  # keep the cell's id (and a code cell's run) for a small diff
             old = next(old_cells[cell.cell_type])
+            script_tags = cell.metadata.get("tags")
             cell.id, cell.metadata = old.get("id", cell.get("id")), old.metadata
+            cell.metadata.pop("mystnb", None)
+            cell.metadata.pop("tags", None)
+            if script_tags:  # the tags are the script's, the rest (the run's timing) the shipped cell's
+                cell.metadata["tags"] = script_tags
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = old.outputs, old.execution_count
     notebook.metadata = shipped.metadata  # the kernel's, and the run record: the same code ran
+    return label_claims(notebook)
+
+
+def claims_prompt(cell: nbformat.NotebookNode) -> str:
+    """'✔ N claims checked by this run' (and how many a quick run left out), from the cell's output."""
+    text = "".join(output.get("text", "") for output in cell.get("outputs", []) if output.get("output_type") == "stream")
+    lines = text.splitlines()
+    checked = sum(line.startswith("claim checked:") for line in lines)
+    skipped = sum(line.startswith("claim not checked in a quick run:") for line in lines)
+    prompt = f"✔ {checked} claim{'' if checked == 1 else 's'} checked by this run"
+    return prompt + (f" ({skipped} more need the full run)" if skipped else "")
+
+
+def label_claims(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Fold every cell tagged `claims` behind a prompt counting the claims its output checked."""
+    for cell in notebook.cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or CLAIMS_TAG not in tags:
+            continue
+        if FOLDED_TAG not in tags:
+            cell.metadata["tags"] = [*tags, FOLDED_TAG]
+        cell.metadata["mystnb"] = {"code_prompt_show": claims_prompt(cell), "code_prompt_hide": "hide the claims"}
     return notebook
 
 
@@ -168,6 +202,7 @@ def run_and_write(script: Path, quick: bool) -> None:
     started = time.perf_counter()
     notebook = execute(notebook_from_script(script), quick=quick)
     record_run(notebook, script, quick=quick)
+    label_claims(notebook)
     path = quick_notebook_path(script) if quick else notebook_path(script)
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(home_as_tilde(notebook), path)

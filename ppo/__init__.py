@@ -22,6 +22,7 @@ Read it in this order; each folder is one role, each module one idea.
         ppo.py              PPO: collect a rollout, estimate advantages, update for K epochs
         recurrent.py        recurrent PPO
         variants.py         PPO-Penalty and adaptive clipping
+        choice.py           which of them trains a run (clip, penalty, adaptive-clip), and resuming it
         seed_batch.py       many seeds trained as one batched computation
     runs/              what a run leaves behind: checkpoints, the metrics log, the plot,
                        evaluation of a saved policy, recordings
@@ -40,6 +41,7 @@ from ppo.models.networks import ActorCritic
 from ppo.runs.checkpoint import CheckpointError, load_checkpoint
 from ppo.runs.evaluation import evaluate_policy, load_policy
 from ppo.trainers.base import TrainingDiverged
+from ppo.trainers.choice import build_trainer, resume_run
 from ppo.trainers.ppo import PPO
 from ppo.trainers.recurrent import RecurrentPPO
 from ppo.trainers.seed_batch import SeedBatchPPO
@@ -60,6 +62,8 @@ __all__ = [
     "StepResult",
     "TrainingDiverged",
     "VecEnv",
+    "build_trainer",
+    "resume_run",
     "clip_fraction",
     "clipped_surrogate_loss",
     "compute_gae",

@@ -48,6 +48,14 @@ def require_positive(name: str, value) -> None:
         raise ConfigError(f"{name} = {value!r} must be a finite number > 0")
 
 
+def require_clip(value) -> None:
+    """ε of the clipped surrogate: 0 < ε < 1, so that the ratio's bounds 1 ± ε are both positive,
+    or inf, which turns the clipping off (the plain importance-sampled surrogate)."""
+    if not (_is_number(value) and value > 0 and (value < 1 or value == math.inf)):
+        shown = f"; its lower bound 1 − ε = {1 - value:g} is not a ratio" if _is_number(value) and 1 <= value < math.inf else ""
+        raise ConfigError(f"clip_coef = {value!r} must be in (0, 1), or inf for no clipping{shown}")
+
+
 def require_non_negative(name: str, value) -> None:
     if not (_is_number(value) and math.isfinite(value) and value >= 0):
         raise ConfigError(f"{name} = {value!r} must be a finite number ≥ 0")
@@ -189,7 +197,7 @@ class UpdateConfig(ConfigBase):
     norm_adv: bool = field(default=True, metadata={"help": "whiten the advantages (zero mean, unit std)"})
 
     # --- the loss L = L_policy − c_e·H + c_v·L_value -------------------------------------------
-    clip_coef: float = field(default=0.2, metadata={"help": "surrogate clip ε"})
+    clip_coef: float = field(default=0.2, metadata={"help": "surrogate clip ε, in (0, 1); inf = no clipping"})
     value_clip_coef: float | None = field(
         default=0.2,
         metadata={"help": "value clip ε_v: V may move at most ε_v from V_old per update (in units of the "
@@ -220,8 +228,9 @@ class UpdateConfig(ConfigBase):
     def validate(self):
         """Raise ConfigError naming the first impossible value; return self when all is well."""
         self.check_types()
-        for name in ("learning_rate", "clip_coef", "adam_eps"):
+        for name in ("learning_rate", "adam_eps"):
             require_positive(name, getattr(self, name))
+        require_clip(self.clip_coef)
         for name in ("max_grad_norm", "value_clip_coef", "target_kl"):
             if getattr(self, name) is not None:
                 require_positive(name, getattr(self, name))

@@ -1,4 +1,4 @@
-"""The benchmark scripts run: each prints its table on a tiny budget (their figures are for the README)."""
+"""The benchmark scripts run: each prints its table on a tiny budget (their figures are for the book's guide and benchmarks page)."""
 
 from experiments.benchmarks import optim
 

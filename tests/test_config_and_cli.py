@@ -19,6 +19,9 @@ from ppo.config import ConfigError, PPOConfig
         ({"learning_rate": -3e-4}, "learning_rate = -0.0003"),
         ({"clip_coef": 0.0}, "clip_coef = 0.0"),
         ({"clip_coef": -0.1}, "clip_coef = -0.1"),
+        ({"clip_coef": 1.5}, "clip_coef = 1.5 must be in (0, 1), or inf for no clipping; its lower bound 1 − ε = -0.5 "
+                             "is not a ratio"),
+        ({"clip_coef": float("nan")}, "clip_coef = nan must be in (0, 1)"),
         ({"gamma": 1.5}, "gamma = 1.5 is outside [0, 1]"),
         ({"gae_lambda": -0.1}, "gae_lambda = -0.1 is outside [0, 1]"),
         ({"num_envs": 5, "num_steps": 100, "num_minibatches": 3}, "num_envs * num_steps = 500 is not divisible by num_minibatches = 3"),
@@ -100,7 +103,7 @@ def test_cli_user_errors_are_one_line_with_exit_code_2(main, argv, fragment, cap
 def test_console_entry_point_prints_no_traceback():
     result = run_cli("experiments.commands.train", "--clip-coef", "0")
     assert result.returncode == 2
-    assert result.stderr.strip() == "ppo-train: error: clip_coef = 0.0 must be a finite number > 0"
+    assert result.stderr.strip() == "ppo-train: error: clip_coef = 0.0 must be in (0, 1), or inf for no clipping"
 
 
 def test_corrupt_checkpoint_is_one_line_error(tmp_path, capsys):
@@ -176,3 +179,9 @@ def test_a_resumed_runs_summary_counts_the_steps_and_seconds_of_this_command_onl
     assert summary.startswith("trained CartPole-v1 for 768 steps (1,024 in all) in "), summary
     printed_rate = float(summary.split(" s (")[1].split(" steps/s")[0].replace(",", ""))
     assert abs(printed_rate - 768 / seconds) <= 0.5 + 1e-9, (printed_rate, 768 / seconds)  # printed rounded to 1
+
+
+def test_clip_coef_inf_turns_clipping_off_and_survives_the_run_folder(tmp_path):
+    """ε = inf is the plain importance-sampled surrogate; config.json writes it and reads it back."""
+    config = PPOConfig(clip_coef=float("inf")).validate()
+    assert PPOConfig.from_dict(json.loads(json.dumps(config.to_dict()))).clip_coef == float("inf")

@@ -31,9 +31,22 @@ def build(name, space):
 
 
 @pytest.mark.parametrize("shape, expected", [((84, 84, 4), True), ((4, 84, 84), False), ((10, 10, 7), True),
-                                             ((7, 10, 10), False), ((10, 10, 10), False)])
+                                             ((7, 10, 10), False), ((10, 10, 10), False),
+                                             ((16, 10, 10), False), ((10, 10, 16), True),  # more channels than rows
+                                             ((210, 160, 3), True), ((3, 210, 160), False)])
 def test_channels_last_rule(shape, expected):
     assert channels_last(shape) is expected
+
+
+@pytest.mark.parametrize("high, dtype, scale", [(255, np.uint8, 1 / 255), (1, np.uint8, None), (15, np.uint8, 1 / 15),
+                                                (1.0, np.float32, None)])
+def test_integer_images_are_scaled_by_their_spaces_largest_value(high, dtype, scale):
+    """A uint8 image of 0/1 planes is read as it is, not divided by 255."""
+    encoder = build("minatar-cnn", gym.spaces.Box(0, high, (4, 10, 10), dtype=dtype))
+    assert encoder.scale == scale
+    planes = torch.randint(0, 2, (2, 4, 10, 10), dtype=torch.uint8 if dtype == np.uint8 else torch.float32)
+    prepared = encoder.prepare(planes)
+    assert torch.equal(prepared, planes.float() * (scale if scale is not None else 1.0))
 
 
 @pytest.mark.parametrize("space, kind", [(gym.spaces.Box(-1, 1, (4,)), "mlp"), (ATARI, "nature-cnn"),

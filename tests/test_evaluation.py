@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from envs.factory import gymnasium_env_factory
-from experiments.commands import evaluate
+from experiments.commands import evaluate, evaluation
 from ppo.config import PPOConfig
 from ppo.runs.evaluation import Policy, evaluate_policy, sample_action
 from ppo.models.networks import CategoricalDistribution
@@ -216,24 +216,24 @@ if ENDLESS_ID not in gym.registry:
 def test_an_env_without_a_time_limit_is_evaluated_under_the_default_step_limit():
     # Without a limit this evaluation would never end: every episode is the limit's length.
     assert gym.spec(ENDLESS_ID).max_episode_steps is None
-    assert evaluate.episode_step_limit(ENDLESS_ID) == evaluate.UNLIMITED_ENV_STEP_LIMIT == 1_000
-    returns = evaluate_policy(constant_policy(), evaluate.evaluation_env_factory(ENDLESS_ID), episodes=3)
+    assert evaluation.episode_step_limit(ENDLESS_ID) == evaluation.UNLIMITED_ENV_STEP_LIMIT == 1_000
+    returns = evaluate_policy(constant_policy(), evaluation.evaluation_env_factory(ENDLESS_ID), episodes=3)
     assert returns.tolist() == [1_000.0] * 3
-    returns = evaluate_policy(constant_policy(), evaluate.evaluation_env_factory(ENDLESS_ID, max_episode_steps=7),
+    returns = evaluate_policy(constant_policy(), evaluation.evaluation_env_factory(ENDLESS_ID, max_episode_steps=7),
                               episodes=3)
     assert returns.tolist() == [7.0] * 3
 
 
 def test_minatar_games_get_the_default_limit_and_registered_limits_stay_as_they_are():
     assert gym.spec("MinAtar/Breakout-v1").max_episode_steps is None
-    assert evaluate.episode_step_limit("MinAtar/Breakout-v1") == 1_000
-    assert evaluate.episode_step_limit("MinAtar/SpaceInvaders-v1", 5_000) == 5_000
-    assert evaluate.episode_step_limit("CartPole-v1") == 500
+    assert evaluation.episode_step_limit("MinAtar/Breakout-v1") == 1_000
+    assert evaluation.episode_step_limit("MinAtar/SpaceInvaders-v1", 5_000) == 5_000
+    assert evaluation.episode_step_limit("CartPole-v1") == 500
     # CartPole's own limit adds no wrapper: the factory still offers gymnasium's vectorised env.
-    assert evaluate.evaluation_env_factory("CartPole-v1").make_vec(2) is not None
-    assert evaluate.evaluation_env_factory("CartPole-v1", max_episode_steps=20).make_vec(2) is None
+    assert evaluation.evaluation_env_factory("CartPole-v1").make_vec(2) is not None
+    assert evaluation.evaluation_env_factory("CartPole-v1", max_episode_steps=20).make_vec(2) is None
     returns = evaluate_policy(Policy(BalancingModel(), PPOConfig(), None),
-                              evaluate.evaluation_env_factory("CartPole-v1", max_episode_steps=20), episodes=4)
+                              evaluation.evaluation_env_factory("CartPole-v1", max_episode_steps=20), episodes=4)
     assert returns.tolist() == [20.0] * 4
 
 

@@ -9,7 +9,7 @@ random player's.
 
 import envs  # noqa: F401  (registers the MinAtar ids)
 from envs.factory import make_vec_env
-from experiments.commands.evaluate import evaluation_env_factory
+from experiments.commands.evaluation import evaluation_env_factory
 from experiments.commands.presets import build_config
 from ppo.models.encoders import MinAtarCNN
 from ppo.runs.evaluation import Policy, evaluate_policy

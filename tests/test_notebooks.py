@@ -258,3 +258,42 @@ def test_notebook_executes_in_quick_mode_with_its_figures_inline(script: Path, t
     # every figure the lecture saves with save_figure is also shown (the library's own plots are files only)
     lecture_figures = [line for line in saved_figures(notebook) if line.count("/") == 2]  # NN_name/file.png
     assert _notebooks.inline_images(notebook) >= len(lecture_figures)
+
+
+def claims_notebook(outputs: list[str]) -> nbformat.NotebookNode:
+    """A notebook of one teaching cell and one cell tagged `claims` that printed `outputs`."""
+    teaching = nbformat.v4.new_code_cell("x = 3")
+    claims = nbformat.v4.new_code_cell("lecture.claim(...)", metadata={"tags": ["claims"]})
+    claims.outputs = [nbformat.v4.new_output("stream", name="stdout", text="".join(line + "\n" for line in outputs))]
+    return nbformat.v4.new_notebook(cells=[teaching, claims])
+
+
+def test_a_claims_cell_is_folded_behind_the_count_of_claims_its_run_checked():
+    notebook = _notebooks.label_claims(claims_notebook([
+        "claim checked: x is three [measured: x = 3]",
+        "claim checked: x is odd [measured: x = 3]",
+        "claim not checked in a quick run: x is prime",
+    ]))
+    teaching, claims = notebook.cells
+    assert claims.metadata["tags"] == ["claims", "hide-cell"]
+    assert claims.metadata["mystnb"] == {"code_prompt_show": "✔ 2 claims checked by this run (1 more need the full run)",
+                                         "code_prompt_hide": "hide the claims"}
+    assert "tags" not in teaching.metadata and "mystnb" not in teaching.metadata
+    single = _notebooks.label_claims(claims_notebook(["claim checked: x is three [measured: x = 3]"])).cells[1]
+    assert single.metadata["mystnb"]["code_prompt_show"] == "✔ 1 claim checked by this run"
+
+
+def test_every_claims_cell_of_a_shipped_notebook_is_folded_behind_its_count():
+    """What the book shows: each lecture's claims cells, folded, their counts adding up to the lecture's."""
+    for script in SCRIPTS:
+        notebook = nbformat.read(_notebooks.notebook_path(script), as_version=4)
+        cells = [cell for cell in notebook.cells if "claims" in cell.metadata.get("tags", [])]
+        assert cells, f"{script.name} has no claims cell"
+        counted = 0
+        for cell in cells:
+            assert "hide-cell" in cell.metadata["tags"], script.name
+            prompt = cell.metadata["mystnb"]["code_prompt_show"]
+            assert prompt == _notebooks.claims_prompt(cell), script.name
+            counted += int(prompt.split()[1])
+        printed = "".join(output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", []))
+        assert counted == printed.count("claim checked:"), f"{script.name}: a claim sits outside its claims cells"

@@ -257,3 +257,21 @@ def test_without_the_stats_extra_the_command_says_how_to_install_it(tmp_path, mi
     assert line.startswith("ppo-plot: error: ppo-plot needs the optional extra 'stats'") and missing in line
     assert line.endswith("pip install -c constraints.txt -e '.[stats]'")
     assert not (tmp_path / "runs" / "plots").exists()
+
+
+def test_runs_of_several_envs_are_compared_env_by_env(tmp_path, capsys):
+    """CartPole's two settings and one Acrobot setting: two folders, and CartPole's groups
+    labelled by the learning rate alone (what differs among CartPole's runs), not by the env."""
+    two_settings(tmp_path / "runs")
+    for seed in (1, 2):
+        write_run(tmp_path / "runs" / f"acrobot__seed{seed}", seed, [-500, -400, -300, -200], -150.0,
+                  env_id="Acrobot-v1", hidden_sizes=[128, 128])
+    assert main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--points", "7", *REPS]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["Acrobot-v1", "CartPole-v1"]
+    cartpole = {row["group"] for row in read_csv(tmp_path / "out" / "CartPole-v1" / "curves.csv")}
+    assert cartpole == {"learning_rate=1e-3", "learning_rate=3e-3"}
+    assert {row["group"] for row in read_csv(tmp_path / "out" / "Acrobot-v1" / "curves.csv")} == {"all"}
+    assert (tmp_path / "out" / "CartPole-v1" / "performance_profile.png").read_bytes().startswith(PNG)
+    assert "\nAcrobot-v1: 2 runs" in printed and "\nCartPole-v1: 8 runs" in printed
+    assert "10 runs compared" in printed

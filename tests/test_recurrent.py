@@ -24,7 +24,8 @@ from ppo.algorithm.losses import kl_per_sample
 from ppo.models.networks import ActorCritic
 from ppo.parallel.optim import FlatAdam
 from ppo.models.recurrent_networks import RecurrentActorCritic
-from ppo.trainers.recurrent import RecurrentPPO, columns, resume_run
+from ppo.trainers.choice import resume_run
+from ppo.trainers.recurrent import RecurrentPPO, columns
 from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.ppo import PPO
 from ppo.vec_env import StepResult
@@ -574,12 +575,16 @@ def test_feed_forward_trainers_refuse_a_recurrent_config_in_one_line():
         RecurrentPPO(config.replace(num_envs=8), PositionsOnly(4), progress=False, world=World(rank=0, size=2))
 
 
-def test_ppo_train_refuses_several_recurrent_seeds_and_leaves_no_folder(tmp_path, capsys):
-    code = train.main(["--env-id", "CartPole-v1", "--recurrent", "gru", "--seeds", "1,2", "--run-dir",
-                       str(tmp_path / "runs"), "--no-progress"])
-    error = capsys.readouterr().err
-    assert code == 2 and error.count("\n") == 1 and "recurrent = 'gru'" in error
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+def test_ppo_train_trains_several_recurrent_seeds_one_after_another(tmp_path, capsys):
+    """A seed batch cannot stack recurrent networks: `--seeds` trains each seed as its own run."""
+    code = train.main(["--env-id", "CartPole-v1", "--recurrent", "gru", "--seeds", "1,2", "--num-envs", "4",
+                       "--num-steps", "16", "--total-timesteps", "128", "--eval-episodes", "1", "--run-dir",
+                       str(tmp_path / "runs"), "--no-progress", "--no-tensorboard"])
+    assert code == 0
+    assert "the seed batch cannot stack a gru network; its 2 seeds train one after another" in capsys.readouterr().out
+    folders = sorted((tmp_path / "runs").glob("CartPole-v1__*"))
+    assert [folder.name.rsplit("__", 1)[1] for folder in folders] == ["seed1", "seed2"]
+    assert all(load_checkpoint(folder)["trainer"]["class"] == "RecurrentPPO" for folder in folders)
 
 
 def test_ppo_train_trains_evaluates_and_resumes_a_recurrent_run(tmp_path, capsys):

@@ -239,3 +239,26 @@ def test_ppo_rlhf_is_refused_on_a_held_folder_for_a_new_run_and_a_resume(tmp_pat
         assert rlhf.main(["--resume", str(run_dir), "--no-progress"]) == 2
         assert "before resuming" in one_line(capsys.readouterr().err)
     assert sorted(path.name for path in run_dir.iterdir()) == ["task.json"]
+
+
+def test_a_refused_command_names_the_winner_that_has_not_written_its_id_yet(tmp_path):
+    """The winner of a race locks the folder and then writes its id: the loser, refused in
+    between, waits for the id rather than saying "another process"."""
+    from experiments.commands.run_folder import LOCK_NAME, RunFolderBusy, claim_run_folder
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / LOCK_NAME).write_text("")
+    winner = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(folder / LOCK_NAME)!r}, os.O_RDWR)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(0.2)\n"
+         "os.pwrite(fd, f'{os.getpid()}\\n'.encode(), 0)\ntime.sleep(30)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert winner.stdout.readline().strip() == "locked"
+        with pytest.raises(RunFolderBusy, match=f"in use by process {winner.pid}, which is still running"):
+            claim_run_folder(folder, "ppo-train")
+    finally:
+        winner.kill()
+        winner.wait()

@@ -86,7 +86,7 @@ def test_every_member_draws_decides_and_steps_as_its_own_run_for_many_iterations
     per iteration and member, the same random draws (the shuffle and action generators end in
     the single run's states), the same early-stop decision and step count, and θ equal to
     rounding. Each iteration starts the single run from the member's θ, m and v: rounding
-    grows over many iterations in this chaotic system (README), and what is tested here is
+    grows over many iterations in this chaotic system (the guide's seed-batch-rounding block), and what is tested here is
     that each iteration does what the single run's does; the random streams are never
     copied over, so a member that draws more or less than its run is caught whenever it happens."""
     config = _config(total_timesteps=12 * 2048, target_kl=0.02)

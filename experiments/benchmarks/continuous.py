@@ -26,9 +26,9 @@ from pathlib import Path
 from experiments.commands.cli import OneLineArgumentParser, add_dataclass_flags, configure_process, given_flags, run_with_user_errors
 from ppo.config import ConfigError, PPOConfig
 
-PROG = "benchmark_continuous"
+PROG = "python -m experiments.benchmarks.continuous"
 
-# Mean greedy return that counts as a success; the targets of this project's issue.
+# Mean greedy return that counts as a success: the target this benchmark holds each env's preset to.
 SUCCESS_THRESHOLD = {
     "CartPole-v1": 475.0,
     "Acrobot-v1": -100.0,

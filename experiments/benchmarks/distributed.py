@@ -63,7 +63,7 @@ def run_once(setting: str, seed: int, processes: int, folder: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="benchmark_distributed", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m experiments.benchmarks.distributed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--processes", type=int, default=2, help="K (default: 2)")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))

@@ -53,7 +53,7 @@ import torch
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
 from ppo.parallel.malloc import keep_freed_memory
 
-PROG = "benchmark_envs"
+PROG = "python -m experiments.benchmarks.environments"
 BACKENDS = ("sync", "numpy-vector", "torch")
 RATIOS = (("torch", "numpy-vector"), ("torch", "sync"))
 

@@ -31,7 +31,7 @@ from experiments.benchmarks.environments import random_action_sequence, rates_in
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
 from ppo.parallel.malloc import keep_freed_memory
 
-PROG = "benchmark_minatar"
+PROG = "python -m experiments.benchmarks.minatar"
 BACKENDS = ("minatar", "torch")
 GAMES = {"MinAtar/Breakout-v1": "breakout", "MinAtar/SpaceInvaders-v1": "space_invaders"}
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
 from ppo.config import ConfigError
 
-PROG = "benchmark_minatar_ppo"
+PROG = "python -m experiments.benchmarks.minatar_ppo"
 ENV_IDS = ("MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1")
 EVAL_EPISODES = 100
 PUBLISHED = {  # env id → (source, env steps, return): quoted from the gymnax README, not run here

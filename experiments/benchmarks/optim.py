@@ -63,7 +63,7 @@ def microseconds(function, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="benchmark_optim", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m experiments.benchmarks.optim", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--minibatch-sizes", type=int, nargs="+", default=[64, 256, 1024], help="samples per step")
     parser.add_argument("--steps", type=int, default=200, help="timed steps per round and cell")

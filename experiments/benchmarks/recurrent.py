@@ -29,7 +29,7 @@ import torch
 
 from envs.factory import make_vec_env
 from ppo.config import PPOConfig
-from ppo.trainers.recurrent import trainer_class
+from ppo.trainers.choice import trainer_class
 
 
 def config_for(args, recurrent: str, env_id: str = "CartPole-v1", backend: str = "torch") -> PPOConfig:

@@ -38,7 +38,7 @@ from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
 from experiments.commands.presets import preset_overrides
 from ppo.runs.evaluation import EVAL_SEED_OFFSET
 
-PROG = "benchmark_recurrent_zoo"
+PROG = "python -m experiments.benchmarks.recurrent_zoo"
 ENV_IDS = ("CartPoleNoVel-v1", "PendulumNoVel-v1")
 EVAL_EPISODES = 100
 
@@ -101,7 +101,7 @@ def library_run(env_id: str, seed: int, total_timesteps: int | None, folder: Pat
 
 
 def sb3_contrib_run(env_id: str, seed: int) -> dict:
-    seconds, stdout = run_command([sys.executable, "-m", f"experiments.{PROG}", "--sb3-contrib-run", env_id,
+    seconds, stdout = run_command([sys.executable, "-m", PROG.removeprefix("python -m "), "--sb3-contrib-run", env_id,
                                    "--seeds", str(seed)])
     return {"seconds": seconds, **json.loads(stdout.strip().splitlines()[-1])}
 

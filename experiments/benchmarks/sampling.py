@@ -38,7 +38,7 @@ def tokens_per_second(sampler, model, prompt, batch_size: int, new_tokens: int, 
 
 def main(argv: list[str] | None = None) -> int:
     defaults = PretrainConfig()
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="benchmark_sampling", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m experiments.benchmarks.sampling", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 64, 512],
                         help="rows sampled in parallel")

@@ -18,11 +18,14 @@ import typing
 from pathlib import Path
 from typing import Callable, NoReturn
 
+import torch
+
 from envs.factory import EnvError
 from ppo.trainers.base import TrainingDiverged
 from ppo.runs.checkpoint import CheckpointError
 from ppo.config import ConfigError, field_help
 from ppo.parallel.distributed import PeerFailure
+from ppo.parallel.malloc import keep_freed_memory
 
 USER_ERROR_EXIT_CODE = 2
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
@@ -72,10 +75,6 @@ def _comma_list(convert: Callable):
 def configure_process(num_threads: int) -> None:
     """Process-wide settings every training command makes before any work: torch's CPU
     thread count, and glibc's malloc kept from returning autograd's buffers (ppo.parallel.malloc)."""
-    import torch
-
-    from ppo.parallel.malloc import keep_freed_memory
-
     torch.set_num_threads(num_threads)
     keep_freed_memory()
 

@@ -22,7 +22,9 @@ one curve or one row:
   its bootstrap band. Columns tau, group, fraction, low, high.
 
 The files go to --out (default: plots/ in the folder the run folders share). The
-summary table is printed too.
+summary table is printed too. Runs of several environments are compared env by env: each
+env's files go to a folder of its own under --out (named as the env id), its groups
+labelled by what differs among that env's runs only.
 
 Which folders count (select_runs). Every folder with a metrics.csv under the paths
 given is a candidate; these are left out, each reason with one line that names the
@@ -50,6 +52,7 @@ import csv
 import math
 import os
 import sys
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 
@@ -225,12 +228,29 @@ def _title(groups: dict[str, list[Run]]) -> str:
     return ", ".join(envs)
 
 
+LABEL_WIDTH = 48  # characters per line of a legend entry or a row label
+
+
+def fitted(label: str) -> str:
+    """A group's label broken into lines of LABEL_WIDTH characters, at spaces."""
+    return textwrap.fill(label, LABEL_WIDTH, break_long_words=True)
+
+
+def _legend(axis) -> None:
+    """The legend inside the axes for a few entries; below them, in columns, for more."""
+    entries = len(axis.get_legend_handles_labels()[0])
+    if entries <= 4:
+        axis.legend(fontsize="small")
+    else:
+        axis.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+
+
 def plot_curves(curves: dict[str, dict], counts: dict[str, int], path: Path, x: str, metric: str,
                 threshold: float | None, title: str) -> Path:
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for label, curve in curves.items():
-        line, = axis.plot(curve["x"], curve["mean"], label=f"{label} ({counts[label]} seeds)")
+        line, = axis.plot(curve["x"], curve["mean"], label=fitted(f"{label} ({counts[label]} seeds)"))
         if counts[label] > 1:
             axis.fill_between(curve["x"], curve["low"], curve["high"], color=line.get_color(), alpha=0.2, linewidth=0)
     if threshold is not None:
@@ -239,13 +259,13 @@ def plot_curves(curves: dict[str, dict], counts: dict[str, int], path: Path, x: 
     axis.set_ylabel(metric)
     axis.set_title(f"{title}: mean over seeds, 95% t-interval")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize="small")
+    _legend(axis)
     return _save(plt, figure, path)
 
 
 def _save(plt, figure, path: Path) -> Path:
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, bbox_inches="tight")  # a legend below the axes stays in the file
     plt.close(figure)
     return path
 
@@ -262,7 +282,7 @@ def plot_aggregates(rows: list[dict], path: Path, title: str) -> Path:
             axis.plot([row[name]], [position], marker="|", markersize=14, color="black")
         axis.set_title(f"{heading} of the final score")
         axis.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(positions, [row["setting"] for row in rows])
+    axes[0].set_yticks(positions, [fitted(row["setting"]) for row in rows])
     figure.suptitle(f"{title}: 95% stratified-bootstrap intervals", fontsize="medium")
     return _save(plt, figure, path)
 
@@ -272,7 +292,7 @@ def plot_profiles(taus: np.ndarray, profiles: dict[str, dict], path: Path, thres
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(7, 4))
     for label, profile in profiles.items():
-        line, = axis.plot(taus, profile["fraction"], label=label)
+        line, = axis.plot(taus, profile["fraction"], label=fitted(label))
         axis.fill_between(taus, profile["low"], profile["high"], color=line.get_color(), alpha=0.2, linewidth=0)
     if threshold is not None:
         axis.axvline(threshold, color="gray", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
@@ -281,7 +301,7 @@ def plot_profiles(taus: np.ndarray, profiles: dict[str, dict], path: Path, thres
     axis.set_ylim(-0.02, 1.02)
     axis.set_title(f"{title}: performance profile, 95% bootstrap band")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize="small")
+    _legend(axis)
     return _save(plt, figure, path)
 
 
@@ -301,10 +321,32 @@ AGGREGATE_COLUMNS = ["runs", "scored", "from_training", "iqm", "iqm_low", "iqm_h
                      "threshold", "successes", "reached", "median_time_to_threshold", "median_steps_to_threshold"]
 
 
+def env_folder_name(env_id: str) -> str:
+    return env_id.replace("/", "_")
+
+
 def compare(runs: list[Run], out: Path, threshold: float | None = None, metric: str = "episode_return_recent",
             x: str = STEP_COLUMN, points: int = 100, reps: int = DEFAULT_REPS, seed: int = 0) -> list[Path]:
-    """Write the figures and CSVs of the module docstring for `runs` (select_runs) into `out`; print the
-    summary table. Returns the files."""
+    """Write the figures and CSVs of the module docstring for `runs` (select_runs) into `out`, or,
+    for runs of several envs, each env's into `out/ENV_ID`; print the summary tables. Returns the files."""
+    by_env: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        by_env[str(run.config.get("env_id", "?"))].append(run)
+    if len(by_env) == 1:
+        return compare_one_env(runs, out, threshold, metric, x, points, reps, seed)
+    written: list[Path] = []
+    for env_id, env_runs in sorted(by_env.items()):
+        print(f"\n{env_id}: {len(env_runs)} run{'s' * (len(env_runs) > 1)}")
+        env_out = out / env_folder_name(env_id)
+        env_out.mkdir(parents=True, exist_ok=True)
+        written += compare_one_env(env_runs, env_out, threshold, metric, x, points, reps, seed)
+    return written
+
+
+def compare_one_env(runs: list[Run], out: Path, threshold: float | None = None,
+                    metric: str = "episode_return_recent", x: str = STEP_COLUMN, points: int = 100,
+                    reps: int = DEFAULT_REPS, seed: int = 0) -> list[Path]:
+    """`compare` for runs of one env."""
     by_path = {run.path: run for run in runs}
     groups = {label: [by_path[path] for path in paths] for label, paths in group_runs(list(by_path)).items()}
     title = _title(groups)

@@ -55,7 +55,7 @@ CARTPOLE_BATCHED = dict(
 # policy (entropy 0.16 of log 3 = 1.10) at 5–6 by 400k and stayed there; 16 minibatches
 # rose no faster than 8. The shared trunk halves the CNN work per sample: ~9.5k steps/s
 # per run with two runs on 2 cores, against ~4.9k for one run of two trunks (4 minibatches)
-# alone. Untuned seeds: README (experiments.tools.readme_figures minatar-ppo).
+# alone. Untuned seeds: the book's guide (experiments.tools.readme_figures minatar-ppo).
 MINATAR = dict(
     total_timesteps=10_000_000, num_envs=128, num_steps=32, num_minibatches=8, update_epochs=4,
     learning_rate=1e-3, shared_network=True,
@@ -125,7 +125,7 @@ PRESETS: dict[str, dict] = {
     # 500 whose entropy the bonus drives back up once the advantages are noise. 4 epochs at
     # lr 2e-3 for 300k: 5 of 5 hard seeds (401, 404, 409, 410, 113), 4 of 6 of 114–119; with
     # the KL stop at 0.03 and entropy 0.003: 11 of 12 (401, 404, 409, 410, 113–120; 113:
-    # 444.7). Untuned seeds: README (experiments.tools.readme_figures recurrent-zoo).
+    # 444.7). Untuned seeds: the book's guide (experiments.tools.readme_figures recurrent-zoo).
     "CartPoleNoVel-v1": dict(
         recurrent="gru", recurrent_hidden_size=128, sequence_length=16, num_envs=64, num_steps=32,
         num_minibatches=4, update_epochs=4, learning_rate=2e-3, gamma=0.99, gae_lambda=0.95, ent_coef=0.003,
@@ -136,7 +136,7 @@ PRESETS: dict[str, dict] = {
     # whole env sequences, so the row's 8 envs × 256 steps in 8 minibatches would be one env each).
     # Greedy means over 100 episodes, seeds 1–3: −177.3, −170.4, −170.4; 11–15: −221.3, −189.1,
     # −206.3, −190.4, −229.3 (64 envs × 32 steps instead: −217.7, −196.7, −311.1 on 1–3).
-    # Untuned seeds: README (experiments.tools.readme_figures recurrent-zoo).
+    # Untuned seeds: the book's guide (experiments.tools.readme_figures recurrent-zoo).
     "PendulumNoVel-v1": dict(
         recurrent="gru", total_timesteps=200_000, num_envs=16, num_steps=128, num_minibatches=4, update_epochs=10,
         learning_rate=2e-3, gamma=0.95, gae_lambda=0.95, ent_coef=0.01, normalize_obs=True, normalize_reward=True,

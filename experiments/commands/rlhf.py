@@ -67,6 +67,7 @@ from ppo.lm.trainers.rlhf_config import RLHFConfig
 from ppo.lm.trainers.group_trainer import trainer_class
 from ppo.lm.trainers.rlhf_trainer import RLHFTrainer
 from ppo.lm.algorithm.rollout import repeat_prompts, sample_completions
+from ppo.parallel.distributed import close_world, init_world
 
 PROG = "ppo-rlhf"
 # run folder names: `__rloo`, `__klloss-k3`, else the field's name without underscores (`__kltarget2`)
@@ -180,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     """Under torchrun, each process runs this; process 0 alone writes, prints and evaluates."""
-    from ppo.parallel.distributed import close_world, init_world
-
     if args.kl_estimator is not None:
         raise ConfigError(f"--kl-estimator {args.kl_estimator} was replaced by --kl-penalty ({', '.join(KL_PENALTIES)}): "
                           f"k3 or the exact KL inside the detached reward does not regularise (ppo/lm/algorithm/kl_penalty.py)")

@@ -23,6 +23,7 @@ import errno
 import fcntl
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,7 @@ from ppo.runs.checkpoint import CheckpointError
 from ppo.trainers.base import CHECKPOINT_NAME
 
 LOCK_NAME = ".lock"
+HOLDER_WAIT_S = 0.5  # how long a refused command waits to read the id of the process that beat it
 
 
 class RunFolderBusy(ConfigError):
@@ -100,13 +102,17 @@ def named_fields(config: PPOConfig, defaults: PPOConfig, swept: list[str]) -> li
 
 
 def run_folder_name(config: PPOConfig, defaults: PPOConfig, swept: list[str] = (), preset: str | None = None,
-                    processes: int = 1) -> str:
-    """`ENV__backendB__presetP__lr3e-3__clip0.1__seedN__procsK`: the env; its backend and preset
-    where they are not the env's own; what differs from `defaults` (the config of the same env,
-    backend and preset) and what is swept; the seed; the processes of a torchrun run."""
+                    processes: int = 1, algorithm: str = "clip", settings: dict | None = None) -> str:
+    """`ENV__backendB__presetP__penalty__kltarget0.02__lr3e-3__clip0.1__seedN__procsK`: the env;
+    its backend and preset where they are not the env's own; the algorithm when it is not
+    PPO-Clip, with the settings of its own given; what differs from `defaults` (the config of
+    the same env, backend and preset) and what is swept; the seed; the processes of a torchrun run."""
     own = [f"backend{config.env_backend}"] if config.env_backend != resolve_backend(config.env_id, "auto") else []
     if preset not in (None, "auto", config.env_id) and not (preset == "none" and config.env_id not in PRESETS):
         own.append(f"preset{format_value(preset)}")
+    if algorithm != "clip":
+        own.append(algorithm)
+    own += [f"{name.replace('_', '')}{format_value(value)}" for name, value in sorted((settings or {}).items())]
     parts = [f"{ABBREVIATIONS.get(name, name.replace('_', ''))}{format_value(getattr(config, name))}"
              for name in named_fields(config, defaults, list(swept))]
     return "__".join([config.env_id.replace("/", "_"), *own, *parts, f"seed{config.seed}",
@@ -246,7 +252,7 @@ def _lock(folder: Path, prog: str, in_use_hint: str = "") -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _recorded_pid(fd)
+            holder = _holder(fd)
             os.close(fd)
             who = f"process {holder}" if holder else "another process"
             raise RunFolderBusy(f"run folder {folder} is in use by {who}, which is still running there"
@@ -257,9 +263,33 @@ def _lock(folder: Path, prog: str, in_use_hint: str = "") -> int:
     previous = _recorded_pid(fd)
     if previous and previous != os.getpid():
         print(f"{prog}: taking over run folder {folder}: process {previous}, which held it, is gone", file=sys.stderr)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    record = f"{os.getpid()}\n".encode()
+    os.pwrite(fd, record, 0)  # over the old id, then cut to length: the file is never empty
+    os.ftruncate(fd, len(record))
     return fd
+
+
+def _holder(fd: int) -> int | None:
+    """The id of the live process that holds the lock on `fd`'s file. A winner writes its id just
+    after it locks, so while the file names no live process, read again for a moment."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        pid = _recorded_pid(fd)
+        if pid is not None and _alive(pid):
+            return pid
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def _same_file(fd: int, path: Path) -> bool:

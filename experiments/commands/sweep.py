@@ -5,9 +5,13 @@
 
 Every flag given as a comma list is swept: the grid is the product of the lists, in the
 order of the flags in `--help`. Each setting trains all its seeds as one batched
-computation (`ppo.trainers.seed_batch.SeedBatchPPO`); every run gets an ordinary run folder named
-after what differs from the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`.
-At the end one table summarises each setting over its seeds (experiments.commands.statistics).
+computation (`ppo.trainers.seed_batch.SeedBatchPPO`) where the batch can stack them
+(PPO-Clip, a feed-forward network, vector observations); otherwise (a recurrent network,
+images or action masks, `--algorithm penalty` or `adaptive-clip`) its seeds train one
+after another, each an ordinary single run (`ppo.trainers.choice.build_trainer`), and
+the command says so. Every run gets an ordinary run folder named after what differs from
+the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`. At the end one table
+summarises each setting over its seeds (experiments.commands.statistics).
 
 A run whose losses or parameters turn non-finite (a learning rate too large, say) stops
 alone: its folder keeps its last good checkpoint and gets `diverged.json` (when, which
@@ -18,13 +22,26 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
+import math
 import sys
 import time
 from pathlib import Path
 
-from experiments.commands.cli import SweepValues
+import gymnasium as gym
+
+from envs.factory import make_seed_batch_env, make_vec_env
+from experiments.commands.cli import INTERRUPTED_EXIT_CODE, GracefulStop, SweepValues, configure_process
+from experiments.commands.evaluation import evaluate_run
+from experiments.commands.presets import build_config
 from experiments.commands.run_folder import RunFolderClaims, format_value, run_folder_name
+from experiments.commands.statistics import format_summary_table, summarize_runs
 from ppo.config import ConfigError, PPOConfig
+from ppo.runs.plotting import plot_learning_curve
+from ppo.trainers.base import TrainingDiverged
+from ppo.trainers.choice import build_trainer
+from ppo.trainers.ppo import resolve_device
+from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO, stacking_obstacle
 
 def expand_grid(flags: dict) -> list[dict]:
     """Every combination of the SweepValues in `flags` (other flags are left out); [{}] if none."""
@@ -43,8 +60,6 @@ def success_threshold(env_id: str, given: float | None) -> float | None:
     """The return a run must reach to count as solved: the flag, else gymnasium's reward_threshold."""
     if given is not None:
         return given
-    import gymnasium as gym
-
     try:
         return gym.spec(env_id).reward_threshold
     except gym.error.Error:
@@ -52,27 +67,25 @@ def success_threshold(env_id: str, given: float | None) -> float | None:
 
 
 def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Path, eval_episodes: int,
-              progress: bool, threshold: float | None, claims: RunFolderClaims) -> int:
+              progress: bool, threshold: float | None, claims: RunFolderClaims, algorithm: str = "clip",
+              algorithm_settings: dict | None = None) -> int:
     """Train every setting of the grid over `seeds`, evaluate each run, print the summary table.
-    Each run's folder is claimed in `claims` (experiments.commands.run_folder), which the caller releases."""
-    from experiments.commands.cli import GracefulStop, INTERRUPTED_EXIT_CODE, configure_process
-    from experiments.commands.presets import build_config
-    from ppo.trainers.seed_batch import check_batchable
-
+    Each run's folder is claimed in `claims` (experiments.commands.run_folder), which the caller releases.
+    `algorithm` and `algorithm_settings` choose the trainer (ppo.trainers.choice) of every run."""
     for name in ("env_id", "env_backend", "device"):
         if isinstance(flags.get(name), SweepValues):
             raise ConfigError(f"--{name.replace('_', '-')} takes one value in a sweep (got {','.join(flags[name])})")
     if importlib.util.find_spec("rliable") is None:  # before any training, not after it
         raise ConfigError("several seeds end with a summary table, which needs the optional extra 'stats': "
                           "pip install -c constraints.txt -e '.[stats]'")
+    algorithm_settings = algorithm_settings or {}
     fixed = {name: value for name, value in flags.items() if not isinstance(value, SweepValues)}
     grid = expand_grid(flags)
     defaults = build_config({name: value for name, value in fixed.items()
                              if name in ("env_id", "env_backend")}, preset)
     settings = [(setting, build_config({**fixed, **setting}, preset)) for setting in grid]  # all checked first
-    for _, config in settings:
-        check_batchable(config)  # before any run folder is claimed
-    plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting), preset))
+    plan = [[claims.fresh(parent / run_folder_name(config.replace(seed=seed), defaults, list(setting), preset,
+                                                    algorithm=algorithm, settings=algorithm_settings))
              for seed in seeds] for setting, config in settings]
     threshold = success_threshold(settings[0][1].env_id, threshold)
     print(f"{len(settings)} setting{'s' * (len(settings) > 1)} × {len(seeds)} seed{'s' * (len(seeds) > 1)} "
@@ -80,57 +93,94 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     all_runs: list[Path] = []
     for (setting, config), run_dirs in zip(settings, plan):
         configure_process(config.num_threads)  # the weights are drawn as a single run draws them
-        batch = _seed_batch(config, seeds, run_dirs, progress)
+        envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
+                                   resolve_device(config.device), config.frame_stack)
+        obstacle = stacking_obstacle(config, envs.single_observation_space, envs.single_action_space, algorithm)
         started = time.perf_counter()
-        with GracefulStop(prog) as stop:
-            batch.train(callback=stop.callback)
-        if stop.requested or (batch.iteration < batch.total_iterations and len(batch.diverged) < len(seeds)):
-            print(f"{prog}: stopped after iteration {batch.iteration} of {batch.total_iterations}; checkpoints "
-                  f"saved. Resume a run with: {prog} --resume RUN_DIR (one of {run_dirs[0].parent}/…)",
-                  file=sys.stderr)
+        if obstacle is None:
+            outcome = _train_seed_batch(prog, config, seeds, run_dirs, envs, progress)
+        else:
+            envs.close()
+            print(f"{setting_label(setting)}: the seed batch cannot stack {obstacle}; its {len(seeds)} seeds train "
+                  "one after another, each a single run")
+            outcome = _train_one_by_one(prog, config, seeds, run_dirs, algorithm, algorithm_settings, progress)
+        if outcome is None:
             return INTERRUPTED_EXIT_CODE
-        returns = batch.recent_returns_by_member()
-        print(f"{setting_label(setting)}: {len(seeds)} seeds × {batch.global_step:,} steps in "
+        returns, diverged, steps = outcome
+        print(f"{setting_label(setting)}: {len(seeds)} seeds × {steps:,} steps in "
               f"{time.perf_counter() - started:.1f} s; mean return of the last 20 training episodes per seed: "
-              + " ".join("diverged" if member in batch.diverged else f"{value:.0f}"
-                         for member, value in enumerate(returns)))
-        for member, record in batch.diverged.items():
+              + " ".join("diverged" if member in diverged else f"{value:.0f}" for member, value in enumerate(returns)))
+        for member, record in diverged.items():
             kept = ("keeps its last good checkpoint" if (run_dirs[member] / "checkpoint.pt").exists()
                     else "has no checkpoint (none was due before)")
             print(f"{prog}: seed {record['seed']} of {setting_label(setting)} diverged at iteration "
                   f"{record['iteration']} ({record['quantity']} = {record['value']}) and stopped there; "
                   f"{run_dirs[member]} {kept}", file=sys.stderr)
-        _finish_runs(config, seeds, run_dirs, eval_episodes, skip=set(batch.diverged))
+        _finish_runs(config, seeds, run_dirs, eval_episodes, skip=set(diverged))
         all_runs.extend(run_dirs)
-
-    from experiments.commands.statistics import format_summary_table, summarize_runs
-
     print(format_summary_table(summarize_runs(all_runs, threshold)))
     print(f"compare them: ppo-plot {parent}" + (f" --threshold {threshold:g}" if threshold is not None else ""))
     return 0
 
 
-def _seed_batch(config: PPOConfig, seeds: list[int], run_dirs: list[Path], progress: bool):
-    from envs.factory import make_seed_batch_env
-    from ppo.trainers.seed_batch import SeedBatchPPO
-    from ppo.trainers.ppo import resolve_device
+Outcome = tuple[list[float], dict[int, dict], int]  # per seed the last training return, the diverged, steps each
 
-    envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
-                               resolve_device(config.device), config.frame_stack)
-    return SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=progress)
+
+def _train_seed_batch(prog: str, config: PPOConfig, seeds: list[int], run_dirs: list[Path], envs,
+                      progress: bool) -> Outcome | None:
+    """The seeds as one SeedBatchPPO; None when it was stopped (its checkpoints are saved)."""
+    batch = SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=progress)
+    with GracefulStop(prog) as stop:
+        batch.train(callback=stop.callback)
+    if stop.requested or (batch.iteration < batch.total_iterations and len(batch.diverged) < len(seeds)):
+        _say_stopped(prog, batch.iteration, batch.total_iterations, run_dirs)
+        return None
+    return batch.recent_returns_by_member(), batch.diverged, batch.global_step
+
+
+def _train_one_by_one(prog: str, config: PPOConfig, seeds: list[int], run_dirs: list[Path], algorithm: str,
+                      algorithm_settings: dict, progress: bool) -> Outcome | None:
+    """Each seed an ordinary single run, one after another; None when one was stopped. A run
+    that diverges gets DIVERGED_NAME in its folder, as a seed batch's member does, and the next goes on."""
+    returns: list[float] = []
+    diverged: dict[int, dict] = {}
+    steps = 0
+    for member, (seed, run_dir) in enumerate(zip(seeds, run_dirs)):
+        member_config = config.replace(seed=seed).validate()
+        configure_process(member_config.num_threads)
+        envs = make_vec_env(config.env_id, config.num_envs, config.env_backend, resolve_device(config.device),
+                            config.frame_stack)
+        trainer = build_trainer(member_config, envs, algorithm, algorithm_settings, run_dir=run_dir,
+                                progress=progress)
+        try:
+            with GracefulStop(prog) as stop:
+                trainer.train(callback=stop.callback)
+        except TrainingDiverged as error:
+            diverged[member] = {"seed": seed, "iteration": trainer.iteration, "quantity": error.quantity or "training",
+                                "value": str(error.value)}
+            (run_dir / DIVERGED_NAME).write_text(json.dumps(diverged[member], indent=2) + "\n")
+            returns.append(math.nan)
+            continue
+        if stop.requested or trainer.iteration < trainer.total_iterations:
+            _say_stopped(prog, trainer.iteration, trainer.total_iterations, run_dirs)
+            return None
+        returns.append(trainer.recent_return())
+        steps = trainer.global_step
+    return returns, diverged, steps
+
+
+def _say_stopped(prog: str, iteration: int, total: int, run_dirs: list[Path]) -> None:
+    print(f"{prog}: stopped after iteration {iteration} of {total}; checkpoints saved. Resume a run with: "
+          f"{prog} --resume RUN_DIR (one of {run_dirs[0].parent}/…)", file=sys.stderr)
 
 
 def _finish_runs(config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval_episodes: int,
                  skip: set[int] = frozenset()) -> None:
     """What a single run does after training, for each run: learning curve, greedy evaluation
     (not for the runs in `skip`, by index: those that diverged are failures, not scores)."""
-    from ppo.runs.plotting import plot_learning_curve
-
     for seed, run_dir in zip(seeds, run_dirs):
         plot_learning_curve(run_dir, f"PPO on {config.env_id} (seed {seed})")
     if eval_episodes:
-        from experiments.commands.evaluate import evaluate_run
-
         for member, run_dir in enumerate(run_dirs):
             if member not in skip:
                 evaluate_run(run_dir, eval_episodes, verbose=False)

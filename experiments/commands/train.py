@@ -5,6 +5,7 @@
     ppo-train --learning-rate 1e-3 --update-epochs 10 --no-anneal-lr
     ppo-train --resume runs/CartPole-v1__seed1  # continue a run from its checkpoint
     ppo-train --seeds 1-16                      # 16 seeds at once, one batched computation
+    ppo-train --algorithm penalty --kl-target 0.02   # PPO-Penalty (or adaptive-clip) instead of PPO-Clip
     ppo-train --learning-rate 1e-3,3e-3 --seeds 1-10   # a sweep: every comma list is a grid axis
 
 Every PPOConfig field is a flag; see `ppo-train --help`. The run folder receives
@@ -18,11 +19,14 @@ command on it is refused.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from envs.factory import make_vec_env
 from experiments.commands.cli import (
     OneLineArgumentParser,
     SweepValues,
@@ -32,18 +36,30 @@ from experiments.commands.cli import (
     run_with_user_errors,
     train_stoppably,
 )
+from experiments.commands.evaluation import evaluate_run
+from experiments.commands.presets import build_config, format_presets
 from experiments.commands.run_folder import RunFolderClaims, claim_on_process_zero, run_folder_name
+from experiments.commands.sweep import run_sweep
 from ppo.config import ConfigError, PPOConfig
+from ppo.parallel.distributed import close_world, init_world
+from ppo.runs.plotting import plot_learning_curve
+from ppo.trainers.choice import ALGORITHMS, build_trainer, check_settings, resume_run, setting_defaults
+from ppo.trainers.ppo import resolve_device
+from ppo.trainers.seed_batch import parse_seeds
 
 PROG = "ppo-train"
 DEFAULT_EVAL_EPISODES = 100
 RUN_SETTINGS_NAME = "run.json"  # the command's settings that are not PPOConfig fields: {"eval_episodes": N}
 
 
+ALGORITHM_SETTINGS = ("kl_target", "initial_beta", "min_clip", "max_clip")  # the flags of ppo.trainers.choice's settings
+HELP_FLAGS = ("-h", "--help")
+
+
 def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
-    """The command's parser. `argv` (the command line) is read for --env-id, --env-backend
-    and --preset, so that the help shows the values a run with them would use."""
-    shown, about = run_defaults(argv or [])
+    """The command's parser. Given `argv` (a command line that asks for --help), the help shows
+    the values a run with its --env-id, --env-backend and --preset would use."""
+    shown, about = run_defaults(argv) if argv is not None else (None, "")
     parser = OneLineArgumentParser(
         prog=PROG,
         description="Train PPO on a gymnasium environment. Defaults come from the env's preset "
@@ -56,8 +72,9 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
                      "(default: runs). A run holds its folder while it trains: a second command on it is refused, "
                      "and a folder left by a killed run is taken over")
     run.add_argument("--seeds", default=None, metavar="SEEDS",
-                     help="train several seeds as one batched computation, e.g. 1-16 or 1,3,5 (or 1-4,9); each "
-                     "gets its own run folder. Any hyperparameter given as a comma list (--learning-rate 1e-3,3e-3) "
+                     help="train several seeds, e.g. 1-16 or 1,3,5 (or 1-4,9): as one batched computation where "
+                     "a seed batch can stack them (PPO-Clip, feed-forward, vector observations), else one after "
+                     "another; each gets its own run folder. Any hyperparameter given as a comma list (--learning-rate 1e-3,3e-3) "
                      "is swept: every combination, over every seed, then one summary table per setting")
     run.add_argument("--success-threshold", type=float, default=None, metavar="RETURN",
                      help="the final evaluation that counts as solved in a sweep's summary table "
@@ -73,6 +90,21 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
                      "On the torch backend the run continues exactly as if never stopped; gymnasium envs "
                      "start fresh episodes")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    algorithm = parser.add_argument_group("algorithm (ppo.trainers.choice)")
+    algorithm.add_argument("--algorithm", choices=list(ALGORITHMS), default=None,
+                           help="clip: PPO-Clip (the default); penalty: PPO-Penalty, the unclipped surrogate minus "
+                           "β·KL with β adapted after each update; adaptive-clip: PPO-Clip whose ε is halved or doubled "
+                           "after each update to keep the KL near --kl-target")
+    penalty, adaptive = setting_defaults("penalty"), setting_defaults("adaptive-clip")
+    algorithm.add_argument("--kl-target", type=float, default=None, metavar="KL",
+                           help=f"penalty and adaptive-clip: the KL d_targ they adapt toward (default "
+                           f"{penalty['kl_target']}); not --target-kl, PPO-Clip's early stop")
+    algorithm.add_argument("--initial-beta", type=float, default=None, metavar="BETA",
+                           help=f"penalty: β of the first update (default {penalty['initial_beta']})")
+    algorithm.add_argument("--min-clip", type=float, default=None, metavar="EPS",
+                           help=f"adaptive-clip: the smallest ε (default {adaptive['min_clip']})")
+    algorithm.add_argument("--max-clip", type=float, default=None, metavar="EPS",
+                           help=f"adaptive-clip: the largest ε (default {adaptive['max_clip']})")
     add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig; a comma list sweeps a flag)"), PPOConfig,
                         shown_defaults=shown, sweepable=True)
     return parser
@@ -82,10 +114,6 @@ def run_defaults(argv: list[str]) -> tuple[dict | None, str]:
     """The config a run with this command line's env, backend and preset starts from (the
     values the help shows), and a sentence saying which; the dataclass defaults if the
     command line names no usable env."""
-    import argparse
-
-    from experiments.commands.presets import build_config
-
     peek = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for flag in ("--env-id", "--env-backend", "--preset"):
         peek.add_argument(flag, default=argparse.SUPPRESS)
@@ -102,26 +130,61 @@ def run_defaults(argv: list[str]) -> tuple[dict | None, str]:
                               f"{config.env_backend}; add --env-id ENV to see another env's.")
 
 
+@dataclass(frozen=True)
+class TrainRequest:
+    """What one command line asks for, read once: the parsed flags, the PPOConfig fields
+    given (a comma list as SweepValues), the seeds of a batch, the algorithm and its settings."""
+
+    args: argparse.Namespace
+    flags: dict
+    seeds: list[int] | None
+    algorithm: str
+    settings: dict
+
+    @property
+    def is_batch(self) -> bool:
+        """Several seeds or a sweep: one seed batch per setting (experiments.commands.sweep)."""
+        return any(isinstance(value, SweepValues) for value in self.flags.values()) or len(self.seeds or ()) > 1
+
+
+def parse_request(argv: list[str]) -> TrainRequest:
+    """argv → TrainRequest, every combination of flags checked (ConfigError, one line, otherwise)."""
+    asks_for_help = any(flag in argv for flag in HELP_FLAGS)  # only the help reads the command line twice
+    args = build_parser(argv if asks_for_help else None).parse_args(argv)
+    if args.eval_episodes is not None and args.eval_episodes < 0:
+        raise ConfigError(f"eval_episodes = {args.eval_episodes} must be ≥ 0")
+    flags = given_flags(args, PPOConfig)
+    settings = {name: getattr(args, name) for name in ALGORITHM_SETTINGS if getattr(args, name) is not None}
+    request = TrainRequest(args, flags, _seeds(args, flags), args.algorithm or "clip", settings)
+    if request.is_batch:
+        if args.resume is not None:
+            raise ConfigError("--resume continues one run: give it one run folder, without --seeds or comma lists")
+    elif request.seeds:
+        flags["seed"] = request.seeds[0]
+    if args.resume is not None:
+        unexpected = sorted(set(flags) - {"total_timesteps"})
+        unexpected += [name for name in ("run_dir", "preset", "algorithm") if getattr(args, name) is not None]
+        unexpected += sorted(settings)
+        if unexpected:
+            raise ConfigError(f"--resume keeps the run's folder and config; only --total-timesteps may change "
+                              f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
+    return request
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
-    return run_with_user_errors(PROG, lambda: _train(args))
+    return run_with_user_errors(PROG, lambda: _train(parse_request(argv)))
 
 
 def training_envs(config: PPOConfig, world=None):
     """The VecEnv a process trains on: its share of the `config.num_envs` copies (all of
     them for a single process), on the config's backend and device, frames stacked as it says."""
-    from envs.factory import make_vec_env
-    from ppo.trainers.ppo import resolve_device
-
     num_envs = config.num_envs if world is None else world.share(config.num_envs, "num_envs")
     return make_vec_env(config.env_id, num_envs, config.env_backend, resolve_device(config.device), config.frame_stack)
 
 
 def _seeds(args, flags: dict) -> list[int] | None:
     """The seeds of --seeds, or of --seed given as a comma list; None for one ordinary --seed."""
-    from ppo.trainers.seed_batch import parse_seeds
-
     if args.seeds is not None:
         if "seed" in flags:
             raise ConfigError("give --seed or --seeds, not both")
@@ -133,64 +196,50 @@ def _seeds(args, flags: dict) -> list[int] | None:
 
 def _defaults(flags: dict, preset: str | None) -> PPOConfig:
     """The config of a run given only this command line's env and backend (what a folder name is relative to)."""
-    from experiments.commands.presets import build_config
-
     return build_config({name: flags[name] for name in ("env_id", "env_backend") if name in flags}, preset or "auto")
 
 
-def _train(args) -> int:
+def _train(request: TrainRequest) -> int:
     """Under torchrun, each process runs this; process 0 alone writes, prints and evaluates."""
-    from ppo.parallel.distributed import close_world, init_world
-
-    world = init_world(getattr(args, "device", "cpu"))
+    world = init_world(getattr(request.args, "device", "cpu"))
     try:
         with RunFolderClaims(PROG) as claims:  # every run folder this command claims, held until it ends
-            return _train_process(args, world, claims)
+            return _train_process(request, world, claims)
     finally:
         close_world(world)
 
 
-def _train_process(args, world, claims: RunFolderClaims) -> int:
-    """Check everything, claim the run folder (experiments.commands.run_folder), train, report."""
-    from experiments.commands.presets import format_presets
-
+def _train_process(request: TrainRequest, world, claims: RunFolderClaims) -> int:
+    """Claim the run folder (experiments.commands.run_folder), train, report."""
+    args, flags = request.args, request.flags
     if args.list_presets:
         print(format_presets())
         return 0
-    if args.eval_episodes is not None and args.eval_episodes < 0:
-        raise ConfigError(f"eval_episodes = {args.eval_episodes} must be ≥ 0")
-    flags = given_flags(args, PPOConfig)
-    seeds = _seeds(args, flags)
-    if any(isinstance(value, SweepValues) for value in flags.values()) or len(seeds or ()) > 1:
-        if args.resume is not None:
-            raise ConfigError("--resume continues one run: give it one run folder, without --seeds or comma lists")
+    if request.is_batch:
         if world.distributed:
             raise ConfigError("several seeds or a sweep run in one process; start them without torchrun")
-        from experiments.commands.sweep import run_sweep
-
-        return run_sweep(PROG, flags, seeds or [PPOConfig.seed if "seed" not in flags else flags["seed"]],
-                         args.preset or "auto", args.run_dir or Path("runs"), _eval_episodes(args.eval_episodes),
-                         not args.no_progress, args.success_threshold, claims=claims)
-    if seeds:
-        flags["seed"] = seeds[0]
+        return run_sweep(PROG, flags, request.seeds or [flags.get("seed", PPOConfig.seed)], args.preset or "auto",
+                         args.run_dir or Path("runs"), _eval_episodes(args.eval_episodes), not args.no_progress,
+                         args.success_threshold, claims=claims, algorithm=request.algorithm,
+                         algorithm_settings=check_settings(request.algorithm, request.settings))
     if args.resume is not None:
-        trainer, eval_episodes = _resumed_trainer(args, flags, world, claims)
+        trainer, eval_episodes = _resumed_trainer(request, world, claims)
     else:
-        trainer, eval_episodes = _fresh_trainer(args, flags, world, claims)
+        trainer, eval_episodes = _fresh_trainer(request, world, claims)
     return _train_and_report(trainer, eval_episodes, world)
 
 
-def _fresh_trainer(args, flags: dict, world, claims: RunFolderClaims):
+def _fresh_trainer(request: TrainRequest, world, claims: RunFolderClaims):
     """(trainer, evaluation episodes) of a new run. The env, the spaces and the device are
     checked before the run folder is claimed, so a refused command leaves no folder."""
-    from experiments.commands.presets import build_config
-    from ppo.trainers.recurrent import trainer_class
-
+    args, flags = request.args, request.flags
     config = build_config(flags, args.preset or "auto")
     configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
-    trainer = trainer_class(config)(config, training_envs(config, world), progress=not args.no_progress, world=world)
+    trainer = build_trainer(config, training_envs(config, world), request.algorithm, request.settings,
+                            progress=not args.no_progress, world=world)
     default = Path("runs") / run_folder_name(config, _defaults(flags, args.preset), preset=args.preset,
-                                             processes=world.size)
+                                             processes=world.size, algorithm=request.algorithm,
+                                             settings=request.settings)
     # process 0 claims the folder and names it for all; the trainer was built without one
     trainer.run_dir = claim_on_process_zero(world, lambda: claims.new_run(args.run_dir, default))
     eval_episodes = _eval_episodes(args.eval_episodes)
@@ -199,17 +248,10 @@ def _fresh_trainer(args, flags: dict, world, claims: RunFolderClaims):
     return trainer, eval_episodes
 
 
-def _resumed_trainer(args, flags: dict, world, claims: RunFolderClaims):
+def _resumed_trainer(request: TrainRequest, world, claims: RunFolderClaims):
     """(trainer, evaluation episodes) continuing the run in --resume; refused while that run
     is still training, or when the budget leaves nothing to train."""
-    from ppo.trainers.recurrent import resume_run
-
-    unexpected = sorted(set(flags) - {"total_timesteps"})
-    unexpected += ["run_dir"] if args.run_dir is not None else []
-    unexpected += ["preset"] if args.preset is not None else []
-    if unexpected:
-        raise ConfigError(f"--resume keeps the run's folder and config; only --total-timesteps may change "
-                          f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
+    args, flags = request.args, request.flags
     run_dir = args.resume
     claim_on_process_zero(world, lambda: claims.resumed(run_dir))
     trainer = resume_run(run_dir, lambda config: training_envs(config, world), flags.get("total_timesteps"),
@@ -252,8 +294,6 @@ def _train_and_report(trainer, eval_episodes: int, world) -> int:
     if exit_code is not None:
         return exit_code
     wall = time.perf_counter() - started
-    from ppo.runs.plotting import plot_learning_curve
-
     curve = plot_learning_curve(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")
     steps, seconds = trainer.global_step - steps_before, trainer.train_seconds - seconds_before
     in_all = f" ({trainer.global_step:,} in all)" if steps_before else ""
@@ -264,8 +304,6 @@ def _train_and_report(trainer, eval_episodes: int, world) -> int:
         f"mean return of the last 20 training episodes: {trainer.recent_return():.1f}"
     )
     if eval_episodes:
-        from experiments.commands.evaluate import evaluate_run
-
         evaluate_run(run_dir, eval_episodes)
     print(f"run folder: {run_dir}\nlearning curve: {curve}\ntensorboard: tensorboard --logdir {run_dir}")
     return 0

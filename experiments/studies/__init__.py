@@ -1,1 +1,1 @@
-"""The experiments the lectures and README run: over-optimisation, preference methods, GRPO's biases, masking, learning curves, iteration profiles."""
+"""The experiments the lectures and the guide run: over-optimisation, preference methods, GRPO's biases, masking, learning curves, iteration profiles."""

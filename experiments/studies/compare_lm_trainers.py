@@ -72,7 +72,7 @@ from ppo.lm.trainers.rlhf_config import ALGORITHMS, RLHFConfig
 from ppo.lm.trainers.rlhf_trainer import copy_with_value_head
 from ppo.lm.algorithm.rollout import exact_token_kl, repeat_prompts, sample_completions, score_completions
 
-PROG = "compare_lm_trainers"
+PROG = "python -m experiments.studies.compare_lm_trainers"
 DPO_DEFAULTS = DPOConfig()
 CHOICES = (*ALGORITHMS, "dpo")  # dpo: trained on comparisons, not rollouts
 POSITION_COLUMNS = ("t=0", "t=1-5", "t=6", "t=7", "t≥8")  # relation, rest of the relation, food, rest

@@ -67,7 +67,7 @@ from ppo.lm.trainers.rlhf_config import LOSS_AVERAGINGS
 from ppo.lm.algorithm.rollout import TokenBatch, score_completions
 from ppo.lm.models.tokenizer import CharTokenizer
 
-PROG = "grpo_biases"
+PROG = "python -m experiments.studies.grpo_biases"
 SCALES = ("group-std", "batch-std", "none")
 DEFAULT_SUCCESS_RATES = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)
 DEFAULT_GROUP = ("pizza", "pizza", "soda", "tacos", "apples", "lettuce", "cookies", "ice cream")

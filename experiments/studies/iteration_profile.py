@@ -26,9 +26,9 @@ import time
 from envs.factory import make_vec_env
 from experiments.commands.cli import OneLineArgumentParser, configure_process, run_with_user_errors
 from experiments.commands.presets import build_config
-from ppo.trainers.recurrent import trainer_class
+from ppo.trainers.choice import trainer_class
 
-PROG = "iteration_profile"
+PROG = "python -m experiments.studies.iteration_profile"
 PARTS = ("env step", "rest of rollout", "advantages", "update")
 
 

@@ -56,7 +56,7 @@ from ppo.lm.trainers.rlhf_config import RLHFConfig
 from ppo.lm.trainers.rlhf_trainer import RLHFTrainer
 from ppo.lm.algorithm.rollout import CompletionBatch, repeat_prompts, sample_completions, score_completions
 
-PROG = "overoptimization"
+PROG = "python -m experiments.studies.overoptimization"
 DEFAULT_BETA = RLHFConfig.kl_coef  # the β of a default ppo-rlhf run
 GOLD_RANGE = (MALFORMED_HEALTHINESS, max(HEALTHINESS.values()))  # every gold score the rule can give
 

@@ -86,7 +86,7 @@ from ppo.lm.trainers.rlhf_config import RLHFConfig
 from ppo.lm.trainers.rlhf_trainer import RLHFTrainer, copy_with_value_head
 from ppo.lm.algorithm.rollout import repeat_prompts, sample_completions
 
-PROG = "preference_methods"
+PROG = "python -m experiments.studies.preference_methods"
 NORMALISATION_SAMPLES = 512  # SFT completions the reward model is normalised on
 OPTIMUM_CURVE_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0, 8.0, 16.0, 64.0)  # π*'s curve: t·β times these
 

@@ -22,15 +22,18 @@ and `activation` shape the MLP only; the CNNs end in their own linear layer, wit
 each get one, twice the convolutions; CleanRL's and SB3's Atari agents share one.
 
 An image is prepared once, inside the CNN's `forward`, so no caller does it again:
-  * layout: a 3-D shape (a, b, c) is channel-last when its last axis is shorter than its
-    first (c < a: (84, 84, 4), MinAtar's gymnasium (10, 10, C)), else channel-first
-    ((4, 84, 84), this project's MinAtar (C, 10, 10)); a tie (a = c) reads as channel-first,
-    so a channel-last env with as many channels as rows must transpose its images itself.
+  * layout: of a 3-D shape (a, b, c), the channels are the axis that differs from two
+    equal ones: (C, H, H) is channel-first and (H, H, C) channel-last whatever C is
+    ((4, 84, 84) and (84, 84, 4); this project's MinAtar (C, 10, 10) and MinAtar's
+    gymnasium (10, 10, C), 16 channels or 4). A rectangular image takes the shorter end
+    axis as its channels (c < a: channel-last), and a cube (a = b = c) reads as
+    channel-first, so an env whose images break this rule must transpose them itself.
     The rule is applied to the space when the encoder is built (`channels_last`); `forward`
     permutes a channel-last batch to (B, C, H, W).
-  * scale: a uint8 space holds pixels 0..255; its CNN multiplies by 1/255 (decided from the
-    space, not from the tensor, so the rollout buffer can keep uint8 and the update sees
-    what the rollout saw). Other dtypes (float, bool) are read as they are.
+  * scale: a uint8 space holds integers 0..high; its CNN multiplies by 1/high, the space's
+    largest bound (1/255 for pixels; nothing for 0/1 planes), decided from the space, not
+    from the tensor, so the rollout buffer can keep uint8 and the update sees what the
+    rollout saw. Other dtypes (float, bool) are read as they are.
 
 Observations with an action mask. A Dict observation space is accepted in one layout,
 
@@ -98,8 +101,22 @@ class MLPEncoder(nn.Sequential):
 
 
 def channels_last(shape: tuple[int, ...]) -> bool:
-    """Whether a 3-D image shape (a, b, c) is channel-last: c < a (see the module docstring)."""
-    return shape[-1] < shape[0]
+    """Whether a 3-D image shape (a, b, c) is channel-last: (H, H, C) with C ≠ H, or, when no
+    two axes are equal, c < a (see the module docstring)."""
+    a, b, c = shape
+    if a == b != c:
+        return True
+    if b == c or a == c:
+        return False
+    return c < a
+
+
+def pixel_scale(space: gym.spaces.Box) -> float | None:
+    """1 / high for a uint8 space whose largest value is high > 1 (1/255 for pixels); None otherwise."""
+    if space.dtype != np.uint8:
+        return None
+    high = int(np.max(space.high))
+    return 1.0 / high if high > 1 else None
 
 
 class ImageEncoder(nn.Module):
@@ -110,12 +127,12 @@ class ImageEncoder(nn.Module):
         shape = tuple(observation_space.shape)
         self.channels_last = channels_last(shape)
         self.obs_shape = shape
-        self.scale = 1.0 / 255.0 if observation_space.dtype == np.uint8 else None
+        self.scale = pixel_scale(observation_space)
         self.body = nn.Sequential(*body_layers)
         self.out_dim = out_dim
 
     def prepare(self, obs: torch.Tensor) -> torch.Tensor:
-        """(..., *obs_shape) any dtype → (B, C, H, W) float32, channel-first, uint8 scaled by 1/255."""
+        """(..., *obs_shape) any dtype → (B, C, H, W) float32, channel-first, uint8 scaled by 1/high."""
         images = obs.reshape(-1, *self.obs_shape).to(torch.float32)
         if self.channels_last:
             images = images.permute(0, 3, 1, 2)

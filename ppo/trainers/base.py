@@ -71,7 +71,12 @@ def continue_global_stream(device: torch.device, seed: int) -> torch.Generator:
 
 
 class TrainingDiverged(Exception):
-    """A loss, gradient norm or parameter became NaN or infinite; one-line message."""
+    """A loss, gradient norm or parameter became NaN or infinite; one-line message, and which
+    quantity with what value (`quantity`, `value`: "parameters", nan for a parameter)."""
+
+    def __init__(self, message: str, quantity: str | None = None, value: float = math.nan):
+        super().__init__(message)
+        self.quantity, self.value = quantity, value
 
 
 class BaseTrainer:
@@ -176,11 +181,11 @@ class BaseTrainer:
             value = metrics.get(name)
             if value is not None and not math.isfinite(value):
                 raise TrainingDiverged(f"iteration {self.iteration}: {name} = {value}; training stopped "
-                                       "(the last checkpoint is kept; try a smaller learning rate)")
+                                       "(the last checkpoint is kept; try a smaller learning rate)", name, value)
         parameters = getattr(self.optimizer, "flat_params", None)
         if parameters is not None and not bool(torch.isfinite(parameters).all()):
             raise TrainingDiverged(f"iteration {self.iteration}: a parameter is not finite; training stopped "
-                                   "(the last checkpoint is kept; try a smaller learning rate)")
+                                   "(the last checkpoint is kept; try a smaller learning rate)", "parameters")
 
     # ------------------------------------------------------------------ checkpoints
     def trainer_record(self) -> dict:

@@ -24,19 +24,14 @@ Not supported, refused in one line: data-parallel runs (torchrun) and seed batch
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Callable
-
 import gymnasium as gym
 import torch
 
-from ppo.config import ConfigError, PPOConfig
-from ppo.parallel.distributed import SINGLE_PROCESS, World
-from ppo.models.recurrent_networks import RecurrentActorCritic
 from ppo.algorithm.sequence_storage import SequenceRolloutBuffer
-from ppo.trainers.ppo import PPO
 from ppo.algorithm.update import MinibatchLoss
-from ppo.vec_env import VecEnv
+from ppo.config import ConfigError
+from ppo.models.recurrent_networks import RecurrentActorCritic
+from ppo.trainers.ppo import PPO
 
 SEQUENCE_FIELDS = ("log_probs", "values", "advantages", "returns")  # per step, flattened for the loss
 
@@ -130,15 +125,3 @@ class RecurrentPPO(PPO):
         if self.continues_episodes(own):
             self.recurrent_state = own["recurrent_state"].to(self.device)
             self.episode_start = own["episode_start"].to(self.device)
-
-
-def trainer_class(config) -> type[PPO]:
-    """The trainer of a config: RecurrentPPO when config.recurrent is a cell, else PPO."""
-    return RecurrentPPO if config.recurrent != "none" else PPO
-
-
-def resume_run(run_dir: str | Path, make_envs: Callable[[PPOConfig], VecEnv], total_timesteps: int | None = None,
-               progress: bool = True, world: World = SINGLE_PROCESS) -> PPO:
-    """`PPO.resume` or `RecurrentPPO.resume`, whichever trained the run in `run_dir`."""
-    _, config = PPO.load_run(run_dir, PPOConfig, required_keys=PPO.REQUIRED_STATE)  # what PPO.resume checks
-    return trainer_class(config).resume(run_dir, make_envs, total_timesteps, progress=progress, world=world)

@@ -29,7 +29,7 @@ one run's. Started from the same θ, m, v, an iteration of member s lands within
 float32 roundings of its run's, with the same target_kl decision and step count
 (tests/test_seed_batch.py). Over many iterations the difference grows, as any rounding
 does in this chaotic system, until the runs part: the members end as good as their runs,
-not equal to them. How far apart, and when, is measured by the README's block
+not equal to them. How far apart, and when, is measured by the guide's block
 `seed-batch-rounding` (its record: docs/figures/seed-batch-rounding.json).
 
 A member whose losses, gradient norm or parameters turn non-finite stops alone
@@ -41,7 +41,9 @@ it and `ppo-train --resume` continues it as a single run. On a CPU the batched
 arithmetic takes as long per member as a run's own; what the batch saves is the Python
 overhead of S separate loops, their start-up, and (with `num_threads` > 1) idle cores;
 on a GPU it fills the device (`experiments/benchmarks/seeds.py`). Recurrent policies
-(config.recurrent) are not batched: `check_batchable` refuses them.
+(config.recurrent) are not batched: `check_batchable` refuses them, and
+`stacking_obstacle` says what else a batch cannot stack (images, masks, the PPO
+variants); `ppo-train --seeds` trains those seeds one after another instead.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from ppo.models.normalize import ObservationNormalizer, RewardScaler
 from ppo.parallel.optim import StackedAdam, linear_annealing
 from ppo.models.stacked_networks import StackedActorCritic
 from ppo.algorithm.storage import RolloutBuffer
-from ppo.trainers.ppo import RECENT_EPISODES, StepsEnvs, resolve_device
+from ppo.trainers.ppo import RECENT_EPISODES, StepsEnvs, check_spaces, resolve_device
 from ppo.algorithm.update import MinibatchLoss, run_member_update, update_settings
 
 MemberCallback = Callable[["SeedBatchPPO", list], "bool | None"]
@@ -92,11 +94,25 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def stacking_obstacle(config: PPOConfig, observation_space, action_space, algorithm: str = "clip") -> str | None:
+    """Why a seed batch cannot stack these runs (a phrase), or None when it can: it trains
+    PPO-Clip with a feed-forward network on 1-D Box observations and Discrete or 1-D Box actions."""
+    if algorithm != "clip":
+        return f"algorithm {algorithm}"
+    if config.recurrent != "none":
+        return f"a {config.recurrent} network"
+    try:
+        check_spaces(observation_space, action_space, config.env_id, shaped=False)
+    except ConfigError:
+        return f"observation space {observation_space}, action space {action_space}"
+    return None
+
+
 def check_batchable(config: PPOConfig) -> None:
     """ConfigError (one line) for a config a seed batch cannot train: a recurrent network."""
     if config.recurrent != "none":
-        raise ConfigError(f"recurrent = {config.recurrent!r}: several seeds or a sweep train as one seed batch, "
-                          "which supports feed-forward networks only; train each seed on its own (--seed N)")
+        raise ConfigError(f"recurrent = {config.recurrent!r}: a seed batch supports feed-forward networks only; "
+                          "`ppo-train --seeds` trains such seeds one after another")
 
 
 class SeedBatchPPO(StepsEnvs):

@@ -41,6 +41,19 @@ KL_TOLERANCE = 1.5  # d counts as "on target" inside [d_targ / 1.5, 1.5 · d_tar
 TOO_FAR, ON_TARGET, TOO_CLOSE = "too far", "on target", "too close"
 
 
+def check_variant_settings(**settings: float) -> None:
+    """ConfigError (one line) for an impossible setting of a variant: kl_target and initial_beta
+    finite and > 0; 0 < min_clip ≤ max_clip < 1 (given together)."""
+    for name in ("kl_target", "initial_beta"):
+        value = settings.get(name)
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{name} = {value} must be a finite number > 0")
+    if "min_clip" in settings or "max_clip" in settings:
+        low, high = settings.get("min_clip", 0.02), settings.get("max_clip", 0.5)
+        if not (0 < low <= high < 1):
+            raise ConfigError(f"clip bounds [{low}, {high}] must satisfy 0 < min_clip ≤ max_clip < 1")
+
+
 def kl_feedback(kl: float, kl_target: float, tolerance: float = KL_TOLERANCE) -> str:
     """TOO_FAR if kl > tolerance · target, TOO_CLOSE if kl < target / tolerance, else ON_TARGET."""
     if kl > tolerance * kl_target:
@@ -130,8 +143,7 @@ class KLAdaptivePPO(PPO):
         kl_target: float = 0.01,
         world: World = SINGLE_PROCESS,
     ):
-        if not (kl_target > 0 and math.isfinite(kl_target)):
-            raise ConfigError(f"kl_target = {kl_target} must be a finite number > 0")
+        check_variant_settings(kl_target=kl_target)
         super().__init__(config, envs, run_dir, progress, world)
         self.kl_target = float(kl_target)
 
@@ -170,8 +182,7 @@ class PPOPenalty(KLAdaptivePPO):
 
     def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01, initial_beta=1.0,
                  world: World = SINGLE_PROCESS):
-        if not (initial_beta > 0 and math.isfinite(initial_beta)):
-            raise ConfigError(f"initial_beta = {initial_beta} must be a finite number > 0")
+        check_variant_settings(initial_beta=initial_beta)
         super().__init__(config, envs, run_dir, progress, kl_target, world)
         self.initial_beta = float(initial_beta)
         self.beta = self.initial_beta  # adapted after every update; a checkpoint keeps where it stands
@@ -196,8 +207,7 @@ class AdaptiveClipPPO(KLAdaptivePPO):
 
     def __init__(self, config: PPOConfig, envs: VecEnv, run_dir=None, progress=True, kl_target=0.01,
                  min_clip: float = 0.02, max_clip: float = 0.5, world: World = SINGLE_PROCESS):
-        if not (0 < min_clip <= max_clip and math.isfinite(max_clip)):
-            raise ConfigError(f"clip bounds [{min_clip}, {max_clip}] must satisfy 0 < min_clip ≤ max_clip < ∞")
+        check_variant_settings(min_clip=min_clip, max_clip=max_clip)
         super().__init__(config, envs, run_dir, progress, kl_target, world)
         self.min_clip, self.max_clip = float(min_clip), float(max_clip)
 
