@@ -7,6 +7,8 @@
 #   make lab         install with the notebooks extra and open JupyterLab on lectures/
 # and, after editing a lecture script:
 #   make notebooks   bring the lecture notebooks up to date (execute the stale ones)
+# and, to read the course as a website:
+#   make book        install with the book extra and build the book into docs/_build/html/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +18,7 @@ PIP_INSTALL := $(BIN)/pip install --quiet -c constraints.txt
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: demo test test-full lab notebooks install install-dev clean
+.PHONY: demo test test-full lab notebooks book install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,10 +47,17 @@ lab: $(BIN)/python
 
 # Bring lectures/NN_name.ipynb up to date with the scripts (jupytext) and the code (nbclient):
 #   make notebooks              execute in full the stale ones, give the others their script's new text
-#   make notebooks ALL=1        execute every lecture in full (lectures/README.md times each)
+#   make notebooks ALL=1        execute every lecture in full (about 20 min on 2 cores; lectures/README.md times each)
 #   make notebooks QUICK=1      each lecture in its quick mode, into lecture_outputs/notebooks/
 notebooks: install-dev
 	$(BIN)/python lectures/_notebooks.py $(if $(ALL),--all) $(if $(QUICK),--quick)
 
+# The book, built offline with Sphinx and MyST-NB from docs/book/: the shipped lecture notebooks
+# as they are (never executed), the learner pages, the guide and the API reference. -W: a warning fails the build.
+book: $(BIN)/python
+	$(PIP_INSTALL) -e '.[book]'
+	$(BIN)/python -m sphinx -b html -W --keep-going -q docs/book docs/_build/html
+	@echo "The book: docs/_build/html/index.html"
+
 clean:
-	rm -rf runs lecture_outputs .pytest_cache
+	rm -rf runs lecture_outputs .pytest_cache docs/_build docs/book/lectures

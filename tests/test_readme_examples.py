@@ -1,7 +1,10 @@
-"""The README's "Python API" examples run as written, each block on its own, in order; and its
-commands, from `ppo-train` to `ppo-plot runs/`, run in order in one fresh folder.
+"""The documents' examples run as written: the Python examples of the guide's Python API page,
+each block on its own, in order; the README's Python example; and the commands of the README
+and the guide, from `ppo-train` to `ppo-plot runs/`, in order in one fresh folder.
 
-The blocks share one working folder, as a reader's session would: the first trains into
+The documents are the README and the guide's pages (docs/book/guide/), in the order of the
+guide's table of contents; a command shown on several of them counts once.
+The Python blocks share one working folder, as a reader's session would: the first trains into
 runs/cartpole-api, the next two load it, the last trains and loads the language model.
 The SFT model's cache goes to a temporary folder, so the test does not depend on (or
 fill) the reader's cache; the small model there trains in seconds.
@@ -24,17 +27,52 @@ from experiments.commands.cli import given_flags
 from ppo.lm.trainers.rlhf_config import RLHFConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+README = REPO_ROOT / "README.md"
+GUIDE = REPO_ROOT / "docs" / "book" / "guide"
 EXAMPLE_TIMEOUT_S = 600  # seconds of work each, but CI machines are slow and shared
 
 
+def guide_pages() -> list[Path]:
+    """The guide's index, then its pages in the order of its toctree."""
+    index = (GUIDE / "index.md").read_text()
+    toctree = re.search(r"```\{toctree\}\n(.*?)```", index, flags=re.DOTALL).group(1)
+    names = [line.strip() for line in toctree.splitlines() if line.strip() and not line.startswith(":")]
+    return [GUIDE / "index.md", *(GUIDE / f"{name}.md" for name in names)]
+
+
+def documents() -> list[Path]:
+    return [README, *guide_pages()]
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.DOTALL)
+
+
 def python_api_examples() -> list[str]:
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    return python_blocks(GUIDE / "python-api.md")
 
 
-def test_the_readme_has_a_python_api_section_with_examples():
+def test_the_guide_lists_every_page_it_has():
+    assert sorted(guide_pages()) == sorted(GUIDE.glob("*.md"))
+
+
+def test_the_guide_has_a_python_api_page_with_examples():
     assert len(python_api_examples()) >= 4
+
+
+def test_the_readme_links_only_to_files_that_exist():
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text())
+    assert targets and [target for target in targets if not (REPO_ROOT / target).exists()] == []
+
+
+@pytest.mark.slow  # full tier: README flows
+def test_the_readme_python_example_runs(tmp_path: Path):
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    (example,) = python_blocks(README)
+    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=environment,
+                            capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S)
+    assert result.returncode == 0, f"the README's example failed:\n{example}\n{result.stderr[-3000:]}"
+    assert (tmp_path / "runs" / "cartpole-readme" / "checkpoint.pt").is_file()
 
 
 @pytest.mark.slow  # full tier: README flows
@@ -44,7 +82,7 @@ def test_the_python_api_examples_run(tmp_path: Path):
     for number, example in enumerate(python_api_examples(), start=1):
         result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=environment,
                                 capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S)
-        assert result.returncode == 0, f"README example {number} failed:\n{example}\n{result.stderr[-3000:]}"
+        assert result.returncode == 0, f"Python API example {number} failed:\n{example}\n{result.stderr[-3000:]}"
         outputs.append(result.stdout)
     trained, batched, acted, evaluated, language_model = outputs
     assert "stopped after" in trained
@@ -69,11 +107,16 @@ SMALL_REWARD_MODEL = ["--reward-model-steps", "5", "--reward-model-pairs", "64"]
 
 
 def readme_commands() -> list[list[str]]:
-    """Every line of the README's bash blocks that runs one of the project's commands, without its comment."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    lines = [line.split("  #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL)
+    """Every line of the documents' bash blocks that runs one of the project's commands, without its comment,
+    in the order of the documents; a command shown twice counts once."""
+    lines = [line.split("  #")[0].strip() for path in documents()
+             for block in re.findall(r"```bash\n(.*?)```", path.read_text(), flags=re.DOTALL)
              for line in block.splitlines()]
-    return [shlex.split(line) for line in lines if line.startswith("ppo-")]
+    return [shlex.split(line) for line in dict.fromkeys(line for line in lines if line.startswith("ppo-"))]
+
+
+def test_no_command_was_lost_when_the_readme_moved_into_the_guide():
+    assert len(readme_commands()) >= 29  # the commands the README showed before the guide held most of them
 
 
 def fine_tunings() -> list[list[str]]:

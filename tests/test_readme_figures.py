@@ -1,7 +1,7 @@
-"""The README's measured figures are what their records (docs/figures/*.json) render to.
+"""The measured figures of the README and the book's guide are what their records (docs/figures/*.json) render to.
 
-A hand edit of a marked block, or a record changed without re-rendering, fails here; the
-renderers are checked against small hand-worked records.
+A hand edit of a marked block, a record changed without re-rendering, a block lost or found
+twice, fails here; the renderers are checked against small hand-worked records.
 """
 
 import json
@@ -13,19 +13,20 @@ from pathlib import Path
 import pytest
 
 from experiments.tools import readme_figures
-from experiments.tools.readme_figures import BLOCKS, EARLIER, MEASURED_HERE, check, marked_blocks, rewrite
+from experiments.tools.readme_figures import BLOCKS, DOCUMENTS, EARLIER, MEASURED_HERE, check, marked_blocks, rewrite
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_every_block_of_the_readme_equals_what_its_record_renders_to():
+def test_every_block_equals_what_its_record_renders_to():
     result = subprocess.run([sys.executable, "-m", "experiments.tools.readme_figures", "--check"], cwd=REPO_ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_every_record_says_where_and_how_it_was_measured():
-    for name in BLOCKS:
+    for block in BLOCKS.values():
+        name = block.record_name
         record = json.loads((REPO_ROOT / "docs" / "figures" / f"{name}.json").read_text())
         assert record["block"] == name
         for measurement in record["measurements"]:
@@ -37,48 +38,98 @@ def test_every_record_says_where_and_how_it_was_measured():
 
 
 @pytest.fixture
-def readme_copy(tmp_path):
-    copy = tmp_path / "README.md"
-    shutil.copy(REPO_ROOT / "README.md", copy)
-    return copy
+def documents(tmp_path) -> list[Path]:
+    """A copy of every document that holds blocks, in the same folders."""
+    copies = []
+    for path in DOCUMENTS:
+        copy = tmp_path / "repo" / path.relative_to(REPO_ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file():
+            shutil.copy(path, copy)
+        copies.append(copy)
+    return copies
 
 
-def _plant(readme: Path, name: str, old: str, new: str) -> None:
-    text = readme.read_text()
+def _holding(documents: list[Path], name: str) -> Path:
+    (path,) = [path for path in documents if path.is_file() and name in marked_blocks(path.read_text())]
+    return path
+
+
+def _plant(documents: list[Path], name: str, old: str, new: str) -> None:
+    path = _holding(documents, name)
+    text = path.read_text()
     block = marked_blocks(text)[name]
     assert old in block
-    readme.write_text(text.replace(block, block.replace(old, new, 1)))
+    path.write_text(text.replace(block, block.replace(old, new, 1)))
 
 
-def test_a_number_changed_by_hand_in_a_marked_block_is_caught_and_rendering_restores_it(readme_copy):
-    original = readme_copy.read_text()
-    _plant(readme_copy, "env-table", "200,000", "300,000")
-    assert [line.split(":")[0] for line in check(readme_copy)] == ["env-table"]
-    rewrite(["env-table"], readme_copy)
-    assert readme_copy.read_text() == original
-    assert check(readme_copy) == []
+def test_every_page_of_the_guide_is_a_document_the_tool_reads():
+    guide = REPO_ROOT / "docs" / "book" / "guide"
+    assert set(guide.glob("*.md")) <= set(DOCUMENTS)
 
 
-def test_check_fails_from_the_command_line_on_a_planted_number(readme_copy):
-    _plant(readme_copy, "seed-batch-rounding", "497.3", "499.3")
-    result = subprocess.run([sys.executable, "-m", "experiments.tools.readme_figures", "--check", "--readme", str(readme_copy)],
-                            cwd=REPO_ROOT, capture_output=True, text=True)
+def test_the_readme_holds_a_block_and_so_do_the_guide_pages():
+    holders = {path.relative_to(REPO_ROOT).parts[0] for path in DOCUMENTS if path.is_file() and marked_blocks(path.read_text())}
+    assert holders == {"README.md", "docs"}
+
+
+def test_a_number_changed_by_hand_in_a_marked_block_is_caught_and_rendering_restores_it(documents):
+    path = _holding(documents, "env-table")
+    original = path.read_text()
+    _plant(documents, "env-table", "200,000", "300,000")
+    assert [line.split(":")[0] for line in check(documents)] == ["env-table"]
+    rewrite(["env-table"], documents)
+    assert path.read_text() == original
+    assert check(documents) == []
+
+
+def test_check_fails_from_the_command_line_on_a_planted_number(documents):
+    _plant(documents, "seed-batch-rounding", "497.3", "499.3")
+    result = subprocess.run([sys.executable, "-m", "experiments.tools.readme_figures", "--check", "--documents",
+                             *map(str, documents)], cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stdout.startswith("seed-batch-rounding:")
 
 
-def test_a_missing_marker_is_reported(readme_copy):
-    readme_copy.write_text(readme_copy.read_text().replace("<!-- /figures:distributed -->", "", 1))
-    assert check(readme_copy) == ["distributed: no markers in README.md"]
+def test_a_missing_marker_is_reported(documents):
+    path = _holding(documents, "distributed")
+    path.write_text(path.read_text().replace("<!-- /figures:distributed -->", "", 1))
+    assert [line.split(":")[0] for line in check(documents)] == ["distributed"]
+    assert check(documents)[0].startswith("distributed: no markers in ")
 
 
-def test_a_changed_record_no_longer_matches_the_readme(readme_copy, tmp_path):
+def test_a_block_found_in_two_documents_is_reported(documents):
+    path = _holding(documents, "sb3-comparison")
+    block = marked_pattern_text(path.read_text(), "sb3-comparison")
+    readme = documents[0]
+    readme.write_text(readme.read_text() + "\n" + block + "\n")
+    assert [line for line in check(documents) if "one place" in line] == [
+        f"sb3-comparison: markers in {readme.name} and {path.name}; a block lives in one place"]
+
+
+def test_a_block_shared_by_a_record_is_re_rendered_with_it(documents, tmp_path):
+    figures = tmp_path / "figures"
+    shutil.copytree(REPO_ROOT / "docs" / "figures", figures)
+    record = json.loads((figures / "minatar-ppo.json").read_text())
+    record["measurements"][0]["date"] = "2000-01-02"
+    (figures / "minatar-ppo.json").write_text(json.dumps(record))
+    assert sorted(line.split(":")[0] for line in check(documents, figures)) == ["minatar-figure", "minatar-ppo"]
+    rewrite(["minatar-figure", "minatar-ppo"], documents, figures)
+    assert check(documents, figures) == []
+    assert "on 2000-01-02" in marked_blocks(documents[0].read_text())["minatar-figure"]
+
+
+def marked_pattern_text(text: str, name: str) -> str:
+    return readme_figures.marked_pattern(name).search(text).group(0)
+
+
+def test_a_changed_record_no_longer_matches_its_block(documents, tmp_path):
     figures = tmp_path / "figures"
     shutil.copytree(REPO_ROOT / "docs" / "figures", figures)
     record = json.loads((figures / "sb3-comparison.json").read_text())
     record["measurements"][0]["results"]["median_s"] += 10
     (figures / "sb3-comparison.json").write_text(json.dumps(record))
-    assert [line.split(":")[0] for line in check(readme_copy, figures)] == ["sb3-comparison"]
+    assert [line.split(":")[0] for line in check(documents, figures)] == ["sb3-comparison"]
 
 
 def _measured(label: str, results: dict) -> dict:
@@ -109,7 +160,7 @@ def test_env_table_rows_count_successes_and_say_where_each_was_measured():
     text = readme_figures.render_env_table({"measurements": [measured, earlier]})
     assert "| CartPole-v1 | 100,000 | 2/3 (≥ 475) | 500.0, 474.9, 480.0 (seeds 201–203) | 4.0 | 200 | y |" in text
     assert "| Acrobot-v1 | 500,000 | 1/1 (≥ -100) | -80.0 (seed 201) | 45.9 | 10,894 | z |" in text
-    assert "Acrobot-v1 on a 2-core CPU in an earlier version, not re-run." in text
+    assert "Acrobot-v1 on a 2-core CPU in an earlier version (no date recorded), not re-run." in text
 
 
 def test_seed_batch_table_ratio_is_sequential_over_batched():
@@ -142,7 +193,7 @@ def test_distributed_speedup_is_the_median_of_per_seed_ratios():
     assert "| env-bound: gymnasium, 512 envs × 64 steps | 2,000 steps/s | 2,400 steps/s | 1.30× (65 % efficiency) |" in text
     assert ("| update-bound: torch preset, 64 envs × 32 steps | 2,000 steps/s, 475 after 1.5 s | 2,400 steps/s, 475 after "
             "3.0 s | 1.30× |") in text
-    assert "on 2 of 2 seeds with 1 process and on 1 of 2 with 2. Notes on m in an earlier version, not re-run." in text
+    assert "on 2 of 2 seeds with 1 process and on 1 of 2 with 2. Notes on m in an earlier version (no date recorded), not re-run." in text
 
 
 def _final(gold: float, proxy: float, kl: float, text: str, share: float, top_gold: float) -> dict:
@@ -167,21 +218,22 @@ def test_overoptimization_paragraph_is_written_from_the_record():
     record = {"measurements": [_measured("overoptimization", {"runs": {
         "1": _overoptimization_run(seed1), "2": _overoptimization_run(beta0), "3": _overoptimization_run(hacked)}})]}
     text = readme_figures.render_overoptimization(record)
-    assert text.startswith("after 77 s of one core.")
-    assert "on 2000-01-02 on a 2-core Test CPU" in text and "next to the default β = 0.15" in text
+    assert text.startswith("One machine's run, from the record `docs/figures/overoptimization.json`, measured on "
+                           "2000-01-02 on a 2-core Test CPU")
+    assert "seed 1's sweep took 77 s of one core." in text
     assert '"lxxxxe" (93% of fresh samples): proxy +3.104 (lettuce: +2.71), gold −0.411'.replace("−", "-") in text
     assert "KL 41.27 nats (SFT model: gold +0.412, proxy +0.731)" in text
-    assert 'β = 0.001 to 0.002 end at "lexxe" (KL 29.9–30.1, gold -0.450 to -0.440)' in text
-    assert 'β = 0.005 ends at "letxe" (KL 12.3, gold -0.300)' in text
-    assert "β = 0.01 and above end at lettuce (gold +0.987 at 0.01, KL 3.21; +0.965 at 0.15, KL 2.87)" in text
-    assert "the KL penalty decides how far PPO runs" in text
-    assert text.endswith("(one that is no food: the healthiness rule scores it as malformed) depends on the seed: it "
-                         "does for seeds 1 and 3, not 2.")
+    assert 'β = 0.001 to 0.002 ended at "lexxe" (KL 29.9–30.1, gold -0.450 to -0.440)' in text
+    assert 'β = 0.005 ended at "letxe" (KL 12.3, gold -0.300)' in text
+    assert "β = 0.01 and above ended at lettuce (gold +0.987 at 0.01, KL 3.21; +0.965 at 0.15, KL 2.87)" in text
+    assert text.endswith("Over seeds 1, 2 and 3 (`--betas 0 --seed N` runs β = 0 next to the default β = 0.15), β = 0 "
+                         "found such a string (one that is no food: the healthiness rule scores it as malformed) on "
+                         "seeds 1 and 3, not on 2; the default β ended at a food on 3 of 3 (KL 2.00–2.87).")
     for seed, finals in (("2", beta0), ("3", hacked)):
         record["measurements"][0]["results"]["runs"][seed] = _overoptimization_run(
             {**finals, "0.0": _final(-0.5, 3.0, 40.0, "lxxe", 0.9, -0.5)})
-    assert readme_figures.render_overoptimization(record).endswith("scores it as malformed) on every seed tried "
-                                                                   "(1, 2 and 3).")
+    assert ("scores it as malformed) on every seed tried (1, 2 and 3);"
+            in readme_figures.render_overoptimization(record))
 
 
 def test_a_hacked_string_is_one_the_healthiness_rule_calls_malformed():

@@ -1,1 +1,1 @@
-"""Tools for the project's documents: the README's measured blocks, rendered from their records."""
+"""Tools for the project's documents: the measured blocks of the README and the book, rendered from their records."""

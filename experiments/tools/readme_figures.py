@@ -1,23 +1,27 @@
-"""The README's measured figures: re-measure a block, record it, and render it into the README.
+"""The measured figures of the README and the book: re-measure a block, record it, and render it where it lives.
 
     python -m experiments.tools.readme_figures --list                 # the blocks, and which can be re-measured
-    python -m experiments.tools.readme_figures cartpole-command       # re-measure, record, rewrite the README block
+    python -m experiments.tools.readme_figures cartpole-command       # re-measure, record, rewrite the block
     python -m experiments.tools.readme_figures env-table --envs CartPole-v1 MountainCarContinuous-v0
     python -m experiments.tools.readme_figures --render               # rewrite every block from its record, no training
-    python -m experiments.tools.readme_figures --check                # the README's blocks equal their records (exit 1 if not)
+    python -m experiments.tools.readme_figures --check                # every block equals its record (exit 1 if not)
 
-Every measured figure of the README sits between two invisible markers,
-`<!-- figures:NAME -->` … `<!-- /figures:NAME -->`, and is rendered from a record,
+Every measured figure sits between two invisible markers,
+`<!-- figures:NAME -->` … `<!-- /figures:NAME -->`, in one of the documents of DOCUMENTS
+(the README, the book's benchmarks page and its guide's pages), and is rendered from a record,
 `docs/figures/NAME.json`: the raw measurements, each with its date, the machine (CPU
 model, cores, torch version, load average at its start and end) and the exact commands.
-A block is re-measured by the benchmark scripts (`experiments/benchmark_*.py`), never
-edited by hand: `--check` fails on a block that differs from what its record renders to.
+A block is re-measured by the benchmark scripts (`experiments/benchmarks/*.py`), never
+edited by hand: `--check` fails on a block that differs from what its record renders to,
+on a block found in no document and on a block found twice.
 
 A record holds one or more measurements. One measured by this script says so
 ("measured by experiments.tools.readme_figures"); one carried over from an earlier version of
 the README keeps its figures and says "measured in an earlier version, not re-run"
-until the block is re-measured. Blocks without a measuring function (figures that no
-benchmark script produces yet) are recorded that way only.
+until the block is re-measured; such a measurement has no date, and its rendering says so.
+Blocks without a measuring function (figures that no benchmark script produces yet) are
+recorded that way only. A block may render from another block's record (the README's
+figure caption renders from the MinAtar record).
 """
 
 from __future__ import annotations
@@ -33,10 +37,17 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
+GUIDE = REPO_ROOT / "docs" / "book" / "guide"
+DOCUMENTS = (README, REPO_ROOT / "docs" / "book" / "benchmarks.md",
+             *(GUIDE / f"{page}.md" for page in ("index", "installing", "training", "run-folder", "seeds-and-sweeps",
+                                                 "comparing-runs", "fast-environments", "classic-control",
+                                                 "continuous-control", "memory", "images-and-minatar",
+                                                 "language-model", "scaling-out", "python-api", "design", "layout",
+                                                 "lectures", "tests")))
 FIGURES_DIR = REPO_ROOT / "docs" / "figures"
 MEASURED_HERE = "measured by experiments.tools.readme_figures"
 EARLIER = "measured in an earlier version, not re-run"
@@ -71,7 +82,7 @@ def new_measurement(label: str, commands: list[str], results: dict, machine: dic
 def describe_where(measurement: dict) -> str:
     """Where and when: 'on 2025-01-31 on a 2-core AMD EPYC (torch 2.13.0; load average 6.0 at the start, ...)'."""
     if measurement["provenance"] == EARLIER:
-        return f"on {measurement['machine']['description']} in an earlier version, not re-run"
+        return f"on {measurement['machine']['description']} in an earlier version (no date recorded), not re-run"
     if measurement["provenance"] != MEASURED_HERE:
         return f"on {measurement['date']} on {measurement['machine']['description']} ({measurement['provenance']})"
     machine = measurement["machine"]
@@ -556,54 +567,55 @@ def _describe_group(group: list[str], finals: dict, last: bool) -> str:
     first, final = finals[group[0]], finals[group[-1]]
     betas = (f"β = {float(group[0]):g}" if len(group) == 1 else
              f"β = {float(group[0]):g} and above" if last else f"β = {float(group[0]):g} to {float(group[-1]):g}")
-    ends = "ends" if len(group) == 1 else "end"
     if not is_hacked(first):
         points = "; ".join(f"{finals[b]['gold']:+.3f} at {float(b):g}, KL {finals[b]['kl']:.2f}"
                            for b in dict.fromkeys((group[0], group[-1])))
-        return f"{betas} {ends} at {first['top_text']} (gold {points})"
+        return f"{betas} ended at {first['top_text']} (gold {points})"
     kls = sorted(finals[b]["kl"] for b in group)
     kl = f"KL {kls[0]:.1f}" if f"{kls[0]:.1f}" == f"{kls[-1]:.1f}" else f"KL {kls[0]:.1f}–{kls[-1]:.1f}"
     golds = [f"{value:+.3f}" for value in sorted(finals[b]["gold"] for b in group)]
     gold = golds[0] if golds[0] == golds[-1] else f"{golds[0]} to {golds[-1]}"
-    return f"{betas} {ends} at \"{first['top_text']}\" ({kl}, gold {gold})"
+    return f"{betas} ended at \"{first['top_text']}\" ({kl}, gold {gold})"
+
+
+def _unpenalised(finals: dict) -> dict:
+    return finals[next(b for b in finals if float(b) == 0)]
 
 
 def render_overoptimization(record: dict) -> str:
+    """One machine's run, in the past tense and named as such: the strings and KLs differ on another CPU."""
     measurement = by_label(record)["overoptimization"]
     runs = measurement["results"]["runs"]
     seeds = sorted(runs, key=int)
     main_run = runs[seeds[0]]
     finals = main_run["final"]
-    unpenalised = finals[next(b for b in finals if float(b) == 0)]
+    unpenalised = _unpenalised(finals)
     best_food, best_score = max(main_run["food_scores"].items(), key=lambda item: item[1])
     groups = _beta_groups(finals)
     described = [_describe_group(group, finals, index == len(groups) - 1) for index, group in enumerate(groups)]
-    hacked_beta0 = [seed for seed in seeds if is_hacked(runs[seed]["final"][next(b for b in runs[seed]["final"]
-                                                                                   if float(b) == 0)])]
+    hacked_beta0 = [seed for seed in seeds if is_hacked(_unpenalised(runs[seed]["final"]))]
     clean_beta0 = [seed for seed in seeds if seed not in hacked_beta0]
-    largest = finals[max(finals, key=float)]
-    if is_hacked(unpenalised) and not is_hacked(largest):
-        lesson = "the KL penalty decides how far PPO runs"
-    elif is_hacked(unpenalised):
-        lesson = "on this seed even the largest β ends at a string that is no food"
-    else:
-        lesson = "on this seed even β = 0 stays with a food"
     if hacked_beta0 and clean_beta0:
-        seeds_text = (f"Whether β = 0 finds such a string ({HACKED}) depends on the seed: it does for seed"
-                      f"{'s' if len(hacked_beta0) > 1 else ''} {_listing(hacked_beta0)}, not "
-                      f"{_listing(clean_beta0)}.")
+        seeds_text = (f"β = 0 found such a string ({HACKED}) on seed{'s' if len(hacked_beta0) > 1 else ''} "
+                      f"{_listing(hacked_beta0)}, not on {_listing(clean_beta0)}")
     elif hacked_beta0:
-        seeds_text = f"β = 0 finds such a string ({HACKED}) on every seed tried ({_listing(hacked_beta0)})."
+        seeds_text = f"β = 0 found such a string ({HACKED}) on every seed tried ({_listing(hacked_beta0)})"
     else:
-        seeds_text = f"β = 0 finds no such string ({HACKED}) on seeds {_listing(clean_beta0)}."
-    return (f"after {main_run['cpu_seconds']:.0f} s of one core. With\n"
-            f"β = 0 (seed {seeds[0]}, measured {describe_where(measurement)}; `--betas 0` runs it next to the default "
-            f"β = {main_run['default_beta']:g}) the policy ends at\n"
-            f"\"{unpenalised['top_text']}\" ({unpenalised['top_share']:.0%} of fresh samples): proxy "
-            f"{unpenalised['proxy']:+.3f} ({best_food}: {best_score:+.2f}), gold {unpenalised['gold']:+.3f}, KL "
-            f"{unpenalised['kl']:.2f} nats (SFT model: gold {main_run['gold_sft']:+.3f}, proxy "
-            f"{main_run['proxy_sft']:+.3f}); " + ", ".join(described[:-1]) + (", and " if len(described) > 1 else "")
-            + described[-1] + f": {lesson}. " + seeds_text)
+        seeds_text = f"β = 0 found no such string ({HACKED}) on seeds {_listing(clean_beta0)}"
+    default_beta = main_run["default_beta"]
+    defaults = [runs[seed]["final"][next(b for b in runs[seed]["final"] if float(b) == default_beta)] for seed in seeds]
+    on_food = sum(not is_hacked(final) for final in defaults)
+    default_kls = sorted(final["kl"] for final in defaults)
+    return (f"One machine's run, from the record `docs/figures/overoptimization.json`, measured "
+            f"{describe_where(measurement)}: seed {seeds[0]}'s sweep took {main_run['cpu_seconds']:.0f} s of one "
+            f"core. With β = 0 the policy ended at \"{unpenalised['top_text']}\" ({unpenalised['top_share']:.0%} of "
+            f"fresh samples): proxy {unpenalised['proxy']:+.3f} ({best_food}: {best_score:+.2f}), gold "
+            f"{unpenalised['gold']:+.3f}, KL {unpenalised['kl']:.2f} nats (SFT model: gold "
+            f"{main_run['gold_sft']:+.3f}, proxy {main_run['proxy_sft']:+.3f}); "
+            + ", ".join(described[:-1]) + (", and " if len(described) > 1 else "") + described[-1]
+            + f". Over seeds {_listing(seeds)} (`--betas 0 --seed N` runs β = 0 next to the default β = "
+            f"{default_beta:g}), {seeds_text}; the default β ended at a food on {on_food} of {len(seeds)} "
+            f"(KL {default_kls[0]:.2f}–{default_kls[-1]:.2f}).")
 
 
 # ----- block: the recurrent presets on untuned seeds, and sb3-contrib's RecurrentPPO in turns ----
@@ -716,7 +728,21 @@ def render_minatar_ppo(record: dict) -> str:
     return (f"Measured {describe_where(measurement)}, two runs at a time: greedy means over 100 episodes "
             f"(sticky actions on, each episode at most {limit:,} steps) of the preset on seeds never used for tuning. "
             + "; ".join(parts) + f". The learning curves against steps and against minutes: "
-            f"[docs/figures/{MINATAR_PLOT}](docs/figures/{MINATAR_PLOT}).")
+            f"`docs/figures/{MINATAR_PLOT}`.")
+
+
+def render_minatar_figure(record: dict) -> str:
+    """The caption of the learning-curve figure drawn from the same record."""
+    measurement = by_label(record)["minatar-ppo"]
+    rows, published = measurement["results"]["rows"], measurement["results"]["published"]
+    seeds = list(dict.fromkeys(row["seed"] for row in rows))
+    games = " and ".join(f"`{env_id}`" for env_id in published)
+    quoted = dict.fromkeys(quoted["source"] for quoted in published.values())
+    return (f"PPO with the library's MinAtar preset on {games}, seeds {_listing([str(seed) for seed in seeds])} "
+            f"(never used for tuning): the mean return of the last 20 training episodes against environment steps "
+            f"(left) and training minutes on one CPU thread (right); the stars, on the left, are the {_listing(list(quoted))} "
+            f"figures at {next(iter(published.values()))['steps'] / 1e6:g}M steps, quoted, not run here. Measured "
+            f"{describe_where(measurement)}, two runs at a time.")
 
 
 # ----- blocks recorded as text, from an earlier version ---------------------------------------
@@ -737,6 +763,11 @@ class Block:
     render: Callable[[dict], str]
     measure: Callable[[argparse.Namespace], dict] | None  # None: no script measures it yet
     what: str
+    record: str = ""  # the record it renders from, when not its own
+
+    @property
+    def record_name(self) -> str:
+        return self.record or self.name
 
 
 BLOCKS = {block.name: block for block in (
@@ -760,10 +791,12 @@ BLOCKS = {block.name: block for block in (
           "PPO on MinAtar Breakout and Space Invaders with the preset, seeds 101-103 (benchmark_minatar_ppo)"),
     Block("overoptimization", render_overoptimization, measure_overoptimization,
           "experiments.studies.overoptimization: seed 1's β sweep, and β = 0 on seeds 2 and 3"),
+    Block("minatar-figure", render_minatar_figure, measure_minatar_ppo,
+          "the caption of docs/figures/minatar-ppo.png, from the minatar-ppo record (re-measures it)", "minatar-ppo"),
 )}
 
 
-# ----- the README's markers ----------------------------------------------------------------
+# ----- the markers, in every document ---------------------------------------------------------
 
 
 def marked_pattern(name: str) -> re.Pattern:
@@ -776,27 +809,58 @@ def marked_blocks(text: str) -> dict[str, str]:
             for match in re.finditer(r"<!-- figures:([\w-]+) -->(.*?)<!-- /figures:\1 -->", text, re.DOTALL)}
 
 
-def check(readme: Path = README, figures_dir: Path = FIGURES_DIR) -> list[str]:
-    """One line per block whose README text is not what its record renders to (empty: all agree)."""
-    found = marked_blocks(readme.read_text())
-    problems = [f"{name}: no markers in {readme.name}" for name in BLOCKS if name not in found]
-    problems += [f"{name}: markers in {readme.name} but no such block" for name in found if name not in BLOCKS]
-    for name, text in found.items():
-        if name in BLOCKS and text != BLOCKS[name].render(load_record(name, figures_dir)):
-            problems.append(f"{name}: the README's text differs from what {record_path(name, figures_dir).name} renders "
-                            f"to; run `python -m experiments.tools.readme_figures --render` (or re-measure the block)")
+def document_name(path: Path) -> str:
+    """A document as a reader finds it: its path from the repository root (else its file name)."""
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else path.name
+
+
+def blocks_by_document(documents: Sequence[Path]) -> dict[Path, dict[str, str]]:
+    """{document: its marked blocks} for every document that exists."""
+    return {path: marked_blocks(path.read_text()) for path in documents if path.is_file()}
+
+
+def check(documents: Sequence[Path] = DOCUMENTS, figures_dir: Path = FIGURES_DIR) -> list[str]:
+    """One line per block that is missing, found twice, unknown, or not what its record renders to (empty: all agree)."""
+    found = blocks_by_document(documents)
+    homes: dict[str, list[Path]] = {}
+    for path, blocks in found.items():
+        for name in blocks:
+            homes.setdefault(name, []).append(path)
+    where = ", ".join(document_name(path) for path in documents)
+    problems = [f"{name}: no markers in {where}" for name in BLOCKS if name not in homes]
+    problems += [f"{name}: markers in {' and '.join(map(document_name, paths))}; a block lives in one place"
+                 for name, paths in homes.items() if len(paths) > 1]
+    for path, blocks in found.items():
+        for name, text in blocks.items():
+            if name not in BLOCKS:
+                problems.append(f"{name}: markers in {document_name(path)} but no such block")
+            elif text != render(name, figures_dir):
+                problems.append(f"{name}: the text in {document_name(path)} differs from what "
+                                f"{record_path(BLOCKS[name].record_name, figures_dir).name} renders to; run "
+                                f"`python -m experiments.tools.readme_figures --render` (or re-measure the block)")
     return problems
 
 
-def rewrite(names: list[str], readme: Path = README, figures_dir: Path = FIGURES_DIR) -> None:
-    """Replace each named block's text in the README by its record's rendering; nothing else changes."""
-    text = readme.read_text()
+def render(name: str, figures_dir: Path = FIGURES_DIR) -> str:
+    block = BLOCKS[name]
+    return block.render(load_record(block.record_name, figures_dir))
+
+
+def rewrite(names: list[str], documents: Sequence[Path] = DOCUMENTS, figures_dir: Path = FIGURES_DIR) -> None:
+    """Replace each named block's text, in the one document that holds it, by its record's rendering; nothing
+    else changes."""
+    found = blocks_by_document(documents)
     for name in names:
-        rendered = BLOCKS[name].render(load_record(name, figures_dir))
-        text, count = marked_pattern(name).subn(lambda match: match.group(1) + rendered + match.group(3), text)
+        homes = [path for path, blocks in found.items() if name in blocks]
+        if len(homes) != 1:
+            raise SystemExit(f"readme_figures: {len(homes)} documents hold a block marked {name}; expected 1")
+        (path,) = homes
+        rendered = render(name, figures_dir)
+        text, count = marked_pattern(name).subn(lambda match: match.group(1) + rendered + match.group(3),
+                                                path.read_text())
         if count != 1:
-            raise SystemExit(f"readme_figures: {readme.name} has {count} blocks marked {name}; expected 1")
-    readme.write_text(text)
+            raise SystemExit(f"readme_figures: {document_name(path)} has {count} blocks marked {name}; expected 1")
+        path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -805,9 +869,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineArgumentParser(prog="readme_figures", description=__doc__.splitlines()[0])
     parser.add_argument("blocks", nargs="*", help="blocks to re-measure (see --list)")
     parser.add_argument("--list", action="store_true", help="list the blocks")
-    parser.add_argument("--check", action="store_true", help="the README's blocks equal their records; exit 1 if not")
+    parser.add_argument("--check", action="store_true", help="every block equals its record; exit 1 if not")
     parser.add_argument("--render", action="store_true", help="rewrite every block from its record (no training)")
-    parser.add_argument("--readme", type=Path, default=README, help="README to check or rewrite (default: the project's)")
+    parser.add_argument("--documents", type=Path, nargs="+", default=list(DOCUMENTS),
+                        help="the documents to check or rewrite (default: the README and the book's pages that hold "
+                             "blocks)")
     parser.add_argument("--figures-dir", type=Path, default=FIGURES_DIR, help="the records (default: docs/figures)")
     parser.add_argument("--envs", nargs="+", default=None, help="env-table: the rows to re-measure (default: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="env-table: seeds (default: 201-205)")
@@ -829,7 +895,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{block.name:>20}  {block.what}{'' if block.measure else '  [recorded; no script measures it yet]'}")
         return 0
     if args.check:
-        problems = check(args.readme, args.figures_dir)
+        problems = check(args.documents, args.figures_dir)
         print("\n".join(problems) if problems else f"{len(BLOCKS)} blocks agree with their records")
         return 1 if problems else 0
     fixed = [name for name in args.blocks if BLOCKS[name].measure is None]
@@ -838,9 +904,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    for name in args.blocks:
+    measured = {BLOCKS[name].record_name: name for name in args.blocks}  # each record measured once
+    for name in measured.values():
         save_record(BLOCKS[name].measure(args), args.figures_dir)
-    rewrite(list(BLOCKS) if args.render else args.blocks, args.readme, args.figures_dir)
+    renewed = [name for name in BLOCKS if BLOCKS[name].record_name in measured]  # with the blocks that share a record
+    if args.render:  # every block the documents hold
+        held = {name for blocks in blocks_by_document(args.documents).values() for name in blocks}
+        renewed = [name for name in BLOCKS if name in held]
+    rewrite(renewed, args.documents, args.figures_dir)
     return 0
 
 

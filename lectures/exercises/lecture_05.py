@@ -5,7 +5,17 @@ import torch
 
 def clipped_surrogate_loss(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
                            epsilon: float) -> torch.Tensor:
-    """Exercise 5.1. −E[min(r Â, clip(r, 1 − ε, 1 + ε) Â)] with r = exp(log π_θ − log π_old)."""
+    """Exercise 5.1. PPO's policy loss: minus the clipped surrogate objective L^CLIP of
+    lecture 5, averaged over the samples. new_log_probs: log π_θ(a_t|s_t) (attached to θ),
+    old_log_probs: log π_old(a_t|s_t) from the rollout, advantages: Â_t, all (n,); epsilon:
+    the clip coefficient ε. Returns a scalar to minimise.
+
+    Steps: form each sample's probability ratio r_t(θ) from the two log-probs; form the
+    two candidate objectives per sample, one with the raw ratio and one with the ratio held
+    inside [1 − ε, 1 + ε]; keep the pessimistic one (which is it, for Â > 0 and for
+    Â < 0?); average, and mind the sign. (Lecture 5, the opening and "L^CLIP against the
+    ratio".)
+    """
     raise NotImplementedError("exercise 5.1")
 
 

@@ -4,7 +4,13 @@ import torch
 
 
 def whiten(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Exercise 8.1. (Â − mean Â) / (std Â + eps), with the unbiased std (as torch.std)."""
+    """Exercise 8.1. Advantage normalisation ("whitening", the library's norm_adv):
+    shift and scale a batch of advantages so that it has mean 0 and standard deviation 1.
+    advantages: (n,) → (n,). Use the unbiased standard deviation (as torch.std), and add
+    eps to the standard deviation before you divide, so that a batch of equal advantages
+    gives zeros instead of NaN. (Lecture 8, part A, switches it on and off; the trainer
+    applies it to each minibatch.)
+    """
     raise NotImplementedError("exercise 8.1")
 
 

@@ -4,15 +4,26 @@ import torch
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """Exercise 10.1. log π(a|s) of a diagonal Gaussian, summed over the action dimensions:
-    Σ_d [ −(a_d − μ_d)² / (2σ_d²) − log σ_d − ½ log 2π ]. actions, mean: (B, D); log_std: (D,) → (B,).
-    Write it out; do not use torch.distributions.
+    """Exercise 10.1. log π(a|s) of the library's Gaussian policy: a diagonal Gaussian with
+    mean μ and standard deviation σ = exp(log_std), the log-density of the action vector.
+    actions, mean: (B, D); log_std: (D,), shared by every row → (B,).
+
+    Questions: the dimensions are independent, so how does the joint log-density follow
+    from the D one-dimensional ones? Write the log of the normal density N(a; μ, σ²) out
+    term by term, and keep log σ as it is given (why not take log(exp(log_std))?). Write it
+    yourself; do not use torch.distributions. (Lecture 10, "1. The diagonal Gaussian
+    policy", checks the library's log-prob against a sum written by hand.)
     """
     raise NotImplementedError("exercise 10.1")
 
 
 def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
-    """Exercise 10.2. H of a diagonal Gaussian, Σ_d (½ log(2πe) + log σ_d); it does not depend on μ. (D,) → scalar."""
+    """Exercise 10.2. The entropy H of the same diagonal Gaussian. log_std: (D,) → a scalar.
+
+    Derive it from exercise 10.1: H = −E[log π(a|s)] with a drawn from the Gaussian. What
+    is E[(a_d − μ_d)²]? Why does the mean μ drop out, so that the function needs only
+    log σ? (Lecture 10, "1. The diagonal Gaussian policy".)
+    """
     raise NotImplementedError("exercise 10.2")
 
 

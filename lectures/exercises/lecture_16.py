@@ -10,14 +10,14 @@ import torch
 def conv_output_side(side: int, kernel: int, stride: int, padding: int = 0) -> int:
     """Exercise 16.1. The side of a square convolution's output (torch.nn.Conv2d, dilation 1).
 
-    An image of side `side`, padded with `padding` zeros on each border, read by a
-    `kernel` × `kernel` filter that moves `stride` cells at a time, gives an output of side
-
-        ⌊(side + 2·padding − kernel) / stride⌋ + 1
-
-    (NatureCNN: 84 → 20 → 9 → 7; the MinAtar CNN: 10 → 8). Return it as an int. When the
-    kernel does not fit in the padded image (side + 2·padding < kernel), raise ValueError
-    with a one-line message that names the kernel and the padded side.
+    An image of side `side` is padded with `padding` zeros on each border and read by a
+    `kernel` × `kernel` filter that starts at the top-left corner and moves `stride` cells
+    at a time. How many positions along one side does the filter take while it still fits
+    entirely inside the padded image? Count them with integer arithmetic and return an int.
+    Test yourself on the library's CNNs: NatureCNN takes 84 to 20, 9 and 7 (kernels 8, 4,
+    3; strides 4, 2, 1); the MinAtar CNN takes 10 to 8 (kernel 3, stride 1). When the kernel
+    does not fit in the padded image at all, raise ValueError with a one-line message that
+    names the kernel and the padded side. (Lecture 16, "2. The convolutional encoder".)
     """
     raise NotImplementedError("exercise 16.1")
 
@@ -26,17 +26,19 @@ def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor
     """Exercise 16.2. log π(a | s) of the masked categorical, over the last dimension.
 
     logits z (..., n) float; mask m (..., n) bool, True where the action is valid (every
-    row has at least one). Return (..., n):
+    row has at least one). Return (..., n) such that:
 
-        log π(a | s) = z_a − log Σ_{b valid} exp(z_b)    for a valid action a,
-        log π(a | s) = torch.finfo(z.dtype).min          for an invalid one,
+    * the valid actions' probabilities exp(log π) are a softmax over the valid logits only,
+      and sum to 1;
+    * an invalid action's log π is torch.finfo(z.dtype).min, the most negative finite
+      number, so that its probability is exactly 0. Not −inf: a loss that sums π · log π
+      over every action (the entropy) would meet 0 · (−inf) = NaN;
+    * no gradient reaches an invalid action's logit, whatever loss is built on the result:
+      the invalid logits must not take part in the computation at all.
 
-    so that π(a | s) = exp(log π(a | s)) is exactly 0 for an invalid action and the valid
-    ones' probabilities sum to 1. The most negative finite number, not −inf: a loss that
-    sums π · log π over every action (the entropy) would meet 0 · (−inf) = NaN.
-    No gradient may reach an invalid action's logit, whatever loss is built on the result:
-    the invalid logits must not take part in the computation at all (the lecture's
-    section 5 says how the library makes sure of it).
+    Question: a logit replaced by finfo.min before a log-softmax gives what probability,
+    and what log-probability? (Lecture 16, "5. Invalid-action masking", says how the
+    library does it.)
     """
     raise NotImplementedError("exercise 16.2")
 
@@ -44,15 +46,15 @@ def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor
 def best_guess_accuracy(keys: torch.Tensor, targets: torch.Tensor) -> float:
     """Exercise 16.3. How well a discrete key settles a discrete target, on n steps.
 
-    keys (n,) and targets (n,) are integer tensors (any values). The best predictor of the
-    target from the key answers, for each key k, its most frequent target; its accuracy,
-    scored on the same n steps, is
+    keys (n,) and targets (n,) are integer tensors (any values). Take the best predictor
+    of the target from the key: for each key, it answers that key's most frequent target.
+    Return its accuracy on the same n steps (the share of steps it gets right), as a
+    Python float.
 
-        accuracy = (1/n) Σ_k max_y #{i : keys_i = k, targets_i = y}.
-
-    1.0 when the key determines the target; the majority target's share when it says
-    nothing about it. Scored on the steps it was read from, it is an upper bound on what
-    any function of the key can do there (lecture 16: the ball's direction from the cells
-    of one frame, with and without the trail channel). Return a Python float.
+    It is 1.0 when the key determines the target, and the majority target's share when
+    the key says nothing about it. Scored on the steps it was read from, it is an upper
+    bound on what any function of the key can do there. Hint: a table of counts, keys
+    against targets. (Lecture 16, "4. PPO on MinAtar Breakout": the ball's direction from
+    the cells of one frame, with and without the trail channel.)
     """
     raise NotImplementedError("exercise 16.3")

@@ -1,8 +1,9 @@
 """Diagnose three broken runs from their metrics. Check: pytest lectures/exercises/test_mystery_runs.py
 
 mystery_metrics/run_1.csv … run_4.csv are the metrics.csv files of four CartPole runs of
-the library's PPO (the lecture-5 preset, 65,536 steps, one seed): one healthy, and three
-each broken in one way. One row per iteration (2,048 environment steps), with the columns
+the library's PPO (the CartPole preset of lecture 6, 65,536 steps, one seed): one healthy,
+and three each broken in one way. One row per iteration (2,048 environment steps), with
+the columns
 
     global_step            environment steps so far
     episode_return_recent  mean return of the last 20 finished episodes (an untrained policy: ~20)
@@ -11,7 +12,8 @@ each broken in one way. One row per iteration (2,048 environment steps), with th
     entropy                mean entropy of π_θ (log 2 ≈ 0.69 for a uniform policy over 2 actions)
     value_loss, explained_variance, grad_norm   the critic's loss and fit, the gradient's norm
 
-Lecture 7 reads these diagnostics; lecture 5 explains the ratio and the clip.
+Lecture 7 reads these diagnostics; lecture 5 explains the ratio and the clip; lecture 14
+names planted bugs from the same columns.
 """
 
 # What diagnose may answer.

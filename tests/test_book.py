@@ -1,0 +1,273 @@
+"""The book (make book): its sources are complete, and every page it builds works in a browser.
+
+The default tier checks the sources: every lecture notebook and every public name has its
+page, every package its API page, and the docstrings' plain text is kept as written.
+The full tier builds the site once, as `make book` does, serves it on 127.0.0.1 and opens
+every page in headless Chromium (Debian's chromium and chromium-driver, driven by selenium):
+no console error, every image loaded, every formula typeset by the MathJax the site serves
+itself, every claims cell folded behind its prompt, no request to another host, every
+internal link's page and #anchor found. It prints one line of figures and saves a
+screenshot of lecture 6 to docs/_build/screenshots/06_ppo_cartpole.png.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BOOK_SOURCES = REPO_ROOT / "docs" / "book"
+SCREENSHOT = REPO_ROOT / "docs" / "_build" / "screenshots" / "06_ppo_cartpole.png"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+sys.path.insert(0, str(BOOK_SOURCES / "_ext"))
+import lecture_pages  # noqa: E402
+import plain_docstrings  # noqa: E402
+
+LECTURE_NOTEBOOKS = sorted((REPO_ROOT / "lectures").glob(lecture_pages.LECTURE_NOTEBOOKS))
+
+
+# The sources.
+
+
+def toctree_entries(page: Path) -> list[str]:
+    """The entries of a MyST page's toctrees, in order."""
+    entries, inside = [], False
+    for line in page.read_text().splitlines():
+        if line.startswith("```{toctree}"):
+            inside = True
+        elif line.startswith("```"):
+            inside = False
+        elif inside and line.strip() and not line.startswith(":"):
+            entries.append(line.strip())
+    return entries
+
+
+def test_the_table_of_contents_has_every_page_in_the_book_order():
+    lectures = [f"lectures/{path.stem}" for path in LECTURE_NOTEBOOKS]
+    assert len(lectures) == 16
+    expected = ["start-here", *lectures, "exercises", "glossary", "cheat-sheet", "guide/index", "benchmarks", "api/index"]
+    assert toctree_entries(BOOK_SOURCES / "index.md") == expected
+
+
+def test_every_public_name_is_in_the_api_reference():
+    import ppo
+
+    reference = (BOOK_SOURCES / "api" / "index.rst").read_text()
+    missing = [name for name in ppo.__all__ if f":: ppo.{name}\n" not in reference]
+    assert not missing, f"api/index.rst lacks the public names {missing}"
+
+
+def test_every_package_has_an_api_page():
+    documented = {line.split("::")[1].strip() for page in (BOOK_SOURCES / "api").glob("*.rst")
+                  for line in page.read_text().splitlines() if line.startswith(".. package-modules::")}
+    packages = {".".join(init.parent.relative_to(REPO_ROOT).parts)
+                for top in ("ppo", "envs") for init in (REPO_ROOT / top).rglob("__init__.py")}
+    assert packages - documented == set(), "packages without an API page (docs/book/api/)"
+
+
+def test_an_indented_block_of_a_docstring_becomes_a_literal_block():
+    lines = ["GAE:", "", "    δ_t = r_t + γ V(s_{t+1}) − V(s_t)", "    Â_t = δ_t + γλ Â_{t+1}", "", "after"]
+    assert plain_docstrings.restructured(lines) == [
+        "GAE:", "", "", "::", "", "    δ_t = r_t + γ V(s_{t+1}) − V(s_t)", "    Â_t = δ_t + γλ Â_{t+1}", "", "", "after"]
+    hanging = ["The heads:", "    Discrete(n):  logits", "    Box(d):  μ, σ", "Then prose."]
+    assert plain_docstrings.restructured(hanging) == [
+        "The heads:", "", "::", "", "    Discrete(n):  logits", "    Box(d):  μ, σ", "", "Then prose."]
+
+
+def test_a_docstring_s_markup_characters_are_escaped_outside_code():
+    (line,) = plain_docstrings.restructured(["π(a | s) = x * y for r_ and `a_ * |b|`"])
+    assert line == "π(a \\| s) = x \\* y for r\\_ and `a_ * |b|`"
+
+
+def test_a_docstring_s_list_is_set_apart_by_blank_lines():
+    lines = ["Two additions:", "- a value head, so a critic", "  can reuse it;", "- a KV cache.", "Done."]
+    assert plain_docstrings.restructured(lines) == [
+        "Two additions:", "", "- a value head, so a critic", "  can reuse it;", "- a KV cache.", "", "Done."]
+    nested = ["* The ball moves, in this order:", "  - side wall: dx flips;", "  - brick: dy flips and the",
+              "    brick goes;", "  and the step ends.", "* The paddle moves."]
+    assert plain_docstrings.restructured(nested) == [
+        "* The ball moves, in this order:", "", "  - side wall: dx flips;", "  - brick: dy flips and the",
+        "    brick goes;", "", "  and the step ends.", "* The paddle moves."]
+    set_in = ["Generation:", "  1. prefill the cache;", "  2. decode, one token", "     per step.", "A row ends at EOS."]
+    assert plain_docstrings.restructured(set_in) == [
+        "Generation:", "", "  1. prefill the cache;", "  2. decode, one token", "     per step.", "", "A row ends at EOS."]
+
+
+def test_the_lecture_notebooks_are_copied_when_they_change_and_removed_when_gone(tmp_path: Path):
+    shipped, book = tmp_path / "lectures", tmp_path / "book"
+    shipped.mkdir()
+    (shipped / "01_one.ipynb").write_text("{}")
+    (shipped / "_common.py").write_text("")
+    assert lecture_pages.sync_lectures(shipped, book) == ["01_one.ipynb"]
+    (shipped / "01_one.ipynb").write_text('{"cells": []}')
+    (book / "02_gone.ipynb").write_text("{}")
+    lecture_pages.sync_lectures(shipped, book)
+    assert sorted(path.name for path in book.iterdir()) == ["01_one.ipynb"]
+    assert (book / "01_one.ipynb").read_text() == '{"cells": []}'
+
+
+# The site, in a browser.
+
+PAGE_FACTS = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const formulas = Array.from(document.querySelectorAll(".math"));
+  const deadline = Date.now() + 20000;  // MathJax typesets after the page has loaded
+  while (formulas.some(f => !f.querySelector("mjx-container")) && Date.now() < deadline) {
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+  const images = Array.from(document.images);
+  await Promise.all(images.map(image => { image.loading = "eager"; return image.decode().catch(() => null); }));
+  return {
+    images: images.map(image => ({src: image.currentSrc || image.src, loaded: image.complete && image.naturalWidth > 0})),
+    formulas: formulas.length,
+    untypeset: formulas.filter(f => !f.querySelector("mjx-container") || f.querySelector("mjx-merror"))
+                       .map(f => f.textContent.trim().slice(0, 80)),
+    links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
+    ids: Array.from(document.querySelectorAll("[id]")).map(e => e.id)
+           .concat(Array.from(document.querySelectorAll("a[name]")).map(a => a.name)),
+    folded: Array.from(document.querySelectorAll("details.hide:not([open]) > summary .collapsed"))
+              .map(p => p.textContent.trim()),
+  };
+})().then(done, error => done({error: String(error)}));
+"""
+
+
+def claims_prompts(notebook: Path) -> list[str]:
+    """The prompts of a notebook's folded cells (metadata mystnb.code_prompt_show), in order."""
+    cells = json.loads(notebook.read_text())["cells"]
+    return [cell["metadata"]["mystnb"]["code_prompt_show"] for cell in cells
+            if "hide-cell" in cell["metadata"].get("tags", []) and "code_prompt_show" in cell["metadata"].get("mystnb", {})]
+
+
+def build_book(out: Path) -> float:
+    """Build the site as `make book` does (warnings are errors); return the seconds it took."""
+    started = time.perf_counter()
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q",
+                            str(BOOK_SOURCES), str(out)], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert build.returncode == 0, f"the book's build failed:\n{build.stderr[-6000:]}"
+    return time.perf_counter() - started
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def headless_chromium():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=1280,1000", "--no-first-run", "--disable-background-networking",
+                     "--disable-component-update", "--disable-default-apps", "--disable-sync"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_script_timeout(60)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
+def requested_urls(performance_log: list[dict]) -> list[str]:
+    messages = (json.loads(entry["message"])["message"] for entry in performance_log)
+    return [message["params"]["request"]["url"] for message in messages if message["method"] == "Network.requestWillBeSent"]
+
+
+def link_problem(link: str, site: Path, base: str, ids: dict[str, set[str]]) -> str | None:
+    """Why an internal link is broken (its file, or its #anchor, is missing), None if it is not."""
+    parts = urlsplit(link)
+    path = unquote(parts.path).lstrip("/")
+    target = site / path / "index.html" if path.endswith("/") or not path else site / path
+    if not target.is_file():
+        return "no such file"
+    page = target.relative_to(site).as_posix()
+    if parts.fragment and page in ids and unquote(parts.fragment) not in ids[page]:
+        return f"no anchor #{parts.fragment}"
+    return None
+
+
+def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None = None) -> tuple[dict[str, int], list[str]]:
+    """Open every page of a site built from sources in headless Chromium; return the figures and the problems found."""
+    pages = sorted(path.relative_to(site).as_posix() for path in site.rglob("*.html"))
+    server, base = serve(site)
+    driver = headless_chromium()
+    problems: list[str] = []
+    figures = dict.fromkeys(["pages", "images", "formulas", "claims boxes", "internal links", "console errors",
+                             "outside requests"], 0)
+    links: dict[str, list[str]] = {}
+    ids: dict[str, set[str]] = {}
+    try:
+        for page in pages:
+            driver.get(base + page)
+            facts = driver.execute_async_script(PAGE_FACTS)
+            assert "error" not in facts, f"{page}: {facts['error']}"
+            figures["pages"] += 1
+            for image in facts["images"]:
+                figures["images"] += 1
+                if not image["loaded"]:
+                    problems.append(f"{page}: the image {image['src'][:120]} did not load")
+            figures["formulas"] += facts["formulas"]
+            problems += [f"{page}: the formula {text!r} was not typeset" for text in facts["untypeset"]]
+            if page.startswith("lectures/"):
+                notebook = sources / Path(page).with_suffix(".ipynb")
+                expected = claims_prompts(notebook)
+                figures["claims boxes"] += len(facts["folded"])
+                if facts["folded"] != expected:
+                    problems.append(f"{page}: folded claims boxes {facts['folded']}, the notebook's prompts {expected}")
+            for entry in driver.get_log("browser"):
+                if entry["level"] == "SEVERE":
+                    figures["console errors"] += 1
+                    problems.append(f"{page}: console error {entry['message'][:300]}")
+            for url in requested_urls(driver.get_log("performance")):
+                if urlsplit(url).scheme in ("http", "https", "ws", "wss") and urlsplit(url).hostname != "127.0.0.1":
+                    figures["outside requests"] += 1
+                    problems.append(f"{page}: a request to another host, {url[:200]}")
+            links[page], ids[page] = facts["links"], set(facts["ids"])
+            if screenshot and page == "lectures/06_ppo_cartpole.html":
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                driver.save_screenshot(str(screenshot))
+    finally:
+        driver.quit()
+        server.shutdown()
+    for page, hrefs in links.items():
+        for link in hrefs:
+            if not link.startswith(base):
+                continue
+            figures["internal links"] += 1
+            problem = link_problem(link, site, base, ids)
+            if problem:
+                problems.append(f"{page}: the link {link[len(base):]} is broken ({problem})")
+    return figures, problems
+
+
+@pytest.mark.slow
+def test_every_page_of_the_book_works_in_a_browser(tmp_path: Path):
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.skip("needs Debian's chromium and chromium-driver: apt-get install -y chromium chromium-driver")
+    site = tmp_path / "html"
+    build_seconds = build_book(site)
+    started = time.perf_counter()
+    figures, problems = check_site(site, screenshot=SCREENSHOT)
+    summary = ", ".join(f"{count} {name}" for name, count in figures.items())
+    print(f"book: built in {build_seconds:.0f} s, checked in {time.perf_counter() - started:.0f} s: {summary}")
+    assert figures["pages"] > 16 and SCREENSHOT.is_file()
+    assert not problems, "\n".join(problems[:50]) + (f"\n... {len(problems) - 50} more" if len(problems) > 50 else "")
