@@ -70,3 +70,58 @@ def test_a_tiny_run_writes_its_folder_and_a_checkpoint_that_loads_without_code(c
     assert exit_code(argv) == 2
     assert "already holds a run" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+
+
+class StopAfterTheFirstEpoch:
+    """Stands in for GracefulStop: as if Ctrl-C came during the first epoch."""
+
+    def __init__(self, *args):
+        self.requested = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_stopped_run_resumes_to_what_the_uninterrupted_run_trains(capsys, tmp_path, monkeypatch):
+    """Stopped after epoch 1 of 3 and resumed with --resume, the run logs the epochs and ends
+    with the weights of the run never stopped, bit for bit; the comparisons come from its checkpoint."""
+    monkeypatch.setattr(dpo, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
+    settings = ["--pairs", "200", "--epochs", "3", "--batch-size", "32", "--max-new-tokens", "12", "--eval-samples",
+                "20", "--no-progress", "--sft-cache-dir", str(tmp_path / "cache")]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert exit_code([*settings, "--run-dir", str(whole)]) == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(dpo, "GracefulStop", StopAfterTheFirstEpoch)
+        assert exit_code([*settings, "--run-dir", str(parts)]) == 130
+    assert f"stopped after epoch 1 of 3; checkpoint saved. Resume with: ppo-dpo --resume {parts}" \
+        in capsys.readouterr().err
+    assert len((parts / "metrics.csv").read_text().splitlines()) == 2 and not (parts / "summary.json").exists()
+    assert exit_code(["--resume", str(parts), "--no-progress", "--eval-samples", "20"]) == 0
+    assert "resuming" in capsys.readouterr().out
+    assert (parts / "metrics.csv").read_text() == (whole / "metrics.csv").read_text()
+    resumed, uninterrupted = (torch.load(folder / "checkpoint.pt", weights_only=True) for folder in (parts, whole))
+    assert all(torch.equal(resumed["policy"][name], value) for name, value in uninterrupted["policy"].items())
+    assert (json.loads((parts / "summary.json").read_text())["measures"]
+            == json.loads((whole / "summary.json").read_text())["measures"])
+
+
+def test_resume_refuses_a_changed_setting_and_a_complete_run(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(dpo, "load_or_pretrain_sft", lambda *args, **kwargs: tiny_sft())
+    run_dir = tmp_path / "run"
+    assert exit_code(["--pairs", "100", "--epochs", "1", "--batch-size", "32", "--max-new-tokens", "12",
+                      "--eval-samples", "10", "--no-progress", "--run-dir", str(run_dir),
+                      "--sft-cache-dir", str(tmp_path / "cache")]) == 0
+    capsys.readouterr()
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir()}
+    for argv, message in [(["--beta", "2"], "none may change (got --beta)"),
+                          (["--pairs", "50"], "none may change (got --pairs)"),
+                          ([], "is complete (1 epoch); start a new run")]:
+        assert exit_code(["--resume", str(run_dir), *argv]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error, error
+    assert exit_code(["--resume", str(tmp_path / "nowhere")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir()} == before

@@ -3,6 +3,7 @@
     ppo-dpo                                        # "ravin likes ", raters who prefer pizza, β 0.5
     ppo-dpo --loss ipo                             # IPO: its own optimum, printed next to π*_β
     ppo-dpo --beta 1 --rater-noise 0.5 --seed 3    # aims at ppo-rlhf --kl-coef 0.5's optimum too
+    ppo-dpo --resume runs/dpo-pizza-dpo__seed1     # continue a stopped run from its last epoch
 
 The comparisons are pairs of the SFT model's samples of the task's prompts, labelled by a
 Bradley–Terry rater of the food task's rule r (--score for the target food then EOS, 0 for
@@ -19,7 +20,10 @@ trained policy and the optimum are compared: the exact target rate, the KL to th
 NO_EOS (`ppo.lm.exact.optimum_distance`). Every field of ppo.lm.trainers.dpo.DPOConfig is a flag. The run
 folder gets config.json (DPOConfig), task.json (the task and the comparisons), metrics.csv
 (one row per epoch), checkpoint.pt (policy and reference; `torch.load(..., weights_only=True)`)
-and summary.json.
+and summary.json. The checkpoint is written after every epoch with what continues the run
+(the comparisons themselves, the optimizer, the learning-rate schedule, the order
+generator): Ctrl-C stops after the current epoch, and `--resume RUN_DIR` trains the epochs
+left exactly as the uninterrupted run would have, then measures.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import torch
 
 from envs import corpus
 from experiments.commands.cli import (
+    INTERRUPTED_EXIT_CODE,
+    GracefulStop,
     OneLineArgumentParser,
     add_dataclass_flags,
     check_writable_folder,
@@ -47,9 +53,10 @@ from experiments.commands.cli import (
 from experiments.tasks.food_task import FoodTaskConfig, food_task
 from experiments.commands.run_folder import RunFolderClaims
 from ppo.trainers.base import CHECKPOINT_NAME
-from ppo.runs.checkpoint import save_checkpoint
+from ppo.runs.checkpoint import load_checkpoint, save_checkpoint
 from ppo.config import ConfigError, require_count, require_positive
-from ppo.lm.trainers.dpo import DPOConfig, encode_preference_pairs, ipo_optimum, train_dpo
+from ppo.lm.trainers.dpo import TRAINING_STATE, DPOConfig, encode_preference_pairs, ipo_optimum, train_dpo
+from ppo.lm.trainers.rlhf_trainer import load_lm_policy
 from ppo.lm.trainers.evaluation import evaluate_lm_policy
 from ppo.lm.exact.optimum import NO_EOS, rule_scores
 from ppo.lm.exact.optimum_distance import distance_to_optimum, total_variation
@@ -86,17 +93,20 @@ def build_parser() -> OneLineArgumentParser:
                      help="fresh completions of each model for the KL to the SFT model (default: 1000)")
     run.add_argument("--num-threads", type=int, default=1, help="torch CPU threads (default: 1)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                     help="continue the run in RUN_DIR from its last epoch's checkpoint, with its settings and "
+                     "comparisons (no setting may change), then measure it")
     add_dataclass_flags(parser.add_argument_group("the task (FoodTaskConfig): the rule the raters follow"),
                         FoodTaskConfig, skip=tuple(f.name for f in dataclasses.fields(FoodTaskConfig)
                                                    if f.name not in TASK_FLAGS))
     comparisons = parser.add_argument_group("the comparisons")
-    comparisons.add_argument("--pairs", type=int, default=Comparisons.pairs,
+    comparisons.add_argument("--pairs", type=int, default=None,
                              help="pairs of SFT samples drawn and labelled; those dropped (one string twice, no EOS) "
                              f"are not replaced (default: {Comparisons.pairs})")
-    comparisons.add_argument("--rater-noise", type=float, default=Comparisons.rater_noise,
+    comparisons.add_argument("--rater-noise", type=float, default=None,
                              help="T: a ≻ b with probability σ((r(a) − r(b)) / T); DPO's optimum is then "
                              f"π_ref·exp(r/(T·β)) (default: {Comparisons.rater_noise:g})")
-    comparisons.add_argument("--max-new-tokens", type=int, default=Comparisons.max_new_tokens,
+    comparisons.add_argument("--max-new-tokens", type=int, default=None,
                              help=f"length limit of the sampled completions (default: {Comparisons.max_new_tokens})")
     add_dataclass_flags(parser.add_argument_group("DPO (DPOConfig)"), DPOConfig)
     return parser
@@ -107,12 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     return run_with_user_errors(PROG, lambda: _run(args))
 
 
+COMPARISON_FLAGS = ("pairs", "rater_noise", "max_new_tokens")  # the fields of Comparisons, as flags
+
+
 def _run(args) -> int:
-    config = DPOConfig(**given_flags(args, DPOConfig)).validate()
-    task = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
-    comparisons = Comparisons(args.pairs, args.rater_noise, args.max_new_tokens).validate()
     require_count("eval_samples", args.eval_samples)
     require_count("num_threads", args.num_threads)
+    if args.resume is not None:
+        return _resume(args)
+    config = DPOConfig(**given_flags(args, DPOConfig)).validate()
+    task = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
+    comparisons = Comparisons(**{name: getattr(args, name) for name in COMPARISON_FLAGS
+                                 if getattr(args, name) is not None}).validate()
     check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
     if args.run_dir is not None and (args.run_dir / CHECKPOINT_NAME).exists():
         raise ConfigError(f"run_dir {args.run_dir} already holds a run; choose another --run-dir")
@@ -157,27 +173,70 @@ def _train_and_measure(args, config: DPOConfig, task: FoodTaskConfig, comparison
           f"{', '.join(repr(p) for p in task.prompts())} (of {comparisons.pairs} pairs drawn), rater noise "
           f"{comparisons.rater_noise:g} ({target} ≻ another answer with probability "
           f"{1 / (1 + math.exp(-task.score / comparisons.rater_noise)):.1%}), β {config.beta:g}, seed {config.seed}")
-    policy = copy.deepcopy(sft)
-    start = time.perf_counter()
-    history = train_dpo(policy, sft, encode_preference_pairs(tokenizer, pairs), config,
-                        progress=not args.no_progress)
-    seconds = time.perf_counter() - start
-    for row in (history[0], history[-1]):
-        print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, implicit reward margin β·h {row['reward_margin']:+.3f}, "
-              f"accuracy {row['reward_accuracy']:.1%}")
-
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     (run_dir / "task.json").write_text(json.dumps({**{name: getattr(task, name) for name in TASK_FLAGS},
                                                    **dataclasses.asdict(comparisons),
                                                    "usable_pairs": len(pairs)}, indent=2) + "\n")
-    with open(run_dir / "metrics.csv", "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(history[0]))
-        writer.writeheader()
-        writer.writerows(history)
-    save_checkpoint({"config": config.to_dict(), "gpt_config": dataclasses.asdict(sft.config),
-                     "tokenizer": tokenizer.state_dict(), "reference": sft.state_dict(),
-                     "policy": policy.state_dict()}, run_dir / CHECKPOINT_NAME)
+    return _train_epochs(args, config, task, comparisons, sft, copy.deepcopy(sft), tokenizer, pairs, run_dir, None)
 
+
+def _resume(args) -> int:
+    """Continue the run in --resume from its last epoch: its settings, its comparisons, its state."""
+    given = [name for name in (*given_flags(args, DPOConfig), *given_flags(args, FoodTaskConfig))]
+    given += [name for name in (*COMPARISON_FLAGS, "run_dir") if getattr(args, name) is not None]
+    if given:
+        raise ConfigError(f"--resume keeps the run's settings and comparisons; none may change "
+                          f"(got {', '.join('--' + name.replace('_', '-') for name in given)})")
+    with RunFolderClaims(PROG) as claims:
+        run_dir = claims.resumed(args.resume)
+        state = load_checkpoint(run_dir, required_keys=("config", "pairs", "task", "comparisons", *TRAINING_STATE))
+        try:
+            config = DPOConfig.from_dict(state["config"]).validate()
+            task = FoodTaskConfig.from_dict(state["task"]).validate()
+            comparisons = Comparisons(**state["comparisons"]).validate()
+        except (ConfigError, TypeError) as error:
+            raise ConfigError(f"checkpoint {run_dir} has unusable settings ({error})") from None
+        if len(state["history"]) >= config.epochs:
+            raise ConfigError(f"run {run_dir} is complete ({config.epochs} epoch{'s' * (config.epochs > 1)}); "
+                              "start a new run to train more")
+        configure_process(args.num_threads)
+        policy, sft, tokenizer = load_lm_policy(run_dir)
+        print(f"{config.loss.upper()}: resuming {run_dir} after epoch {len(state['history'])} of {config.epochs}, "
+              f"{len(state['pairs'])} comparisons")
+        pairs = [tuple(pair) for pair in state["pairs"]]
+        return _train_epochs(args, config, task, comparisons, sft, policy, tokenizer, pairs, run_dir, state)
+
+
+def _train_epochs(args, config: DPOConfig, task: FoodTaskConfig, comparisons: Comparisons, sft, policy, tokenizer,
+                  pairs: list[tuple[str, str, str]], run_dir: Path, resume_from: dict | None) -> int:
+    """Train (checkpoint and metrics.csv after every epoch, stoppable with Ctrl-C), then measure."""
+    seconds_before = resume_from["train_seconds"] if resume_from is not None else 0.0
+    start = time.perf_counter()
+
+    def save(state: dict) -> bool:
+        seconds = seconds_before + time.perf_counter() - start
+        save_checkpoint({"config": config.to_dict(), "gpt_config": dataclasses.asdict(sft.config),
+                         "tokenizer": tokenizer.state_dict(), "reference": sft.state_dict(),
+                         "policy": policy.state_dict(), "pairs": [list(pair) for pair in pairs],
+                         "task": dataclasses.asdict(task), "comparisons": dataclasses.asdict(comparisons),
+                         "train_seconds": seconds, **state}, run_dir / CHECKPOINT_NAME)
+        with open(run_dir / "metrics.csv", "w", newline="") as file:
+            writer = csv.DictWriter(file, fieldnames=list(state["history"][0]))
+            writer.writeheader()
+            writer.writerows(state["history"])
+        return stop.requested
+
+    with GracefulStop(PROG, "the current epoch") as stop:
+        history = train_dpo(policy, sft, encode_preference_pairs(tokenizer, pairs), config,
+                            progress=not args.no_progress, resume_from=resume_from, after_epoch=save)
+    if len(history) < config.epochs:
+        print(f"{PROG}: stopped after epoch {len(history)} of {config.epochs}; checkpoint saved. Resume with: "
+              f"{PROG} --resume {run_dir}", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
+    seconds = seconds_before + time.perf_counter() - start
+    for row in (history[0], history[-1]):
+        print(f"  epoch {row['epoch']}: loss {row['loss']:.4f}, implicit reward margin β·h {row['reward_margin']:+.3f}, "
+              f"accuracy {row['reward_accuracy']:.1%}")
     summary = {"config": config.to_dict(), "comparisons": len(pairs), "train_seconds": seconds, "history": history,
                **_measure(args, config, task, comparisons, sft, policy, tokenizer)}
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

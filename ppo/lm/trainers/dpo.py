@@ -65,6 +65,7 @@ from ppo.lm.algorithm.reward_model import EncodedComparisons, encode_comparisons
 from ppo.lm.models.tokenizer import CharTokenizer
 
 LOSSES = ("dpo", "ipo")
+TRAINING_STATE = ("optimizer", "schedule", "order_generator", "history")  # what `after_epoch` gets, `resume_from` takes
 
 
 # ---------------------------------------------------------------- the loss
@@ -217,8 +218,16 @@ def _reference_log_probs(reference: GPT, tokens: torch.Tensor, mask: torch.Tenso
 
 
 def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config: DPOConfig, *,
-              progress: bool = False) -> list[dict]:
+              progress: bool = False, resume_from: dict | None = None,
+              after_epoch: Callable[[dict], bool | None] | None = None) -> list[dict]:
     """Train `policy` in place on the comparisons with L_DPO or L_IPO (config.loss); returns one dict per epoch.
+
+    `after_epoch(state)` is called after each epoch with the state that continues the
+    training (its keys TRAINING_STATE: the optimizer's, the learning-rate schedule's, the
+    order generator's and the epochs' history, beside the policy's weights); returning True
+    stops after that epoch. `resume_from=state` continues from such a state, with the
+    policy's weights loaded by the caller: the epochs that follow are those the
+    uninterrupted run would have trained, bit for bit.
 
     The reference is frozen: its log-probs are computed once. Each epoch visits the
     comparisons in an order drawn from config.seed, in minibatches of config.batch_size,
@@ -247,7 +256,12 @@ def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config:
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / steps if config.anneal_lr else 1.0)
     policy.eval()
     history = []
-    epochs = range(config.epochs)
+    if resume_from is not None:
+        optimizer.load_state_dict(resume_from["optimizer"])
+        schedule.load_state_dict(resume_from["schedule"])
+        generator.set_state(resume_from["order_generator"])
+        history = [dict(row) for row in resume_from["history"]]
+    epochs = range(len(history), config.epochs)
     if progress:
         from tqdm.auto import tqdm
 
@@ -279,5 +293,9 @@ def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config:
         history.append({"epoch": epoch + 1, **{name: total / n for name, total in totals.items()}})
         if progress:
             epochs.set_postfix(loss=f"{history[-1]['loss']:.4f}", accuracy=f"{history[-1]['reward_accuracy']:.2f}")
+        state = {"optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+                 "order_generator": generator.get_state(), "history": [dict(row) for row in history]}
+        if after_epoch is not None and after_epoch(state):
+            break
     return history
 
