@@ -1,5 +1,5 @@
 # Two commands for a fresh machine:
-#   make demo   install, train PPO on CartPole-v1 with the defaults, evaluate, show the plot's path
+#   make demo   install, train PPO on CartPole-v1 with its preset, evaluate, show the plot's path
 #   make test   install with the test extras, check the import layers, run the default tier of the tests
 # and the rest of the tests, which CI runs too:
 #   make test-full   the full tier: lecture and notebook quick runs, README flows, long learning runs

@@ -413,24 +413,23 @@ lecture.claim(f"then every seed collapses: its last {last} updates average less 
 episode's gradient relative to its expectation, and `B for noise=1` is how many
 episodes a batch needs before its gradient is, on average, as long as its error. At
 both policies, G_0 and γ^t G_t weights have the same expectation (in the second table
-the ratio is 0.94 at the untrained policy and 1.02 at the trained one; the claims check
-below 3), and dropping the rewards before t (γ^t G_t instead of G_0) lowers the
+the ratio is 0.94 at the untrained policy and 1.02 at the trained one), and dropping the rewards before t (γ^t G_t instead of G_0) lowers the
 variance tr Cov[g], from 1.86e+04 to 3.47e+03 at the untrained policy: the same
 gradient, for free, with less noise. G_t is not that gradient: at the untrained
 policy, dropping γ^t changes the expectation (the ratio of G_t against γ^t G_t is 28,
-where the same expectation would give about 1; the claim checks above 3); at the
+where the same expectation would give about 1); at the
 trained policy 400 episodes are too few to see it (ratio 0.59), as they are too few to
 resolve |E[g]|. The trained policy's episodes are 23.6 times longer (500 steps against
 21.2), and its gradient's variance (weight G_t) is about 26,000 times the untrained
-one's in this run (the claim checks more than 100). At that policy 400 episodes do not
+one's in this run. At that policy 400 episodes do not
 resolve |E[g]| at all: the rows marked < and > are bounds, drawn dotted in the figure.
 In the figure every line falls with a slope between −0.42 and −0.46 in this run (−½ is
-noise ∝ 1/√B; the claim checks between −0.6 and −0.35): to halve the noise, take four
+noise ∝ 1/√B): to halve the noise, take four
 times the episodes. Where a solid line crosses the grey line, a batch's noise equals
 its signal.
 
 **The collapse.** Four of the five seeds' best updates reach the dashed 500 line and the
-fifth reaches 473 (the green triangles; the claim checks at least 450 for every seed),
+fifth reaches 473 (the green triangles),
 and then every seed collapses: its last 5 updates average 0.26 to 0.36 of its best (the
 red triangles; the last table gives both numbers for each seed). The spread across
 seeds at the end is not noise around a solved task but a fall from it, at different

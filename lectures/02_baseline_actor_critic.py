@@ -459,8 +459,7 @@ baseline the runs learn faster. The left panel shows it at lr 0.003: the blue me
 (R − V) first reaches 475 at update 53, and the red one (R) never does in the 100
 updates. The comparison holds seed by seed too: at lr 0.001 and at lr 0.003 the learned
 baseline's interval lies above the interval without, and its run scores higher on all
-ten seeds (the table of differences; a seed's runs start from the same network; the
-claims check at least nine of the ten). At lr 0.003 the final returns' intervals do not
+ten seeds (the table of differences; a seed's runs start from the same network). At lr 0.003 the final returns' intervals do not
 overlap either (465.9 [435.1, 487.0] against 330.1 [221.6, 416.8]), and 5 seeds end with
 a final return of at least 475 with the baseline against 1 without (the last column of
 the first table).
@@ -482,17 +481,15 @@ critic's learning rate were chosen on seeds 1–5; every number above is from se
 
 **The variance, measured directly.** The untrained row shows that a learned baseline
 is only as useful as the critic behind it: at the untrained network, R − V is no less
-noisy than R (ratio R / (R − V) 1.02; the claim checks between 0.9 and 1.1). At the
+noisy than R (ratio R / (R − V) 1.02). At the
 untrained network and at the trained one, a constant baseline lowers the variance: on
 CartPole every return is a large positive number, so every action's log-probability
 gets pushed up and only the differences carry information; subtracting the level
 removes that push. At the trained network the learned baseline divides the variance by
-16 in this run (the blue bar against the red one in the second figure, log scale; the
-claim checks more than 10); the ratio R / (R − V) is how many times more rollouts the
+16 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
 estimator without a baseline would need for the same precision. But the batch's mean
 return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.92: the grey bar is
-the lowest), and the trained critic's explained variance is −0.00002 (the claim checks
-between −0.1 and 0.1): V predicts the returns of these rollouts no better than their
+the lowest), and the trained critic's explained variance is −0.00002: V predicts the returns of these rollouts no better than their
 mean does. What the learned baseline buys here is mostly the level of the returns; its
 state-dependent part adds V's own scatter (if V is uncorrelated with R,
 Var[R − V] = Var[R] + Var[V] > Var[R − mean R]). A likely reason: a policy that balances

@@ -279,8 +279,7 @@ critic, only because this chain is deterministic given the action: the action fi
 next state and the reward, so r + γ V̂(s') is the same number at every visit of (s, a).
 Where transitions or rewards are random, TD(0) has a variance too. At λ = 1 the bias
 is zero up to sampling noise, whatever the critic: the return never reads V̂. Its bias²
-is 1.78 times the `sampling floor` column for every critic in this run (the claim checks
-below 3); that column is the bias² an unbiased estimator shows from a finite number of
+is 1.78 times the `sampling floor` column for every critic in this run; that column is the bias² an unbiased estimator shows from a finite number of
 visits alone.
 
 For one estimate, the better the critic, the smaller the best λ: 0, 0.2, 0.4 and 0.8

@@ -306,8 +306,7 @@ def prediction_error(row: dict) -> float:
 Read the table and the figure together. Where the update stays near π_old — every
 clipped row, mean KL at most 0.0044, below TRPO's δ = 0.01 — the points lie near the
 diagonal: the surrogate's prediction is within 1.8 of the measured change, on returns
-of up to 100 (the bars and the `± se` columns show how much of that is sampling noise;
-the claim below checks within 2.5). That is the first-order model working inside its
+of up to 100 (the bars and the `± se` columns show how much of that is sampling noise). That is the first-order model working inside its
 trust region. Without the clip the same step sizes move the policy much further (mean
 KL 0.036, 0.33 and 0.89, above δ at every step size), and there the surrogate is too
 optimistic and the furthest off of the three, by 6.6, 37 and 42: it credits the new
@@ -320,8 +319,7 @@ has the sign of the measured change, the one clipped update that lowered the ret
 at lr 0.001 and 0.003 the surrogate predicts a gain of about 32 and the return falls,
 by 5.8 and 10.6 (the red square and triangle). The TRPO bound is true but useless
 here: its penalty C · max KL is at least 13,064 in every row, more than a hundred times
-100, the largest discounted return CartPole can give (the claim checks more than ten
-times), so the estimate of max|A| cannot be what makes it so large. This is why TRPO
+100, the largest discounted return CartPole can give, so the estimate of max|A| cannot be what makes it so large. This is why TRPO
 constrains the mean KL instead, and why PPO settles for a clip that keeps the ratios,
 and so the KL, small.
 
@@ -442,12 +440,11 @@ lecture.save_figure(figure, "error_against_kl.png")
 """
 Pooled over the five starts, the theory's picture holds: the further an update moved
 the policy, the further off its prediction. In the figure the points climb from left to
-right, and the rank correlation between mean KL and |error| is 0.76 over the 45 updates
-(the claim below checks above 0.5). It is a trend, not a law for each update: of the
+right, and the rank correlation between mean KL and |error| is 0.76 over the 45 updates. It is a trend, not a law for each update: of the
 990 pairs of updates, 189 have the one that moved further missing by less (how far off
 one update lands depends on its start and on chance). The 10 updates that moved by a
 mean KL above 0.1 missed by a median of 46.4, the 31 that stayed below δ by a median of
-0.94 (the table's `median |error|` column; the claim checks a factor above 5), and every
+0.94 (the table's `median |error|` column), and every
 update that left the trust region, mean KL above δ, over-predicted the change (14 of
 14: all of the two lower rows of the last column). The surrogate leans optimistic
 inside the trust region too — 30 of the 31 updates below δ over-predicted (the first
@@ -455,11 +452,11 @@ row), by a median miss of 0.94 — since the update was chosen to make the surro
 large on its own rollout; outside it the lean grows into the whole error, as the
 surrogate credits the new policy with π_old's states. The clip keeps the updates
 inside: in the run shown here all 30 clipped updates stayed below δ (the table's `of
-them clipped` column; the claim checks at least 3 in 4), while none of the 10 unclipped
+them clipped` column), while none of the 10 unclipped
 updates at lr 0.001 or 0.003 did. What does not carry over from seed 1 is the detail:
 below δ the prediction is a first-order estimate with sampling noise, not an exact one.
 From the other starts a clipped update missed by 6.84, where seed 1's clipped updates
-stayed within 1.8 (the claim checks more than 2.5), and 1 of the 24 predicted a change
+stayed within 1.8, and 1 of the 24 predicted a change
 of the wrong sign (the line under the table gives both).
 """
 

@@ -152,7 +152,7 @@ whitening, a sample is pushed up only if it did better than the average sample. 
 the samples by the whitened sign, the one the clip acts on. (The trainer whitens per
 minibatch; whitening the whole rollout at once, as here, flips the sign of a few
 samples near the mean: 1.4% of them for one random split into the trainer's
-minibatches, in the second printed line; the claim checks under 10%.)
+minibatches, in the second printed line.)
 """
 
 # %%
@@ -225,11 +225,9 @@ print(f"no clip: {pushed_down_good:.1%} of the samples with whitened Â > 0 end 
 # %% [markdown]
 """
 The histograms show the same update with and without the clip. With ε = 0.2 (left)
-the ratios stay in a narrow peak around 1: 0.98% of them end outside [0.8, 1.2] (the
-claim checks fewer than 2%). Without the clip (right) they spread over the whole range
+the ratios stay in a narrow peak around 1: 0.98% of them end outside [0.8, 1.2]. Without the clip (right) they spread over the whole range
 for both colours, and 26.2% of the samples with whitened Â > 0 and 36.3% of those with
-whitened Â ≤ 0 end on the wrong side of the band (the claim checks more than 1 in 5 of
-each): a good action (green) whose probability fell below 0.8 of π_old's, a bad one
+whitened Â ≤ 0 end on the wrong side of the band: a good action (green) whose probability fell below 0.8 of π_old's, a bad one
 (red) whose probability rose above 1.2 of it. The network cannot move one sample's
 probability alone; ten epochs of unclipped steps that push some samples far drag
 others, of both signs, along with them.

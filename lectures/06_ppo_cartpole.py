@@ -75,17 +75,7 @@ two are about what happens once the policy is good: when every episode reaches 5
 returns are equal and the advantages are only the critic's errors. Whitening rescales
 that noise to unit size and the entropy bonus pushes towards randomness, so each update
 can move the policy a full step in a random direction; without them, near-zero
-advantages give smaller updates. Smaller is not still. In the run below, once the
-last-20 return (the mean return of the last 20 episodes) first reaches 475, the mean
-approx KL per update (the trainer's estimate of how far one update moved the policy,
-lecture 5's k3; lecture 7 reads it) falls from 0.0062 to 0.0019, less than a third; but the solved
-policy does not stay put: the last-20 return peaks at 495.9 and then drops again, to
-462.8 at the end of the budget; and in the iterations where it drops, the value loss
-(right panel) jumps from 0.236 at the solving iteration to as much as 5.7, 24 times
-that level: episodes that fall short of 500 again have returns far from what the
-critic learned to predict. These numbers are those of this run; the claims below check
-their direction with margins (the KL falls below half, the peak is at least 490, the
-end more than 20 below it and above 450, the value loss more than ten times its level). How
+advantages give smaller updates. Smaller is not still: the training section shows what a solved run does next. How
 much this costs depends on the rest of the configuration (learning rate, epochs, how
 long the run goes on after solving); the preset's comment in `experiments/commands/presets.py`
 records the measurements over seeds it was chosen by. Exercise: rerun the seed study at
@@ -226,6 +216,19 @@ print(f"three iterations: rollout of {config.batch_size} steps {timings['rollout
       f"advantages and update ({config.update_epochs * config.num_minibatches} gradient steps) "
       f"{timings['update'] / 3 * 1000:.0f} ms per iteration")
 
+# %% [markdown]
+"""
+What the run shows: once the
+last-20 return (the mean return of the last 20 episodes) first reaches 475, the mean
+approx KL per update (the trainer's estimate of how far one update moved the policy,
+lecture 5's k3; lecture 7 reads it) falls from 0.0062 to 0.0019, less than a third; but the solved
+policy does not stay put: the last-20 return peaks at 495.9 and then drops again, to
+462.8 at the end of the budget; and in the iterations where it drops, the value loss
+(right panel) jumps from 0.236 at the solving iteration to as much as 5.7, 24 times
+that level: episodes that fall short of 500 again have returns far from what the
+critic learned to predict. These numbers are those of this run.
+"""
+
 # %% tags=["claims"]
 lecture.claim("once the last-20 return first reaches 475 the mean approx KL per update falls to less than half of "
               "what it was before", solved_at is not None and kl_after < kl_before / 2,
@@ -284,8 +287,7 @@ each seed: when the mean of the last 20 training episodes first reached 475
 (CartPole's "solved" line), where it ended, and the greedy evaluation of its final
 checkpoint. In the run shown here 8 of the 10 seeds reached 475 within the 98,304
 steps, and every one that did ended at 486 or above; every greedy evaluation scored at
-least 470, and 7 of the 10 a perfect 500. (The claims check the pattern: most seeds but
-not all reach 475, those end above 450, every evaluation is at least 450, most are 500.) The preset's comment reports every
+least 470, and 7 of the 10 a perfect 500. The preset's comment reports every
 seed evaluating ≥ 491 on seeds 1–20, the seeds it was tuned on: tuned-on seeds flatter a
 configuration, and untuned ones are what to report.
 """

@@ -219,7 +219,7 @@ What the figure and the table show, each checked below on this run:
 
 * The unclipped run's KL is far above the preset's all through the run (the red line
   of the KL panel, and the table's mean: 1.93 against 0.00414, some 470 times the
-  preset's; the claim checks more than a hundred times), and its entropy falls to near
+  preset's), and its entropy falls to near
   0 within the first two iterations, from ln 2 ≈ 0.69 (a coin flip between the two
   actions) to at most 0.060 on every seed (red, entropy panel): its first updates made
   the policy almost deterministic. Its clip fraction reads 0 throughout: with ε = inf

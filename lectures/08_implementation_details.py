@@ -106,7 +106,7 @@ slows learning shows. Each setting changes one switch:
 The eight settings include no `bootstrap_truncated` off: at this budget the rule has
 almost nothing to act on: the line printed under the table counts the time-limit cuts
 in the base runs, 0.6% of the episode ends in the run shown here (5.0% in the last
-quarter; the claim checks under 2% over the runs). Defect 2 below shows what the rule
+quarter). Defect 2 below shows what the rule
 does to one episode.
 
 Each setting is ten runs, one per seed, trained as one `SeedBatchPPO` (lecture 7).
@@ -575,8 +575,7 @@ policy's, and their sum points away from the policy's gradient (a cosine of −0
 the trunk's update is the critic's, whatever the advantages say. Scaling the rewards
 brings the two gradients to the same size (the value term's is 0.73 times the
 policy's) and turns the sum back towards the policy's direction (a cosine of 0.79).
-The claims below check the same with margins: more than a hundred times, a negative
-cosine, a ratio between 0.2 and 5, a cosine above 0.5. Separate networks remove the collision: the
+Separate networks remove the collision: the
 value loss puts exactly zero gradient on the actor's weights.
 """
 

@@ -134,7 +134,7 @@ lecture.claim("σ is the same at every state, and the greedy action is the mean"
 
 Pendulum's torque must lie in [−2, 2]. With σ = 1 and μ near 0, about one sample in twenty
 falls outside (P(|a| > 2) = 4.6% for a standard normal; 4.3% of the rollout below in the
-run shown, and the claim at the end of the section checks between 3% and 7%).
+run shown).
 `PPO.collect_rollout` sends `PPO.env_action(a)` — the sample clipped to the bounds — to the
 env, and stores `a` itself. One rollout of an untrained policy:
 """
@@ -534,14 +534,13 @@ lecture.save_figure(figure, "normalisation_ablation.png")
 # %% [markdown]
 """
 Read the table with the figure; the numbers quoted here are this run's. At about half
-its budget the preset succeeds on most seeds, not all: 7 of its ten runs reach the mark
-(the claims below check more than half), and the dots spread over 77 points of return,
-from −149 for the best run to −226 for the worst (the check: between 20 and 100).
+its budget the preset succeeds on most seeds, not all: 7 of its ten runs reach the mark, and the dots spread over 77 points of return,
+from −149 for the best run to −226 for the worst.
 Switching off reward scaling costs the most, by far: the rewards reach the critic in
 raw units, where value clipping (on in the preset) lets its prediction move only ε_v per
 update (section 3's count), and the critic explains clearly less of the return — its
 explained-variance interval lies below the preset's, an IQM of 0.35 against the
-preset's 0.99 (right panel; the check: under one half against above 0.95) — and the
+preset's 0.99 (right panel) — and the
 greedy return is worse, the two intervals apart: none of its ten runs reaches the mark,
 and its IQM, −977, is the lowest of the four settings. Observation normalisation off and
 value clipping off each stay inside the seed spread: their greedy-return intervals

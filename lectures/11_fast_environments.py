@@ -95,7 +95,7 @@ column stays put). For the batched env it grows slowly — the call is the same 
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
 below on a one-element tensor: a torch step call at N = 1 costs as much as 26 such
-operations in the run shown (the claim checks more than ten). That fixed cost makes the batched env the
+operations in the run shown. That fixed cost makes the batched env the
 slower one at N = 1 (compare the first rows), and at N = 8 the two are close.
 Gymnasium's numpy-batched CartPole is the same idea written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
 runs on a GPU as well.

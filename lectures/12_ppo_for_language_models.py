@@ -12,7 +12,7 @@
 
 where KL_t = log π_θ(y_t | s_t) − log π_ref(y_t | s_t) compares the policy with a frozen
 reference, the supervised (SFT) model PPO started from. Summed over a completion, the
-KL_t estimate KL(π_θ ‖ π_ref) for that prompt, so PPO maximises
+KL_t are an estimate of KL(π_θ ‖ π_ref) for that prompt, so PPO maximises
 
     J(π) = E_y~π[ score(y) ] − β · KL(π ‖ π_ref),
 
@@ -23,7 +23,7 @@ result checked against it — a yardstick real RLHF never has.
 The machinery is the one from CartPole: the clipped surrogate and the value loss of
 `ppo/algorithm/losses.py`, GAE of `ppo/algorithm/advantages.py` run along the token axis (γ = 1, the
 last real token terminal), the same K epochs of minibatches of `ppo/algorithm/update.py`, the same
-KL estimators k1 and k3 as the "approx KL". The trainer does not know the task: it gets
+KL estimators (k1, and k3, the "approx KL"; section 5 sets them side by side). The trainer does not know the task: it gets
 the prompts and the reward from us, as a `CompletionTask`.
 
 The experiment is a classic first exercise in RLHF teaching material: teach a model
@@ -166,7 +166,8 @@ reward (`score` for exactly "pizza" + EOS, else 0), the well-formedness check an
 pizza rate into a `CompletionTask`. `RLHFTrainer` holds three copies of the SFT
 weights: the policy π_θ (trained), the reference π_ref (frozen) and a critic with a
 scalar value head (trained; the head starts at zero). One call to `collect` samples a batch of completions with the KV-cache
-sampler and then scores every token with a full forward pass at the sampling
+sampler (it keeps every layer's keys and values of the tokens already generated, so each
+new token costs one position's forward pass) and then scores every token with a full forward pass at the sampling
 temperature: log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t), all zero after EOS.
 `rewards` turns them into the per-token rewards r_t. Before any update π_θ = π_ref,
 so every KL_t is exactly 0 and the only reward is the score at EOS.
@@ -230,7 +231,7 @@ lecture.claim("the critic's value head starts at zero", bool((rollout.values[mas
 `RLHFTrainer.train` runs one PPO iteration per batch of completions (the module
 docstring of `ppo/lm/trainers/rlhf_trainer.py` spells out the loop) and calls us back after each
 with its metrics, as CartPole's trainer does. We print the
-diagnostics worth watching, the ones TRL logs among them: the target rate, the share of
+diagnostics worth watching, the ones TRL (Hugging Face's RLHF library) logs among them: the target rate, the share of
 well-formed completions (a food, then EOS), the mean sequence KL to the reference, the
 entropy per token, and the update's approx KL(π_old ‖ π_θ) and clip fraction, and plot
 them with the score, the total reward and the critic's loss. (`ppo-rlhf` writes the
@@ -300,11 +301,9 @@ def optimum_at(beta: float):
 
 # %% [markdown]
 """
-What the run shows (the numbers are this run's; the claims at the end of the section
-check looser bounds). In the top-middle panel the pizza rate climbs from the SFT model's
-11% to above 95% at iteration 6 (the check: by iteration 12) and averages 99.5% over the
-last five iterations, while the well-formed rate never drops below 98.4% (the check:
-95%). The entropy per token (bottom left) falls from 0.300 to 0.0095, below a tenth of
+What the run shows (the numbers are this run's). In the top-middle panel the pizza rate climbs from the SFT model's
+11% to above 95% at iteration 6 and averages 99.5% over the
+last five iterations, while the well-formed rate never drops below 98.4%. The entropy per token (bottom left) falls from 0.300 to 0.0095, below a tenth of
 where it started, and the approx KL (bottom middle, left axis) and the clip fraction
 (its right axis) end at 0 to four decimals: the policy has all but stopped moving. That
 is not a collapse to fix: at this β the exact optimum π* itself puts 99.0% on
@@ -312,8 +311,7 @@ is not a collapse to fix: at this β the exact optimum π* itself puts 99.0% on
 
 The critic figure: before training every value is 0 (dashed; the head starts at zero).
 After it, the value of "ravin likes pizz" is 1.002, within 0.05 of the score, and that
-of "ravin likes sala" −0.016, near 0 (the check allows 0.2: the trained policy rarely
-says salad, so the critic sees that state seldom): once the first character is chosen,
+of "ravin likes sala" −0.016, near 0: once the first character is chosen,
 the outcome is settled. The value of the prompt itself, s_0, is 0.668, within 0.05 of
 the last iteration's mean total reward score − β·KL, 0.674. Inside the prompt (shaded) the values wander away from 0: PPO never acts in
 those states, so no loss constrains the critic there.
@@ -413,7 +411,7 @@ the first character. The food task is a one-decision bandit: the first token set
 food, the value of every later state is settled with it (the critic's V ≈ 1 after "pizz",
 ≈ 0 after "sala", above), and what a critic adds is a baseline for the one state s_0,
 which the mean reward of the batch provides as well. Token-level credit assignment, a
-learned critic against a critic-free baseline (RLOO and GRPO), λ = 0.95 against λ = 1:
+learned critic against a critic-free baseline (RLOO and GRPO, defined in section 7), λ = 0.95 against λ = 1:
 none of these has anything to differ on here. Section 7 runs the task where they can:
 its reward depends on a relation chosen at the first token and a food chosen six tokens
 later.
@@ -445,11 +443,10 @@ mean the largest 1% of completions carry.
 What the run shows: the exact sum's spread over completions is smaller than k1's (a
 std of 0.26 against 0.54; what is left is the noise of which prefixes a completion
 visits); k3's spread is larger than k1's (23), and its largest 1% of completions carry
-52.5% of its mean, against 1.1% for k1 (the right panel's far-right dots; the check asks
-for at least five times k1's share). k1's sample mean, 2.131 ± 0.012, lies within three
+52.5% of its mean, against 1.1% for k1 (the right panel's far-right dots). k1's sample mean, 2.131 ± 0.012, lies within three
 standard errors of the exact 2.135; k3's, 2.674, rests on how many of those rare
 completions a sample happens to catch. The left panel: 99.7% of the exact KL is spent at
-t = 0 (the check: at least 99%) (the bandit of section 4; section 7 sets the two-choice task's shares
+t = 0 (the bandit of section 4; section 7 sets the two-choice task's shares
 beside it). The estimators are compared on this policy because it has moved two nats
 from π_ref, where k3's tail shows; no credit across tokens is involved.
 """
@@ -536,8 +533,8 @@ and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
   reward every return is the same and the gradient noise vanishes at the optimum; with
   loss-full the returns still differ there and a run jitters around π* (more
   completions per batch shrink the jitter).
-* **k3 in the loss** (`loss-k3`, as published GRPO does it; the default of the library's
-  GRPO trainer, which lecture 13 introduces): ∇k3_t =
+* **k3 in the loss** (`loss-k3`, as published GRPO does it (section 7); the default of the
+  library's GRPO trainer): ∇k3_t =
   (1 − ρ_t)·∇log π(y_t|s_t), whose mean over y_t ~ π is −Σ_v π_ref(v|s_t)∇log π(v|s_t) =
   ∇KL(π_ref(·|s_t) ‖ π(·|s_t)): the *reverse* KL at each state the policy visits, the visits
   held fixed. It regularises, but towards a different optimum (at each state
@@ -705,10 +702,8 @@ few β (the run above is one of them), evaluate each policy on fresh samples at
 temperature 1 (`ppo.lm.trainers.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
 
 What the run shows: PPO follows π*'s trade-off — from β = 0.05 to β = 0.5 its rate falls
-from 99.8% to 51.2% and its KL from 2.16 to 0.48 nats (the check: more than 20 points
-and more than a nat) — and at every β it ends within 2.6 points of π*'s rate and 0.06
-nats of π*'s KL (the red dots on the black curves; the check allows 5 points and 0.15
-nats). The last printed line sets the figures the `cleanllm` notebook reports (see the
+from 99.8% to 51.2% and its KL from 2.16 to 0.48 nats — and at every β it ends within 2.6 points of π*'s rate and 0.06
+nats of π*'s KL (the red dots on the black curves). The last printed line sets the figures the `cleanllm` notebook reports (see the
 introduction) beside ours; its model, reward (4, not 1) and KL measure differ from ours, so the two are set
 side by side, not ranked.
 """
@@ -935,8 +930,7 @@ completions is about 0.36 under the SFT model and 0.29 under π*: dividing by it
 multiplies the score's pull, roughly by 1/std, so two- to threefold or more (computed
 exactly below for a 0/1 score), while the β·k3 term keeps its size, as a smaller β
 would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM, 2.1% in
-this run, is the highest of the four, the three others' between 0.7% and 1.0% (the
-check: above 1.2% for GRPO, below it for each of the others). With
+this run, is the highest of the four, the three others' between 0.7% and 1.0%. With
 ten seeds the intervals are wide and may overlap, so read this as a tendency of a
 fraction of a percent, not a separation. The next table shows where.
 """
@@ -1103,7 +1097,7 @@ it was at t = 0. Here PPO spends between a fifth and a third of its KL at t = 0 
 seed (23% to 28% in this run), and more than three fifths at t = 6 and 7 (63% to 74%), where the food is chosen, and almost
 nothing between them (t = 1–5 spell out a relation already chosen): two decisions, two
 places where the policy leaves π_ref. The two runs with k3 in the loss spend the largest
-shares of their KL past t = 7, GRPO the most, its IQM more than twice PPO's, with a wide
+shares of their KL past t = 7, GRPO the most (14.5% against PPO's 2.5%, means over seeds), with a wide
 spread over seeds (the whiskers: the range over seeds). The spread there is wide for
 every method: PPO and RLOO each have a seed that spends more than twice their IQM's
 share of its KL past t = 7. Past t = 7 the SFT model spells the food out letter by

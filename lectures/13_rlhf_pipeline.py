@@ -493,8 +493,7 @@ the optimum that has the target KL. This rule is the library's own, not a publis
 and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
 the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
 the KL can settle above the target. In the run shown it stays near it: the last batches
-average 0.99 nats and fresh samples of the final policy 0.97, against a target of 1
-(the claim checks within 10%).
+average 0.99 nats and fresh samples of the final policy 0.97, against a target of 1.
 
 The table takes one step of the proportional rule by hand next to the library's, and
 evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times
@@ -782,8 +781,7 @@ the total variation to DPO's target (0 on it, 1 for disjoint distributions), and
 malformed-or-unfinished mass.
 
 What the run shows. DPO moves most of the way from the SFT model to its target: the
-total variation to it falls from 0.775 to 0.269 (the claims check above 0.75 and below
-0.3), and the gold E[r] rises from 0.27 to 0.92 (the target's is 0.975). It also leaves
+total variation to it falls from 0.775 to 0.269, and the gold E[r] rises from 0.27 to 0.92 (the target's is 0.975). It also leaves
 more of its mass on malformed or unfinished strings than the SFT model did — 3.3% on
 this seed, where the SFT model has 0.2% (and the target, which tilts only the 20
 answers, less still). One reading: the loss only ever compares two

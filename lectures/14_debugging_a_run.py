@@ -266,8 +266,7 @@ print("Var[R] of a rollout's returns, last quarter, median over the seeds: "
 ## The signatures
 
 Read the figure row by row, then the table of numbers; what each bug leaves behind (the
-numbers in brackets are the run shown; the claims at the end of the section check the
-sentences on every run):
+numbers in brackets are the run shown):
 
 * **Wrong sign** (red): the return *falls* below the untrained policy's, in every seed
   (to about 8.7, from 16 to 17.5), and the entropy collapses far below the correct run's: the policy becomes sure of

@@ -65,8 +65,7 @@ swinging back up — give it the same input, so it must act alike in both, thoug
 need opposite pushes. How often that happens is measured below on the torch env, whose
 full state keeps the velocities: among the states that a random policy visits with the
 pole near upright (|θ| < 0.05 rad), θ̇ is positive in some and negative in others: in
-the run shown it is positive in 47.3% of them (the claim checks that each sign comes in
-more than a quarter).
+the run shown it is positive in 47.3% of them.
 """
 
 # %%
@@ -100,8 +99,7 @@ print(f"random policy, {visited.shape[1]:,} states, {int(upright.sum()):,} with 
 Now train. Ten seeds of the MLP train as one batched computation (`SeedBatchPPO`,
 lecture 6), each evaluated greedily on gymnasium's CartPoleNoVel-v1 (the same
 `evaluate_policy` as `ppo-eval`); lecture 6 trained the same preset on full CartPole.
-An episode lasts at most 500 steps: in the run shown the MLP's seeds score 37 to 48
-(the claim checks that every one stays below 100).
+An episode lasts at most 500 steps: in the run shown the MLP's seeds score 37 to 48.
 """
 
 # %%
@@ -425,8 +423,7 @@ print(f"GRU's mean training success first at 0.9 or more: iteration {first_above
 # %% [markdown]
 """
 The GRU carries the cue across the delay, where no stack of 9 frames could: in the run
-shown every seed answers right in all 200 of its evaluation episodes, as 10 frames do
-(the claims check above 0.5 and at least 0.95 on every seed). The red curve on the right
+shown every seed answers right in all 200 of its evaluation episodes, as 10 frames do. The red curve on the right
 shows the GRU's mean training success reaching 0.9 after 7,680 steps, fewer than 10
 frames' whole budget (12 iterations of 2,048, 24,576 steps), and ending at 1.000. The stack is handed the cue as an input; the GRU
 has to learn to keep it, through a gradient that crosses eight blank steps, and on this
@@ -505,16 +502,15 @@ section 2 holds the previous velocity exactly. The rollout: 16 copies of the fir
 run's policy with sampled actions; the probes are fitted on 12 copies' episodes and scored
 on the other 4.
 
-What the run shows (the claims check the bounds in brackets): from the raw observation
-the probe explains almost nothing of θ̇ (R² 0.018; below 0.1). It does explain part of ẋ
-(R² 0.474; between 0.3 and 0.7), not because (x, θ)
+What the run shows: from the raw observation
+the probe explains almost nothing of θ̇ (R² 0.018). It does explain part of ẋ
+(R² 0.474), not because (x, θ)
 holds the velocity but because this policy's episodes tie the two: the cart drifts, and
 where it is says roughly how fast (the grey columns of the left panel: one position,
 a range of velocities). From the GRU's state the probe explains most of both (R² 0.948
-and 0.908; above 0.85): the red points lie along the diagonal. The GRU was trained on
+and 0.908): the red points lie along the diagonal. The GRU was trained on
 returns alone and has learned to carry the velocities. The two-frame stack, a hand-made
-feature that is the velocity one step late, does about as well (0.954 and 0.897; within
-0.05 of the GRU's state on both).
+feature that is the velocity one step late, does about as well (0.954 and 0.897).
 """
 
 # %%

@@ -132,8 +132,7 @@ The policy and value heads read the encoder's features as they read the MLP's.
 Below, a batch of Breakout frames through the MinAtar CNN, layer by layer, and each
 encoder's parameter count. Most of a CNN's parameters are in its linear layer, not in
 its filters: the linear layer holds 99.6% of the MinAtar CNN's and 95.4% of NatureCNN's,
-and the MinAtar CNN's convolution 592 of its 131,792 (the claims at the end of the
-section check more than 90% and less than 1%). It has more parameters than the (64, 64)
+and the MinAtar CNN's convolution 592 of its 131,792. It has more parameters than the (64, 64)
 MLP on the same 400 inputs (29,824), because its linear layer reads 16 × 8 × 8 = 1,024
 features; NatureCNN on four 84 × 84 frames has more than ten times as many again
 (1,684,128).
@@ -506,12 +505,11 @@ limit, and a greedy policy that never misses would never end, so an episode of a
 registered without one stops after 1,000 steps, the length of gymnax's MinAtar episodes
 on which the published PPO figures were measured.
 
-What the run shows (the numbers are this run's; the claims check the bounds in
-brackets): every run's curve ends at 3.75 to 4.45 bricks per episode, about ten times the
-random floor of 0.39 (more than five times; a floor below 0.5), and every run's greedy
-mean is between 4.3 and 5.8 (above 3). The two layouts' mean greedy returns over the
+What the run shows (the numbers are this run's): every run's curve ends at 3.75 to 4.45 bricks per episode, about ten times the
+random floor of 0.39, and every run's greedy
+mean is between 4.3 and 5.8. The two layouts' mean greedy returns over the
 seeds, 5.07 with two trunks and 5.38 shared, are within 1 of each other, and the shared
-trunk trained in 0.55 of the two trunks' time (less than 0.8). On MinAtar, whose rewards
+trunk trained in 0.55 of the two trunks' time. On MinAtar, whose rewards
 are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see at this
 budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
 rewards of any size; the MinAtar preset, `ppo-train --env-id MinAtar/Breakout-v1` with no
@@ -592,8 +590,7 @@ every step, for every seed's agent (and in random play): the frame settles the
 direction. Without the trail channel (ball and paddle only), it is wrong on more than a
 fifth of the steps for every agent (right on 70% to 72% of them in the run shown): a
 ball at a given cell may be going up or down. In random play, whose episodes last 10
-steps on average, ball and paddle alone give the direction on 94.7% of the steps (the
-claims check fewer than 20 steps and more than 90%): the question only becomes hard
+steps on average, ball and paddle alone give the direction on 94.7% of the steps: the question only becomes hard
 once an agent keeps the ball in play. The trail is the second frame of lecture 15's
 stack, drawn into the first.
 """
@@ -730,10 +727,10 @@ the curve's intervals from `experiments.studies.learning_curves.curve_intervals`
 
 What the run shows: with the mask, the IQM is above 0.95 from the second point on (after
 3 iterations; 0.977 in the run shown) and ends at 1; the penalty ends far below, at
-0.678 [0.636, 0.725] (the check: under 0.8), and its interval lies below the mask's at
+0.678 [0.636, 0.725], and its interval lies below the mask's at
 every point, the first by construction (the untrained masked policy already chooses
 among the valid actions only). At the end the penalty's policy still chooses an invalid
-action on 9.1% of the steps (the check: more than 5%), fewer than the 91.9% at the start.
+action on 9.1% of the steps, fewer than the 91.9% at the start.
 """
 
 # %%

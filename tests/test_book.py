@@ -13,6 +13,7 @@ screenshot of lecture 6 to docs/_build/screenshots/06_ppo_cartpole.png.
 from __future__ import annotations
 
 import functools
+import html.parser
 import http.server
 import json
 import shutil
@@ -101,6 +102,26 @@ def test_a_docstring_s_list_is_set_apart_by_blank_lines():
     set_in = ["Generation:", "  1. prefill the cache;", "  2. decode, one token", "     per step.", "A row ends at EOS."]
     assert plain_docstrings.restructured(set_in) == [
         "Generation:", "", "  1. prefill the cache;", "  2. decode, one token", "     per step.", "", "A row ends at EOS."]
+
+
+def source_pages() -> list[Path]:
+    return sorted(page for page in BOOK_SOURCES.rglob("*.md") if "lectures" not in page.relative_to(BOOK_SOURCES).parts)
+
+
+def test_every_relative_link_of_a_page_resolves_where_its_source_is_read():
+    """A page's source reads as it is (on GitHub, say): each relative link names a file of the repository."""
+    import re
+
+    broken = [f"{page.relative_to(REPO_ROOT)}: {target}" for page in source_pages()
+              for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text())
+              if "://" not in target and not (page.parent / unquote(target)).exists()]
+    assert not broken, broken[:10]
+
+
+def test_a_link_to_a_lecture_is_pointed_at_the_books_copy_while_it_builds():
+    assert lecture_pages.book_links("[6](../../lectures/06_ppo_cartpole.ipynb)", 0) == "[6](lectures/06_ppo_cartpole.ipynb)"
+    assert lecture_pages.book_links("[6](../../../lectures/06_x.ipynb)", 1) == "[6](../lectures/06_x.ipynb)"
+    assert lecture_pages.book_links("[code](../../ppo/config.py)", 0) == "[code](../../ppo/config.py)"
 
 
 def test_the_lecture_notebooks_are_copied_when_they_change_and_removed_when_gone(tmp_path: Path):
@@ -205,6 +226,21 @@ def link_problem(link: str, site: Path, base: str, ids: dict[str, set[str]]) -> 
     return None
 
 
+class PageFile(html.parser.HTMLParser):
+    """What a built page holds before any script runs: its ids and anchor names, and its images."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.ids: set[str] = set()
+        self.images = 0
+        self.feed(path.read_text(encoding="utf-8"))
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.ids.update(value for name, value in attributes.items() if name == "id" or (tag == "a" and name == "name"))
+        self.images += tag == "img"
+
+
 def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None = None) -> tuple[dict[str, int], list[str]]:
     """Open every page of a site built from sources in headless Chromium; return the figures and the problems found."""
     pages = sorted(path.relative_to(site).as_posix() for path in site.rglob("*.html"))
@@ -217,9 +253,16 @@ def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None
     ids: dict[str, set[str]] = {}
     try:
         for page in pages:
-            driver.get(base + page)
-            facts = driver.execute_async_script(PAGE_FACTS)
-            assert "error" not in facts, f"{page}: {facts['error']}"
+            written = PageFile(site / page)
+            for _ in range(3):  # a page read before the browser had all of it (a loaded machine) is read again
+                driver.get(base + page)
+                facts = driver.execute_async_script(PAGE_FACTS)
+                assert "error" not in facts, f"{page}: {facts['error']}"
+                if len(facts["images"]) >= written.images and written.ids <= set(facts["ids"]):
+                    break
+            else:
+                problems.append(f"{page}: the browser never showed the whole page ({len(facts['images'])} of "
+                                f"{written.images} images, {len(written.ids - set(facts['ids']))} ids missing)")
             figures["pages"] += 1
             for image in facts["images"]:
                 figures["images"] += 1
@@ -241,7 +284,7 @@ def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None
                 if urlsplit(url).scheme in ("http", "https", "ws", "wss") and urlsplit(url).hostname != "127.0.0.1":
                     figures["outside requests"] += 1
                     problems.append(f"{page}: a request to another host, {url[:200]}")
-            links[page], ids[page] = facts["links"], set(facts["ids"])
+            links[page], ids[page] = facts["links"], set(facts["ids"]) | written.ids
             if screenshot and page == "lectures/06_ppo_cartpole.html":
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 driver.save_screenshot(str(screenshot))
