@@ -56,7 +56,7 @@ from ppo.trainers.base import CHECKPOINT_NAME
 from ppo.runs.checkpoint import load_checkpoint, save_checkpoint
 from ppo.config import ConfigError, require_count, require_positive
 from ppo.lm.trainers.dpo import TRAINING_STATE, DPOConfig, encode_preference_pairs, ipo_optimum, train_dpo
-from ppo.lm.trainers.rlhf_trainer import load_lm_policy
+from ppo.lm.trainers.rlhf_trainer import POLICY_STATE, lm_policy_from_state
 from ppo.lm.trainers.evaluation import evaluate_lm_policy
 from ppo.lm.exact.optimum import NO_EOS, rule_scores
 from ppo.lm.exact.optimum_distance import distance_to_optimum, total_variation
@@ -189,7 +189,7 @@ def _resume(args) -> int:
                           f"(got {', '.join('--' + name.replace('_', '-') for name in given)})")
     with RunFolderClaims(PROG) as claims:
         run_dir = claims.resumed(args.resume)
-        state = load_checkpoint(run_dir, required_keys=("config", "pairs", "task", "comparisons", *TRAINING_STATE))
+        state = load_checkpoint(run_dir, required_keys=(*POLICY_STATE, "pairs", "task", "comparisons", *TRAINING_STATE))
         try:
             config = DPOConfig.from_dict(state["config"]).validate()
             task = FoodTaskConfig.from_dict(state["task"]).validate()
@@ -200,7 +200,7 @@ def _resume(args) -> int:
             raise ConfigError(f"run {run_dir} is complete ({config.epochs} epoch{'s' * (config.epochs > 1)}); "
                               "start a new run to train more")
         configure_process(args.num_threads)
-        policy, sft, tokenizer = load_lm_policy(run_dir)
+        policy, sft, tokenizer = lm_policy_from_state(state, run_dir)  # the checkpoint is read once
         print(f"{config.loss.upper()}: resuming {run_dir} after epoch {len(state['history'])} of {config.epochs}, "
               f"{len(state['pairs'])} comparisons")
         pairs = [tuple(pair) for pair in state["pairs"]]

@@ -412,9 +412,16 @@ def _reference_from_state(state: dict, path) -> tuple[GPT, CharTokenizer]:
     return reference.eval(), tokenizer
 
 
+POLICY_STATE = ("config", "gpt_config", "tokenizer", "reference", "policy")  # what a policy is rebuilt from
+
+
 def load_lm_policy(path) -> tuple[GPT, GPT, CharTokenizer]:
-    """(policy, reference, tokenizer) of a run folder or checkpoint written by RLHFTrainer."""
-    state = load_checkpoint(path, required_keys=("config", "gpt_config", "tokenizer", "reference", "policy"))
+    """(policy, reference, tokenizer) of a run folder or checkpoint written by RLHFTrainer (or ppo-dpo)."""
+    return lm_policy_from_state(load_checkpoint(path, required_keys=POLICY_STATE), path)
+
+
+def lm_policy_from_state(state: dict, path) -> tuple[GPT, GPT, CharTokenizer]:
+    """(policy, reference, tokenizer) of a loaded checkpoint `state` (POLICY_STATE); `path` names it in errors."""
     reference, tokenizer = _reference_from_state(state, path)
     shared = state["config"].get("critic") == "shared"
     policy = GPT(dataclasses.replace(reference.config, value_head=shared))
