@@ -92,6 +92,16 @@ class FrameStackVecEnv:
         frames = None if self._frames is None else self._frames[rows]
         return self._state(self.envs.member_state_dict(member), frames)
 
+    def load_member_state_dict(self, member: int, state: dict) -> None:
+        """Continue member `member`'s copies from a `member_state_dict()`."""
+        rows = slice(member * self.member_num_envs, (member + 1) * self.member_num_envs)
+        if state.get("num_frames") != self.num_frames:
+            raise ValueError(f"env state of {state.get('num_frames')} stacked frames does not fit "
+                             f"frame_stack = {self.num_frames}")
+        self.envs.load_member_state_dict(member, state["envs"])
+        if state.get("frames") is not None:
+            self._frames[rows] = state["frames"].to(self.device)
+
     def _state(self, envs_state: dict | None, frames: torch.Tensor | None) -> dict | None:
         if envs_state is None:
             return None

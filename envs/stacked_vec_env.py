@@ -50,6 +50,10 @@ class StackedVecEnv:
         """Member `member`'s env state as its own run would checkpoint it (None if it cannot be saved)."""
         return env_state(self.members[member])
 
+    def load_member_state_dict(self, member: int, state: dict) -> None:
+        """Continue member `member`'s envs from what `member_state_dict` gave."""
+        self.members[member].load_state_dict(state)
+
     def close(self) -> None:
         for member in self.members:
             member.close()

@@ -20,10 +20,11 @@ Read it in this order; each folder is one role, each module one idea.
     trainers/          the loops
         base.py             the lifecycle every trainer shares: construct, train, save, resume
         ppo.py              PPO: collect a rollout, estimate advantages, update for K epochs
+        processes.py        what each process of a data-parallel run holds (its copies, streams, checkpoint)
         recurrent.py        recurrent PPO
         variants.py         PPO-Penalty and adaptive clipping
         choice.py           which of them trains a run (clip, penalty, adaptive-clip), and resuming it
-        seed_batch.py       many seeds trained as one batched computation
+        seed_batch.py       PPO with a member axis: many seeds trained as one batched computation
     runs/              what a run leaves behind: checkpoints, the metrics log, the plot,
                        evaluation of a saved policy, recordings
     parallel/          speed and scale: processes of one run (torchrun), the flat Adam,

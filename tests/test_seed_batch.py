@@ -15,6 +15,7 @@ from envs.factory import make_seed_batch_env, make_vec_env
 from experiments.commands.presets import build_config
 from ppo.config import ConfigError
 from ppo.parallel.optim import FlatAdam, StackedAdam
+from ppo.runs.checkpoint import CheckpointError
 from ppo.runs.logger import read_metrics
 from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO, parse_seeds
 from ppo.trainers.ppo import PPO
@@ -178,6 +179,48 @@ def test_a_members_checkpoint_is_an_ordinary_run_that_resumes(tmp_path):
 
 
 @pytest.mark.slow  # full tier: the default tier checks every member step by step
+def _batch_envs(config, num_seeds):
+    return make_seed_batch_env(config.env_id, num_seeds, config.num_envs, "torch")
+
+
+@pytest.mark.parametrize("env_id, overrides", [
+    ("CartPole-v1", {"total_timesteps": 5 * 4 * 64, "num_envs": 4, "num_steps": 64}),
+    # observation and reward normalisation, Gaussian actions, an episode cut by the time limit mid-run
+    ("Pendulum-v1", {"total_timesteps": 5 * 4 * 64, "num_envs": 4, "num_steps": 64, "normalize_obs": True,
+                     "normalize_reward": True}),
+])
+def test_a_seed_batch_resumes_bit_for_bit(tmp_path, env_id, overrides):
+    config = _config(env_id, **overrides)
+    seeds = [4, 2, 9]
+    whole = _batch(config, seeds, [tmp_path / "whole" / str(seed) for seed in seeds])
+    whole.train()
+    folders = [tmp_path / "parts" / str(seed) for seed in seeds]
+    _batch(config, seeds, folders).train(lambda batch, metrics: batch.iteration == 2)
+    resumed = SeedBatchPPO.resume(folders, _batch_envs, progress=False)
+    assert resumed.iteration == 2 and resumed.seeds == seeds
+    resumed.train()
+    assert torch.equal(resumed.optimizer.flat_params, whole.optimizer.flat_params)
+    assert torch.equal(resumed.optimizer.exp_avg_sq, whole.optimizer.exp_avg_sq)
+    for seed in seeds:  # every iteration logged once, and as the uninterrupted batch logged it
+        parts, uninterrupted = (read_metrics(root / str(seed) / "metrics.csv") for root in (tmp_path / "parts", tmp_path / "whole"))
+        assert [row["iteration"] for row in parts] == [1, 2, 3, 4, 5]
+        for name in COMPARED:
+            assert [row[name] for row in parts] == [row[name] for row in uninterrupted], (seed, name)
+
+
+def test_a_seed_batch_refuses_members_saved_apart(tmp_path):
+    config = _config(total_timesteps=4 * 4 * 64, num_envs=4, num_steps=64)
+    folders = [tmp_path / "1", tmp_path / "2"]
+    _batch(config, [1, 2], folders).train(lambda batch, metrics: batch.iteration == 2)
+    _single(config, 2, folders[1]).train(lambda trainer, metrics: trainer.iteration == 1)  # seed 2 again, alone
+    with pytest.raises(CheckpointError, match=r"stands at iteration 1, .* at 2: resume each alone"):
+        SeedBatchPPO.resume(folders, _batch_envs, progress=False)
+    other = _config(total_timesteps=4 * 4 * 64, num_envs=4, num_steps=64, learning_rate=1e-3)
+    _batch(other, [3], [tmp_path / "3"]).train(lambda batch, metrics: batch.iteration == 2)
+    with pytest.raises(CheckpointError, match="differs from .* in learning_rate"):
+        SeedBatchPPO.resume([folders[0], tmp_path / "3"], _batch_envs, progress=False)
+
+
 def test_batched_and_separate_runs_learn_alike():
     """Over 6 seeds and a short budget, the batch and the separate runs reach the same mean
     return within three standard errors (trajectories part after a few iterations: float

@@ -225,6 +225,21 @@ class TorchClassicEnv(ABC):
 
     member_state_dict = group_state_dict  # the name a seed batch asks for (ppo.trainers.seed_batch)
 
+    def load_group_state_dict(self, group: int, state: dict) -> None:
+        """Continue group `group`'s copies from a `group_state_dict()` (a run of group_size copies)."""
+        if state.get("env_id") != self.env_id or state.get("num_envs") != self.group_size:
+            raise ValueError(f"env state of {state.get('env_id')!r} × {state.get('num_envs')} does not fit "
+                             f"{self.env_id!r} × {self.group_size}")
+        columns = slice(group * self.group_size, (group + 1) * self.group_size)
+        if state["state"] is not None:
+            if self._state is None:
+                raise ValueError("the envs must be reset before a group's state is loaded")
+            self._state[:, columns] = state["state"].to(self.device, self.dtype)
+        self.elapsed_steps[columns] = state["elapsed_steps"].to(self.elapsed_steps.device)
+        self.generators[group].set_state(state["generator"])
+
+    load_member_state_dict = load_group_state_dict
+
     def load_state_dict(self, state: dict) -> None:
         """Continue from a `state_dict()`; ValueError if it belongs to another env or size."""
         if state.get("env_id") != self.env_id or state.get("num_envs") != self.num_envs:

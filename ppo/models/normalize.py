@@ -112,6 +112,10 @@ class RewardScaler:
             self.returns = self.returns * (~done).to(torch.float64)
         return self.scale(reward)
 
+    def restart(self) -> None:
+        """Every env starts a new episode: G ← 0."""
+        self.returns.zero_()
+
     def scale(self, reward: torch.Tensor) -> torch.Tensor:
         scaled = reward / torch.sqrt(self.stats.var + self.epsilon)
         return scaled.clamp(-self.clip, self.clip).to(reward.dtype)
@@ -124,3 +128,31 @@ class RewardScaler:
     def load_state_dict(self, state: dict) -> None:
         self.stats.load_state_dict(state["stats"])
         self.gamma, self.clip, self.epsilon = state["gamma"], state["clip"], state["epsilon"]
+
+
+class PerRun:
+    """One normaliser per run of a seed batch, each applied to its run's block of copies.
+
+    The envs of S runs are S·N copies, run s's in rows s·N … (s+1)·N − 1; `PerRun(parts, N)`
+    is called as one normaliser would be and cuts its tensor arguments into those blocks,
+    so each run's statistics see its own copies only, as in its single run.
+    """
+
+    def __init__(self, parts: list, copies_per_run: int):
+        self.parts, self.copies_per_run = list(parts), copies_per_run
+
+    def _blocks(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tensor.split(self.copies_per_run)
+
+    def __call__(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return torch.cat([part(*blocks) for part, *blocks in zip(self.parts, *map(self._blocks, tensors))])
+
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.cat([part.normalize(block) for part, block in zip(self.parts, self._blocks(obs))])
+
+    def restart(self) -> None:
+        for part in self.parts:
+            part.restart()
+
+    def __getitem__(self, run: int):
+        return self.parts[run]

@@ -118,6 +118,16 @@ class StackedActorCritic(nn.Module):
                            for key, name in self.state_keys.items())
 
 
+    @torch.no_grad()
+    def load_member_state_dict(self, member: int, state: dict) -> None:
+        """Member `member`'s parameters from an ordinary ActorCritic state dict (its run's checkpoint)."""
+        missing = sorted(set(self.state_keys) - set(state))
+        if missing:
+            raise KeyError(f"the member's network lacks {', '.join(missing[:3])}")
+        for key, name in self.state_keys.items():
+            self._parameter(name)[member].copy_(state[key])
+
+
 def _key(name: str) -> str:
     return name.replace(".", "__")  # ParameterDict keys may not contain dots
 

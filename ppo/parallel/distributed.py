@@ -160,6 +160,15 @@ class World:
         self._collective(dist.all_gather_object, values, value)
         return values
 
+    def concatenate(self, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        """Each 1-D tensor of `tensors` joined with the other processes' in rank order (one gather);
+        the tensors themselves for a single process."""
+        if not self.distributed:
+            return tensors
+        parts = self.gather(tuple(tensor.cpu() for tensor in tensors))
+        return tuple(torch.cat([part[index] for part in parts]).to(tensors[index].device)
+                     for index in range(len(tensors)))
+
     def share(self, count: int, what: str) -> int:
         """count / K, or a ConfigError naming `what` if it does not divide."""
         if count % self.size:

@@ -273,6 +273,16 @@ class StackedAdam:
         denominator = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
         params.addcdiv_(exp_avg, denominator, value=-self.lr / bias_correction1)
 
+    def load_member_state_dict(self, member: int, state: dict) -> None:
+        """Member `member`'s m, v and t from a FlatAdam state dict (its run's checkpoint); the rate is the batch's."""
+        if state["exp_avg"].shape != self.exp_avg[member].shape:
+            raise ValueError(f"a member's optimizer holds {tuple(state['exp_avg'].shape)} moments, "
+                             f"this batch's {tuple(self.exp_avg[member].shape)}")
+        self.steps[member] = int(state["steps"])
+        self.exp_avg[member].copy_(state["exp_avg"])
+        self.exp_avg_sq[member].copy_(state["exp_avg_sq"])
+        self.lr = float(state["lr"][0])
+
     def member_state_dict(self, member: int) -> dict:
         """Member `member`'s optimizer as a FlatAdam state dict (what its own run would save)."""
         return {

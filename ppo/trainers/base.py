@@ -1,4 +1,4 @@
-"""The lifecycle both trainers share: construct, train(callback), save, resume, state_dict.
+"""The lifecycle every trainer shares: construct, train(callback), save, resume, state_dict.
 
     trainer = PPO(config, envs, run_dir=...)      # or RLHFTrainer(config, reference, tokenizer, task, run_dir=...)
     trainer.train(callback)                       # iterations until the budget is spent, or callback returns True
@@ -25,6 +25,10 @@ iteration i₀ to 0 after the last iteration I:
 When a resumed run gets a different budget I', the line restarts from the last
 iteration done, i₀ ← i − 1 with f₀ ← f(i − 1) under the old budget, and runs to 0 at
 I': the rate never jumps, and with an unchanged budget nothing changes.
+
+What `train` writes is asked of four methods a seed batch (several run folders, one log
+each, members that stop alone) answers its own way: `open_logs`, `log`,
+`keeps_checkpoints` and `still_training`.
 
 A subclass supplies the algorithm: `run_iteration()` (the rollout and the update),
 `total_iterations`, `samples_seen` (environment steps or completions so far: the x-axis
@@ -133,46 +137,69 @@ class BaseTrainer:
         metrics = self.run_iteration()
         self.train_seconds += time.perf_counter() - started
         self.iteration += 1
-        metrics.update({
-            "iteration": self.iteration,
-            "time_s": self.train_seconds,
-            f"{self.sample_unit}_per_second": self.samples_seen / max(self.train_seconds, 1e-9),
-        })
+        for row in self.member_rows(metrics):
+            row.update({
+                "iteration": self.iteration,
+                "time_s": self.train_seconds,
+                f"{self.sample_unit}_per_second": self.samples_seen / max(self.train_seconds, 1e-9),
+            })
         self.history.append(metrics)
         return metrics
+
+    def member_rows(self, metrics) -> list[dict[str, float]]:
+        """The rows of an iteration's metrics, one per run it trains: one here (a seed batch has S)."""
+        return [metrics]
 
     def train(self, callback: Callback | None = None) -> dict[str, float]:
         """Iterate until `total_iterations`; `callback(trainer, metrics)` after each iteration
         may return True to stop early. Returns the last iteration's metrics."""
-        from ppo.runs.logger import MetricsLogger  # tensorboard and tqdm load only when a run is logged
-
-        logger = None
-        if self.run_dir is not None and self.world.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            remove_stale_temporaries(self.run_dir)
-            (self.run_dir / "config.json").write_text(json.dumps(self.run_settings(), indent=2) + "\n")
-            logger = MetricsLogger(self.run_dir, self.config.tensorboard, self.total_samples, self.progress,
-                                   resume_from_step=self.samples_seen)
+        logs = self.open_logs()
         metrics: dict[str, float] = {}
         try:
-            while self.iteration < self.total_iterations:
+            while self.iteration < self.total_iterations and self.still_training():
                 metrics = self.train_iteration()
                 self.check_finite(metrics)
-                if logger is not None:
-                    logger.log(self.samples_seen, metrics)
-                    logger.progress(self.samples_seen, self.progress_text(metrics))
-                if self.run_dir is not None and self.config.checkpoint_every \
+                self.log(logs, metrics)
+                if self.keeps_checkpoints() and self.config.checkpoint_every \
                         and self.iteration % self.config.checkpoint_every == 0:
                     self.save()
                 stop = callback is not None and bool(callback(self, metrics))
                 if self.world.any(stop):  # every process stops after the same iteration
                     break
         finally:
-            if logger is not None:
-                logger.close()
-        if self.run_dir is not None:
+            for log in logs:
+                log.close()
+        if self.keeps_checkpoints():
             self.save()
         return metrics
+
+    # ------------------------------------------------------------------ what train writes
+    def keeps_checkpoints(self) -> bool:
+        """Whether `train` writes checkpoints: the trainer has a run folder."""
+        return self.run_dir is not None
+
+    def still_training(self) -> bool:
+        """False when nothing is left to train before the budget is spent (a seed batch whose members all diverged)."""
+        return True
+
+    def open_logs(self) -> list:
+        """Prepare the run folder (config.json, no stale temporaries) and open its metrics log;
+        none without a folder, or in a process other than the first."""
+        from ppo.runs.logger import MetricsLogger  # tensorboard and tqdm load only when a run is logged
+
+        if self.run_dir is None or not self.world.is_main:
+            return []
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.run_dir)
+        (self.run_dir / "config.json").write_text(json.dumps(self.run_settings(), indent=2) + "\n")
+        return [MetricsLogger(self.run_dir, self.config.tensorboard, self.total_samples, self.progress,
+                              resume_from_step=self.samples_seen)]
+
+    def log(self, logs: list, metrics: dict[str, float]) -> None:
+        """An iteration's row in metrics.csv and TensorBoard, and the progress bar moved on."""
+        for logger in logs:
+            logger.log(self.samples_seen, metrics)
+            logger.progress(self.samples_seen, self.progress_text(metrics))
 
     def check_finite(self, metrics: dict[str, float]) -> None:
         """TrainingDiverged naming the iteration and the quantity if a loss, the gradient norm

@@ -13,6 +13,11 @@
         log the diagnostics; checkpoint every few iterations           (ppo.trainers.base)
 
 Each step of this loop is a named, tested function; this module only wires them up.
+The same loop trains a batch of seeds (`ppo.trainers.seed_batch.SeedBatchPPO`, PPO with a
+member axis): it asks `by_run`, `member_rows` and `recent_returns_by_run` where each run's
+columns, metrics and returns are, which for one run is the whole. What a process of a
+data-parallel run holds of it (its copies, its streams, its part of a checkpoint) is
+answered by `ppo.trainers.processes`.
 The trainer receives its environments (`PPO(config, envs)`): it steps whatever speaks
 the `VecEnv` interface and never asks which backend it is. Read last: `ppo/parallel/optim.py`,
 the flat-vector Adam that makes a step on a tiny network cheap.
@@ -30,7 +35,8 @@ import numpy as np
 import torch
 
 from ppo.algorithm.advantages import compute_gae, successor_values
-from ppo.trainers.base import BaseTrainer, continue_global_stream
+from ppo.trainers.base import BaseTrainer
+from ppo.trainers.processes import ProcessShare
 from ppo.runs.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.parallel.distributed import SINGLE_PROCESS, World
@@ -134,7 +140,7 @@ class StepsEnvs:
         return action
 
 
-class PPO(BaseTrainer, StepsEnvs):
+class PPO(BaseTrainer, StepsEnvs, ProcessShare):
     """Proximal Policy Optimization with the clipped surrogate, on the caller's `VecEnv`."""
 
     sample_unit = "steps"
@@ -147,11 +153,7 @@ class PPO(BaseTrainer, StepsEnvs):
         super().__init__(config.validate(), run_dir, progress, world)
         torch.manual_seed(config.seed)  # the same initial weights in every process
         self.device = resolve_device(config.device)
-        self.local_num_envs = world.share(config.num_envs, "num_envs")
-        world.share(config.minibatch_size, "the minibatch size num_envs * num_steps / num_minibatches")
-        if envs.num_envs != self.local_num_envs:
-            raise ConfigError(f"the envs have {envs.num_envs} copies but this process needs "
-                              f"num_envs = {config.num_envs} / {world.size} processes = {self.local_num_envs}")
+        self.local_num_envs = self.local_copies(config, envs.num_envs)
         if torch.device(envs.device).type != self.device.type:
             raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
         self.bind_envs(envs, config.env_id, shaped=True)
@@ -161,9 +163,8 @@ class PPO(BaseTrainer, StepsEnvs):
         self.model = self.build_model(observation_space, action_space).to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         world.broadcast_(self.optimizer.flat_params)  # identical weights even if an init differed
-        # the actions' own stream: no draw elsewhere in the process moves it; each process has its own
-        self.action_generator = (torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
-                                 if world.distributed else continue_global_stream(self.device, config.seed))
+        # the trainer's own streams: no draw elsewhere in the process moves them
+        self.action_generator, self.shuffle_generator = self.own_streams(config.seed, self.device)
         obs_shape = tuple(self.obs_box.shape)
         self.obs_normalizer = (
             ObservationNormalizer(obs_shape, config.obs_clip, device=self.device, world=world)
@@ -178,7 +179,6 @@ class PPO(BaseTrainer, StepsEnvs):
         self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
                                         torch.float32 if self.continuous else torch.int64)
         self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
-        self.shuffle_generator = torch.Generator(device=self.device).manual_seed(world.seed(config.seed))
 
         self.global_step = 0  # environment steps of the whole run, all processes together
         self.recent_returns: deque[float] = deque(maxlen=RECENT_EPISODES)
@@ -236,31 +236,38 @@ class PPO(BaseTrainer, StepsEnvs):
         """Reset every copy, observe the first observations with the current statistics, and
         start the episode counters and the discounted returns from zero. Process k's copies are
         seeded as copies k·N/K ... of one process with N copies would be."""
-        self.episode_return = torch.zeros(self.local_num_envs, device=self.device)  # (N,) raw reward so far
-        self.episode_length = torch.zeros(self.local_num_envs, dtype=torch.int64, device=self.device)
+        copies = self.envs.num_envs
+        self.episode_return = torch.zeros(copies, device=self.device)  # (N,) raw reward so far
+        self.episode_length = torch.zeros(copies, dtype=torch.int64, device=self.device)
         if self.reward_scaler is not None:
-            self.reward_scaler.returns.zero_()
-        raw_obs = self.envs.reset(seed=self.config.seed + self.world.rank * self.local_num_envs)
+            self.reward_scaler.restart()
+        raw_obs = self.envs.reset(seed=self.reset_seed())
         self.next_obs, self.next_action_mask = self._observe(raw_obs), self._action_mask(raw_obs)
+
+    def reset_seed(self) -> int | list[int]:
+        """What `envs.reset(seed=...)` starts the episodes with: the run's seed, offset by the copies of the
+        processes before this one."""
+        return self.first_copy_seed(self.config.seed, self.local_num_envs)
 
     # ------------------------------------------------------------------ rollout
     @torch.inference_mode()
-    def collect_rollout(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Fill the buffer with T steps from N envs; return the finished episodes'
-        (returns, lengths) as two 1-D tensors."""
+    def collect_rollout(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Fill the buffer with T steps from N envs; return the finished episodes' (returns,
+        lengths), two 1-D tensors in the order the episodes ended, per run (one here)."""
         config, buffer = self.config, self.buffer
         buffer.reset()
-        finished_returns, finished_lengths = [], []
+        ended_return = torch.zeros(config.num_steps, self.envs.num_envs, device=self.device)  # (T, N) where ended
+        ended_length = torch.zeros(config.num_steps, self.envs.num_envs, dtype=torch.int64, device=self.device)
+        ended = torch.zeros(config.num_steps, self.envs.num_envs, dtype=torch.bool, device=self.device)
         while not buffer.full:
-            obs = self.next_obs
+            t, obs = buffer.step, self.next_obs
             action, log_prob, value = self.act(obs)
             result = self.envs.step(self.env_action(action))
             dones = result.terminated | result.truncated
 
             self.episode_return += result.reward
             self.episode_length += 1
-            finished_returns.append(self.episode_return[dones])
-            finished_lengths.append(self.episode_length[dones])
+            ended_return[t], ended_length[t], ended[t] = self.episode_return, self.episode_length, dones
             self.episode_return = self.episode_return.masked_fill(dones, 0.0)
             self.episode_length = self.episode_length.masked_fill(dones, 0)
 
@@ -274,7 +281,12 @@ class PPO(BaseTrainer, StepsEnvs):
             self.after_step(final_obs, truncated, dones)
             self.next_obs, self.next_action_mask = self._observe(result.obs), self._action_mask(result.obs)
             self.global_step += config.num_envs
-        return torch.cat(finished_returns), torch.cat(finished_lengths)
+        return [(returns[where], lengths[where]) for returns, lengths, where in
+                zip(self.by_run(ended_return), self.by_run(ended_length), self.by_run(ended))]
+
+    def by_run(self, columns: torch.Tensor) -> list[torch.Tensor]:
+        """A (T, copies) rollout tensor cut into each run's columns: here the one run's, whole."""
+        return [columns]
 
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(a ~ π(· | s), log π(a | s), V(s)) for one rollout step of every env (under its action mask)."""
@@ -355,25 +367,29 @@ class PPO(BaseTrainer, StepsEnvs):
 
     # ------------------------------------------------------------------ one iteration
     def run_iteration(self) -> dict[str, float]:
+        """One rollout, its advantages and one update; the metrics of the update and of the
+        episodes that ended (per run: a dict here, a list of S in a seed batch)."""
         config = self.config
         if config.anneal_lr:
             self.optimizer.lr = config.learning_rate * self.learning_rate_fraction()
-        episode_returns, episode_lengths = self.collect_rollout()
-        if self.world.distributed:  # the run's episodes, all processes' together (one gather)
-            parts = self.world.gather((episode_returns.cpu(), episode_lengths.cpu()))
-            episode_returns = torch.cat([returns for returns, _ in parts]).to(self.device)
-            episode_lengths = torch.cat([lengths for _, lengths in parts]).to(self.device)
+        episodes = [self.world.concatenate(run) for run in self.collect_rollout()]  # all processes' episodes
         advantages, returns = self.compute_advantages()
         metrics = self.update(advantages, returns)
-        self.recent_returns.extend(episode_returns.tolist())
-        metrics.update(
-            episodes=int(episode_returns.numel()),
-            episode_return_mean=float(episode_returns.mean()) if episode_returns.numel() else math.nan,
-            episode_length_mean=float(episode_lengths.float().mean()) if episode_lengths.numel() else math.nan,
-            episode_return_recent=_mean(self.recent_returns),
-            learning_rate=self.optimizer.lr,
-        )
+        for row, (episode_returns, episode_lengths), recent in zip(self.member_rows(metrics), episodes,
+                                                                   self.recent_returns_by_run()):
+            recent.extend(episode_returns.tolist())
+            row.update(
+                episodes=int(episode_returns.numel()),
+                episode_return_mean=float(episode_returns.mean()) if episode_returns.numel() else math.nan,
+                episode_length_mean=float(episode_lengths.float().mean()) if episode_lengths.numel() else math.nan,
+                episode_return_recent=_mean(recent),
+                learning_rate=self.optimizer.lr,
+            )
         return metrics
+
+    def recent_returns_by_run(self) -> list[deque[float]]:
+        """The last RECENT_EPISODES returns, per run (one here)."""
+        return [self.recent_returns]
 
     def recent_return(self) -> float:
         """Mean return of the last RECENT_EPISODES finished episodes (NaN before the first)."""
@@ -389,8 +405,7 @@ class PPO(BaseTrainer, StepsEnvs):
         With several processes, each one's own part (`process_state`) is gathered into
         "processes"; the top-level copy is process 0's.
         """
-        own = self.process_state()
-        return {
+        return self.with_processes({
             **super().state_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -399,10 +414,7 @@ class PPO(BaseTrainer, StepsEnvs):
             "obs_normalizer": self.obs_normalizer.state_dict() if self.obs_normalizer else None,
             "reward_scaler": self.reward_scaler.state_dict() if self.reward_scaler else None,
             "recent_returns": list(self.recent_returns),
-            "world_size": self.world.size,
-            "processes": self.world.gather(own) if self.world.distributed else None,
-            **own,
-        }
+        }, self.process_state())
 
     def process_state(self) -> dict:
         """What differs between the processes of a run: random streams and the episodes in progress."""
@@ -442,13 +454,11 @@ class PPO(BaseTrainer, StepsEnvs):
                 self.reward_scaler.load_state_dict(state["reward_scaler"])
             self.recent_returns.clear()
             self.recent_returns.extend(float(value) for value in state.get("recent_returns", []))
-            same_processes = int(state.get("world_size", 1)) == self.world.size
-            if not same_processes:
-                self.action_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
-                self.shuffle_generator.manual_seed(self.world.seed(self.config.seed) + self.iteration)
+            own = self.own_process_state(state)
+            if own is None:  # written by another number of processes
+                self.restart_streams(self.config.seed, self.iteration, self.action_generator, self.shuffle_generator)
                 self._start_episodes()
                 return
-            own = state["processes"][self.world.rank] if self.world.distributed else state
             self.load_process_state(own)
         except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
             raise CheckpointError(f"checkpoint does not match this run ({str(error).splitlines()[0][:160]})") from None

@@ -1,26 +1,28 @@
 """Many seeds at once: S independent PPO runs trained as one batched computation.
 
-Member s is the run `PPO(config with seed = seeds[s])` would make, and draws what that
-run would draw: its initial weights (torch.manual_seed(seed) before the network is
-built), its own action stream (a generator left where the weights' initialisation left
-the global one), its own minibatch shuffles and its own environment copies
-(`envs.stacked_vec_env.StackedVecEnv`: member s owns copies s·N … (s+1)·N − 1). What is
-shared is the arithmetic:
+`SeedBatchPPO` is `PPO` with a member axis. Its rollout (`PPO.collect_rollout`), its
+advantages, its iteration (`PPO.run_iteration`) and its lifecycle (`BaseTrainer.train`,
+save, resume) are PPO's own; what it changes is where the members live:
 
     θ: (S, P), one row per member             (ppo.models.stacked_networks, ppo.parallel.optim.StackedAdam)
+    the envs: S·N copies, member s's are copies s·N … (s+1)·N − 1   (envs.stacked_vec_env, seed groups)
     for iteration = 1, 2, ...:
         α ← α₀ · (1 − (iteration − 1) / iterations)
-        T steps of all S·N copies, one network call per step            (collect_rollout)
-        Â, R ← GAE(γ, λ) over the (T, S·N) rollout: columns are independent
+        T steps of all S·N copies, one network call per step (act: each member draws from its own stream)
+        Â, R ← GAE(γ, λ) over the (T, S·N) rollout: columns are independent (bootstrap_values: own critics)
         K epochs; each member shuffles its own B = T·N samples; per minibatch
             L = Σ_s L_s(θ_s), L_s each member's own PPO loss (ppo.algorithm.losses.transition_loss)
             target_kl: member s stops when its own KL̂ exceeds it (before its step)
             backward; each member's gradient clipped to its own norm; Adam step per member
         per member: a metrics.csv row, and every few iterations a checkpoint
 
-Since the members' parameters are disjoint, ∂L/∂θ_s = ∂L_s/∂θ_s: summing the losses
-couples nothing. The update is `ppo.algorithm.update`'s own loop, run for the stack: a member whose
-update has stopped draws no more permutations, as its run, which has left the loop.
+Member s is the run `PPO(config with seed = seeds[s])` would make, and draws what that
+run would draw: its initial weights (torch.manual_seed(seed) before the network is
+built), its own action stream (a generator left where the weights' initialisation left
+the global one), its own minibatch shuffles and its own environment copies. Since the
+members' parameters are disjoint, ∂L/∂θ_s = ∂L_s/∂θ_s: summing the losses couples
+nothing. The update is `ppo.algorithm.update`'s own loop, run for the stack: a member
+whose update has stopped draws no more permutations, as its run, which has left the loop.
 
 What holds, then: member s draws what run s draws (the same weights, the same action and
 shuffle streams, the same numbers from them while its decisions match its run's), and
@@ -35,22 +37,23 @@ not equal to them. How far apart, and when, is measured by the guide's block
 A member whose losses, gradient norm or parameters turn non-finite stops alone
 (`stop_member`): its θ goes back to its last finite values and stays, its folder keeps
 its last good checkpoint and gets DIVERGED_NAME; the other members go on bit for bit as
-they would have. A member's folder is an ordinary run folder (config.json,
-metrics.csv, TensorBoard events, checkpoint.pt in `PPO`'s format), so `ppo-eval` reads
-it and `ppo-train --resume` continues it as a single run. On a CPU the batched
-arithmetic takes as long per member as a run's own; what the batch saves is the Python
-overhead of S separate loops, their start-up, and (with `num_threads` > 1) idle cores;
-on a GPU it fills the device (`experiments/benchmarks/seeds.py`). Recurrent policies
-(config.recurrent) are not batched: `check_batchable` refuses them, and
-`stacking_obstacle` says what else a batch cannot stack (images, masks, the PPO
-variants); `ppo-train --seeds` trains those seeds one after another instead.
+they would have. A member's folder is an ordinary run folder (config.json, metrics.csv,
+TensorBoard events, checkpoint.pt in `PPO`'s format), so `ppo-eval` reads it and
+`ppo-train --resume` continues it as a single run; `SeedBatchPPO.resume(folders, ...)`
+continues the members together, bit for bit where the envs can be checkpointed. On a
+CPU the batched arithmetic takes as long per member as a run's own; what the batch saves
+is the Python overhead of S separate loops, their start-up, and (with `num_threads` > 1)
+idle cores; on a GPU it fills the device (`experiments/benchmarks/seeds.py`). The stack
+holds feed-forward MLPs on 1-D Box observations with Discrete or Box actions, trained by
+PPO-Clip: `check_batchable` refuses recurrent networks, and `stacking_obstacle` says what
+else it cannot stack (images, masks, the PPO variants); `ppo-train --seeds` trains those
+seeds one after another instead.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from collections import deque
 from pathlib import Path
 from typing import Callable, Sequence
@@ -58,18 +61,17 @@ from typing import Callable, Sequence
 import torch
 from torch.func import vmap
 
-from ppo.algorithm.advantages import compute_gae, successor_values
-from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS, continue_global_stream
-from ppo.runs.checkpoint import remove_stale_temporaries, save_checkpoint
-from ppo.config import ConfigError, PPOConfig
 from ppo.algorithm.losses import clipped_surrogate_loss, explained_variance, normalize_advantages, transition_loss
-from ppo.models.networks import ActorCritic, spaces_to_dict
-from ppo.models.normalize import ObservationNormalizer, RewardScaler
-from ppo.parallel.optim import StackedAdam, linear_annealing
-from ppo.models.stacked_networks import StackedActorCritic
 from ppo.algorithm.storage import RolloutBuffer
-from ppo.trainers.ppo import RECENT_EPISODES, StepsEnvs, check_spaces, resolve_device
 from ppo.algorithm.update import MinibatchLoss, run_member_update, update_settings
+from ppo.config import ConfigError, PPOConfig
+from ppo.models.networks import ActorCritic, spaces_to_dict
+from ppo.models.normalize import ObservationNormalizer, PerRun, RewardScaler
+from ppo.models.stacked_networks import StackedActorCritic
+from ppo.parallel.optim import StackedAdam
+from ppo.runs.checkpoint import CheckpointError, remove_stale_temporaries, save_checkpoint
+from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS, BaseTrainer, continue_global_stream
+from ppo.trainers.ppo import PPO, RECENT_EPISODES, check_spaces, resolve_device
 
 MemberCallback = Callable[["SeedBatchPPO", list], "bool | None"]
 
@@ -94,13 +96,17 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def stacking_obstacle(config: PPOConfig, observation_space, action_space, algorithm: str = "clip") -> str | None:
+def stacking_obstacle(config: PPOConfig, observation_space=None, action_space=None,
+                      algorithm: str = "clip") -> str | None:
     """Why a seed batch cannot stack these runs (a phrase), or None when it can: it trains
-    PPO-Clip with a feed-forward network on 1-D Box observations and Discrete or 1-D Box actions."""
+    PPO-Clip with a feed-forward network on 1-D Box observations and Discrete or 1-D Box actions.
+    Without the spaces, the config and the algorithm alone are ruled on."""
     if algorithm != "clip":
         return f"algorithm {algorithm}"
     if config.recurrent != "none":
         return f"a {config.recurrent} network"
+    if observation_space is None:
+        return None
     try:
         check_spaces(observation_space, action_space, config.env_id, shaped=False)
     except ConfigError:
@@ -115,15 +121,21 @@ def check_batchable(config: PPOConfig) -> None:
                           "`ppo-train --seeds` trains such seeds one after another")
 
 
-class SeedBatchPPO(StepsEnvs):
-    """S runs of PPO-Clip on one config, differing only in their seeds (see the module docstring)."""
+class SeedBatchPPO(PPO):
+    """S runs of PPO-Clip on one config, differing only in their seeds: `PPO` with a member axis.
 
-    sample_unit = "steps"
+    The rollout, the advantages, the iteration and the lifecycle (train, save, resume) are
+    `PPO`'s and `ppo.trainers.base`'s own; what this class changes is where the member axis
+    lives: the S networks stacked, one random stream per member, each member's normalisers,
+    the update's layout, and a run folder, a log and a checkpoint per member.
+    """
 
     def __init__(self, config: PPOConfig, seeds: Sequence[int], envs, run_dirs: Sequence[str | Path] | None = None,
                  progress: bool = True):
         """`envs`: S·N copies with `reset(seed=[...])` (a `StackedVecEnv` of each member's own envs)."""
-        config = config.validate()
+        # PPO.__init__ builds one network from one seed; a batch builds S and stacks them
+        BaseTrainer.__init__(self, config.validate(), run_dir=None, progress=progress)
+        config = self.config
         check_batchable(config)
         self.seeds = list(seeds)
         self.num_members = S = len(self.seeds)
@@ -132,15 +144,13 @@ class SeedBatchPPO(StepsEnvs):
         if run_dirs is not None and len(run_dirs) != S:
             raise ConfigError(f"{len(run_dirs)} run folders for {S} seeds")
         self.configs = [config.replace(seed=seed).validate() for seed in self.seeds]
-        self.config = config
         self.run_dirs = None if run_dirs is None else [Path(folder) for folder in run_dirs]
-        self.progress = progress
         self.device = resolve_device(config.device)
         if envs.num_envs != S * config.num_envs:
             raise ConfigError(f"the envs have {envs.num_envs} copies but {S} seeds × num_envs = {config.num_envs} "
                               f"need {S * config.num_envs}")
         self.bind_envs(envs, config.env_id)
-        self.member_envs = N = config.num_envs
+        self.member_envs = self.local_num_envs = N = config.num_envs
         observation_space, action_space = self.observation_space, self.action_space
 
         members, self.action_generators = [], []
@@ -152,34 +162,35 @@ class SeedBatchPPO(StepsEnvs):
         self.optimizer = StackedAdam(self.model.parameters_in_member_order(), lr=config.learning_rate,
                                      eps=config.adam_eps)
         self.shuffle_generators = [torch.Generator(device=self.device).manual_seed(seed) for seed in self.seeds]
-        obs_shape = self.obs_shape = tuple(observation_space.shape)
-        self.obs_normalizers = ([ObservationNormalizer(obs_shape, config.obs_clip, device=self.device)
-                                 for _ in range(S)] if config.normalize_obs else None)
-        self.reward_scalers = ([RewardScaler(N, config.gamma, config.reward_clip, device=self.device)
-                                for _ in range(S)] if config.normalize_reward else None)
+        obs_shape = tuple(observation_space.shape)
+        self.obs_normalizer = (PerRun([ObservationNormalizer(obs_shape, config.obs_clip, device=self.device)
+                                       for _ in range(S)], N) if config.normalize_obs else None)
+        self.reward_scaler = (PerRun([RewardScaler(N, config.gamma, config.reward_clip, device=self.device)
+                                      for _ in range(S)], N) if config.normalize_reward else None)
         self.buffer = RolloutBuffer(config.num_steps, S * N, obs_shape, tuple(action_space.shape),
                                     torch.float32 if self.continuous else torch.int64, self.device)
+        self.clip_coef = config.clip_coef
         self._member_losses = vmap(self._member_loss)
 
-        self.iteration = 0
-        self.train_seconds = 0.0
         self.global_step = 0  # environment steps of each member
         self.recent_returns = [deque(maxlen=RECENT_EPISODES) for _ in range(S)]
-        self.episode_return = torch.zeros(S * N, device=self.device)
-        self.episode_length = torch.zeros(S * N, dtype=torch.int64, device=self.device)
-        self.history: list[list[dict[str, float]]] = []
         self.diverged: dict[int, dict] = {}  # member -> when and why it stopped (stop_member)
-        self.next_obs = self._observe(envs.reset(seed=self.seeds))
+        self._start_episodes()
 
-    @property
-    def total_iterations(self) -> int:
-        return self.config.num_iterations
+    # ------------------------------------------------------------------ the member axis
+    def reset_seed(self) -> list[int]:
+        return self.seeds  # copy block s starts from seed s, as in member s's run
 
-    @property
-    def total_samples(self) -> int:
-        return self.config.num_iterations * self.config.batch_size
+    def by_run(self, columns: torch.Tensor) -> list[torch.Tensor]:
+        """(T, S·N) -> S tensors (T, N): member s's columns."""
+        return list(columns.split(self.member_envs, dim=1))
 
-    # ------------------------------------------------------------------ layout helpers
+    def member_rows(self, metrics: list[dict[str, float]]) -> list[dict[str, float]]:
+        return metrics
+
+    def recent_returns_by_run(self) -> list[deque[float]]:
+        return self.recent_returns
+
     def _by_member(self, tensor: torch.Tensor) -> torch.Tensor:
         """(S·N, ...) -> (S, N, ...), member s's copies in row s (a view)."""
         return tensor.reshape(self.num_members, self.member_envs, *tensor.shape[1:])
@@ -190,60 +201,14 @@ class SeedBatchPPO(StepsEnvs):
         split = tensor.reshape(T, self.num_members, self.member_envs, *tensor.shape[2:])
         return split.transpose(0, 1).reshape(self.num_members, T * self.member_envs, *tensor.shape[2:])
 
-    def _observe(self, raw_obs: torch.Tensor, update_statistics: bool = True) -> torch.Tensor:
-        if self.obs_normalizers is None:
-            return raw_obs
-        blocks = self._by_member(raw_obs)
-        return torch.cat([normalizer(block) if update_statistics else normalizer.normalize(block)
-                          for normalizer, block in zip(self.obs_normalizers, blocks)])
-
-    def _scale_rewards(self, reward: torch.Tensor, dones: torch.Tensor) -> torch.Tensor:
-        if self.reward_scalers is None:
-            return reward
-        return torch.cat([scaler(block, done) for scaler, block, done in
-                          zip(self.reward_scalers, self._by_member(reward), self._by_member(dones))])
-
     # ------------------------------------------------------------------ rollout
-    @torch.inference_mode()
-    def collect_rollout(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Fill the buffer with T steps of all S·N copies; per member, its finished episodes' (returns, lengths)."""
-        config, buffer = self.config, self.buffer
-        buffer.reset()
-        T, columns = config.num_steps, self.num_members * self.member_envs
-        finished_return = torch.zeros(T, columns, device=self.device)
-        finished_length = torch.zeros(T, columns, dtype=torch.int64, device=self.device)
-        finished = torch.zeros(T, columns, dtype=torch.bool, device=self.device)
-        while not buffer.full:
-            t, obs = buffer.step, self.next_obs
-            action, log_prob, value = self.model.act(self._by_member(obs), self.action_generators)
-            action, log_prob, value = action.flatten(0, 1), log_prob.flatten(), value.flatten()
-            result = self.envs.step(self.env_action(action))
-            dones = result.terminated | result.truncated
-            self.episode_return += result.reward
-            self.episode_length += 1
-            finished_return[t], finished_length[t], finished[t] = self.episode_return, self.episode_length, dones
-            self.episode_return = self.episode_return.masked_fill(dones, 0.0)
-            self.episode_length = self.episode_length.masked_fill(dones, 0)
-            reward = self._scale_rewards(result.reward, dones)
-            if config.bootstrap_truncated:
-                terminated, truncated = result.terminated, result.truncated
-            else:
-                terminated, truncated = dones, torch.zeros_like(dones)
-            final_obs = self._observe(result.final_obs, update_statistics=False)
-            buffer.add(obs, action, log_prob, value, reward, terminated, truncated, final_obs)
-            self.next_obs = self._observe(result.obs)
-            self.global_step += config.num_envs
-        return [(self._member_block(finished_return, s)[self._member_block(finished, s)],
-                 self._member_block(finished_length, s)[self._member_block(finished, s)])
-                for s in range(self.num_members)]
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every member's step on its own copies, each drawing from its own action stream."""
+        action, log_prob, value = self.model.act(self._by_member(obs), self.action_generators)
+        return action.flatten(0, 1), log_prob.flatten(), value.flatten()
 
-    def _member_block(self, tensor: torch.Tensor, member: int) -> torch.Tensor:
-        """Member `member`'s columns of a (T, S·N) tensor: (T, N)."""
-        return tensor[:, member * self.member_envs:(member + 1) * self.member_envs]
-
-    @torch.inference_mode()
-    def compute_advantages(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE over the (T, S·N) buffer, each member bootstrapping from its own critic."""
+    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """PPO's bootstrap values, each member's critic on its own copies."""
         buffer, config = self.buffer, self.config
         last_value = self.model.value(self._by_member(self.next_obs)).flatten()
         final_values = torch.zeros_like(buffer.values)
@@ -252,9 +217,7 @@ class SeedBatchPPO(StepsEnvs):
             values = self.model.value(self._member_major(buffer.final_obs))  # (S, T·N)
             values = values.view(self.num_members, T, self.member_envs).transpose(0, 1).reshape(T, -1)
             final_values = torch.where(buffer.truncated, values, final_values)
-        next_values = successor_values(buffer.values, last_value, buffer.truncated, final_values)
-        return compute_gae(buffer.rewards, buffer.values, next_values, buffer.terminated,
-                           buffer.terminated | buffer.truncated, config.gamma, config.gae_lambda)
+        return last_value, final_values
 
     # ------------------------------------------------------------------ update
     def _member_loss(self, new_log_probs, entropy, new_values, minibatch):
@@ -273,6 +236,7 @@ class SeedBatchPPO(StepsEnvs):
         return MinibatchLoss(loss=losses, log_ratio=new_log_probs.detach() - minibatch["log_probs"], terms=terms)
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
+        """PPO's update for every member at once (ppo.algorithm.update.run_member_update): one row each."""
         buffer = self.buffer
         samples = {
             "obs": self._member_major(buffer.obs),
@@ -288,79 +252,54 @@ class SeedBatchPPO(StepsEnvs):
             row["explained_variance"] = explained_variance(samples["values"][member], samples["returns"][member])
         return metrics
 
-    # ------------------------------------------------------------------ the loop
-    def run_iteration(self) -> list[dict[str, float]]:
-        config = self.config
-        if config.anneal_lr:
-            self.optimizer.lr = config.learning_rate * linear_annealing(1.0, self.iteration, self.total_iterations)
-        episodes = self.collect_rollout()
-        advantages, returns = self.compute_advantages()
-        metrics = self.update(advantages, returns)
-        for row, (episode_returns, episode_lengths), recent in zip(metrics, episodes, self.recent_returns):
-            recent.extend(episode_returns.tolist())
-            row.update(
-                episodes=int(episode_returns.numel()),
-                episode_return_mean=float(episode_returns.mean()) if episode_returns.numel() else math.nan,
-                episode_length_mean=float(episode_lengths.float().mean()) if episode_lengths.numel() else math.nan,
-                episode_return_recent=_mean(recent),
-                learning_rate=self.optimizer.lr,
-            )
-        return metrics
-
+    # ------------------------------------------------------------------ the loop's hooks
     def train_iteration(self) -> list[dict[str, float]]:
         """One iteration of every member; a member whose losses, gradient norm or parameters turn
         non-finite in it is stopped (`stop_member`) and takes no part in the iterations after."""
         last_good = self.optimizer.flat_params.clone()  # (S, P) θ before this iteration's update
-        started = time.perf_counter()
-        metrics = self.run_iteration()
-        self.train_seconds += time.perf_counter() - started
-        self.iteration += 1
-        for row in metrics:
-            row.update(iteration=self.iteration, time_s=self.train_seconds,
-                       steps_per_second=self.global_step / max(self.train_seconds, 1e-9))
+        metrics = super().train_iteration()
         for member, (quantity, value) in self.find_divergence(metrics).items():
             self.stop_member(member, quantity, value, last_good[member])
-        self.history.append(metrics)
         return metrics
 
-    def train(self, callback: MemberCallback | None = None) -> list[dict[str, float]]:
-        """Iterate until the budget is spent (or `callback(batch, metrics)` returns True); each
-        member's folder gets what a single run's gets. Returns the last metrics, one row per member."""
+    def check_finite(self, metrics: list[dict[str, float]]) -> None:
+        """Nothing to raise: `train_iteration` has stopped the members that diverged, and only them."""
+
+    def still_training(self) -> bool:
+        return len(self.diverged) < self.num_members
+
+    def keeps_checkpoints(self) -> bool:
+        return self.run_dirs is not None
+
+    def open_logs(self) -> list:
+        """Each member's run folder prepared as a single run's, with its own log (member 0 shows the progress bar)."""
         from ppo.runs.logger import MetricsLogger
 
-        loggers = []
-        if self.run_dirs is not None:
-            for member, (folder, config) in enumerate(zip(self.run_dirs, self.configs)):
-                folder.mkdir(parents=True, exist_ok=True)
-                remove_stale_temporaries(folder)
-                (folder / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-                loggers.append(MetricsLogger(folder, config.tensorboard, self.total_samples,
-                                             self.progress and member == 0))
-        metrics: list[dict[str, float]] = []
-        try:
-            while self.iteration < self.total_iterations and len(self.diverged) < self.num_members:
-                metrics = self.train_iteration()
-                for member, (logger, row) in enumerate(zip(loggers, metrics)):
-                    if member not in self.diverged:  # a diverged member's folder ends at its last good iteration
-                        logger.log(self.global_step, row)
-                if loggers:
-                    returns = sorted(row["episode_return_recent"] for member, row in enumerate(metrics)
-                                     if member not in self.diverged) or [math.nan]
-                    diverged = f" ({len(self.diverged)} diverged)" if self.diverged else ""
-                    loggers[0].progress(self.global_step, f"{self.num_members} seeds{diverged}, median return "
-                                                          f"{returns[len(returns) // 2]:.1f}")
-                if self.run_dirs is not None and self.config.checkpoint_every \
-                        and self.iteration % self.config.checkpoint_every == 0:
-                    self.save()
-                if callback is not None and callback(self, metrics):
-                    break
-        finally:
-            for logger in loggers:
-                logger.close()
-        if self.run_dirs is not None:
-            self.save()
-        return metrics
+        if self.run_dirs is None:
+            return []
+        logs = []
+        for member, (folder, config) in enumerate(zip(self.run_dirs, self.configs)):
+            folder.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(folder)
+            (folder / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+            logs.append(MetricsLogger(folder, config.tensorboard, self.total_samples, self.progress and member == 0,
+                                      resume_from_step=self.samples_seen))
+        return logs
 
+    def log(self, logs: list, metrics: list[dict[str, float]]) -> None:
+        for member, (logger, row) in enumerate(zip(logs, metrics)):
+            if member not in self.diverged:  # a diverged member's folder ends at its last good iteration
+                logger.log(self.global_step, row)
+        if logs:
+            logs[0].progress(self.global_step, self.progress_text(metrics))
+
+    def progress_text(self, metrics: list[dict[str, float]]) -> str:
+        returns = sorted(row["episode_return_recent"] for member, row in enumerate(metrics)
+                         if member not in self.diverged) or [math.nan]
+        diverged = f" ({len(self.diverged)} diverged)" if self.diverged else ""
+        return f"{self.num_members} seeds{diverged}, median return {returns[len(returns) // 2]:.1f}"
+
+    # ------------------------------------------------------------------ members that diverge
     def find_divergence(self, metrics: list[dict[str, float]]) -> dict[int, tuple[str, float]]:
         """{member: (quantity, value)} for each member not stopped yet whose losses, gradient norm
         (GUARDED_METRICS) or parameters are not finite after this iteration."""
@@ -398,19 +337,18 @@ class SeedBatchPPO(StepsEnvs):
         """Member `member`'s checkpoint, in `PPO.state_dict()`'s format: its own run's."""
         columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
         generator = self.action_generators[member]
-        config = self.configs[member]
         return {
-            "config": config.to_dict(),
+            "config": self.configs[member].to_dict(),
             "iteration": self.iteration,
             "train_seconds": self.train_seconds,
             "total_iterations": self.total_iterations,
-            "schedule_origin": [0, 1.0],
+            "schedule_origin": list(self.schedule_origin),
             "model": self.model.member_state_dict(member),
             "optimizer": self.optimizer.member_state_dict(member),
             "spaces": spaces_to_dict(self.observation_space, self.action_space),
             "global_step": self.global_step,
-            "obs_normalizer": self.obs_normalizers[member].state_dict() if self.obs_normalizers else None,
-            "reward_scaler": self.reward_scalers[member].state_dict() if self.reward_scalers else None,
+            "obs_normalizer": self.obs_normalizer[member].state_dict() if self.obs_normalizer else None,
+            "reward_scaler": self.reward_scaler[member].state_dict() if self.reward_scaler else None,
             "recent_returns": list(self.recent_returns[member]),
             "world_size": 1,
             "processes": None,
@@ -421,7 +359,7 @@ class SeedBatchPPO(StepsEnvs):
             "next_obs": self.next_obs[columns].clone(),
             "episode_return": self.episode_return[columns].clone(),
             "episode_length": self.episode_length[columns].clone(),
-            "return_accumulator": self.reward_scalers[member].returns.clone() if self.reward_scalers else None,
+            "return_accumulator": self.reward_scaler[member].returns.clone() if self.reward_scaler else None,
         }
 
     def save(self) -> list[Path]:
@@ -435,6 +373,72 @@ class SeedBatchPPO(StepsEnvs):
             save_checkpoint(self.member_state_dict(member), folder / CHECKPOINT_NAME)
             paths.append(folder / CHECKPOINT_NAME)
         return paths
+
+    def load_member_states(self, states: Sequence[dict]) -> None:
+        """Continue from the members' checkpoints (`member_state_dict`, one per member, all of one
+        iteration); CheckpointError if they do not fit. Envs that can load a member's state continue
+        its episodes, bit for bit; others start fresh ones, as a single run's would."""
+        try:
+            BaseTrainer.load_state_dict(self, states[0])  # the counters and the learning-rate line
+            self.global_step = int(states[0]["global_step"])
+            for member, state in enumerate(states):
+                self.model.load_member_state_dict(member, state["model"])
+                self.optimizer.load_member_state_dict(member, state["optimizer"])
+                if self.obs_normalizer is not None and state.get("obs_normalizer"):
+                    self.obs_normalizer[member].load_state_dict(state["obs_normalizer"])
+                if self.reward_scaler is not None and state.get("reward_scaler"):
+                    self.reward_scaler[member].load_state_dict(state["reward_scaler"])
+                self.recent_returns[member].clear()
+                self.recent_returns[member].extend(float(value) for value in state.get("recent_returns", []))
+                rng = state["torch_rng"] if self.device.type == "cpu" else state.get("cuda_rng")
+                if rng is not None:
+                    self.action_generators[member].set_state(rng)
+                self.shuffle_generators[member].set_state(state["shuffle_rng"])
+            loads = callable(getattr(self.envs, "load_member_state_dict", None))
+            if not (loads and all(state.get("envs") is not None for state in states)):
+                self._start_episodes()  # normalised with the loaded statistics
+                return
+            for member, state in enumerate(states):
+                columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
+                self.envs.load_member_state_dict(member, state["envs"])
+                self.next_obs[columns] = state["next_obs"].to(self.device)
+                self.episode_return[columns] = state["episode_return"].to(self.device)
+                self.episode_length[columns] = state["episode_length"].to(self.device)
+                if self.reward_scaler is not None and state.get("return_accumulator") is not None:
+                    self.reward_scaler[member].returns = state["return_accumulator"].to(self.device, torch.float64).clone()
+        except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
+            raise CheckpointError(f"checkpoint does not match this seed batch ({str(error).splitlines()[0][:160]})") \
+                from None
+
+    @classmethod
+    def resume(cls, run_dirs: Sequence[str | Path], make_envs: Callable[[PPOConfig, int], object],
+               total_timesteps: int | None = None, progress: bool = True) -> "SeedBatchPPO":
+        """Continue a seed batch from its members' folders; `make_envs(config, S)` builds the S·N copies.
+
+        The members must have been saved together (one config but the seed, one iteration);
+        a member that diverged, or was trained on alone, is resumed on its own (`PPO.resume`).
+        `total_timesteps` changes the budget as for a single run (ppo.trainers.base).
+        """
+        loaded = [PPO.load_run(folder, PPOConfig, required_keys=PPO.REQUIRED_STATE) for folder in run_dirs]
+        if not loaded:
+            raise ConfigError("a seed batch needs at least one run folder")
+        states, configs = [state for state, _ in loaded], [config for _, config in loaded]
+        first = configs[0].to_dict()
+        for folder, config, state in zip(run_dirs, configs, states):
+            differing = [name for name, value in config.to_dict().items() if name != "seed" and value != first[name]]
+            if differing:
+                raise CheckpointError(f"{folder} differs from {run_dirs[0]} in {', '.join(differing[:3])}: "
+                                      "a seed batch resumes runs of one config")
+            if state["iteration"] != states[0]["iteration"]:
+                raise CheckpointError(f"{folder} stands at iteration {state['iteration']}, {run_dirs[0]} at "
+                                      f"{states[0]['iteration']}: resume each alone (ppo-train --resume)")
+        config = configs[0]
+        if total_timesteps is not None:
+            config = config.replace(total_timesteps=total_timesteps).validate()
+        seeds = [member.seed for member in configs]
+        batch = cls(config, seeds, make_envs(config, len(seeds)), run_dirs, progress=progress)
+        batch.load_member_states(states)
+        return batch
 
 
 def _mean(values) -> float:

@@ -43,13 +43,14 @@ TOO_FAR, ON_TARGET, TOO_CLOSE = "too far", "on target", "too close"
 
 def check_variant_settings(**settings: float) -> None:
     """ConfigError (one line) for an impossible setting of a variant: kl_target and initial_beta
-    finite and > 0; 0 < min_clip ≤ max_clip < 1 (given together)."""
+    finite and > 0; 0 < min_clip ≤ max_clip < 1 (the two are given together: a bound alone is checked
+    against the other's default by `ppo.trainers.choice.check_settings`)."""
     for name in ("kl_target", "initial_beta"):
         value = settings.get(name)
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} = {value} must be a finite number > 0")
     if "min_clip" in settings or "max_clip" in settings:
-        low, high = settings.get("min_clip", 0.02), settings.get("max_clip", 0.5)
+        low, high = settings["min_clip"], settings["max_clip"]
         if not (0 < low <= high < 1):
             raise ConfigError(f"clip bounds [{low}, {high}] must satisfy 0 < min_clip ≤ max_clip < 1")
 
