@@ -3,7 +3,8 @@
 Copies s·N … (s+1)·N − 1 are member s's own VecEnv, built and seeded exactly as a single
 run with that member's seed builds and seeds its envs, so member s sees the episodes its
 own run would see. `reset(seed=[seed_1, …, seed_S])` seeds each member's envs with its
-own seed; a single int seeds them all alike.
+own seed; a single int seeds them all alike. Dict observations (an image and an action
+mask, say) are joined key by key.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ from typing import Sequence
 import torch
 
 from ppo.vec_env import StepResult, VecEnv, env_state
+
+
+def join(blocks: list):
+    """The members' blocks of copies as one: tensors concatenated, dicts of tensors key by key."""
+    if isinstance(blocks[0], dict):
+        return {key: torch.cat([block[key] for block in blocks]) for key in blocks[0]}
+    return torch.cat(blocks)
 
 
 class StackedVecEnv:
@@ -38,12 +46,12 @@ class StackedVecEnv:
         seeds = seed if isinstance(seed, Sequence) else [seed] * self.num_members
         if len(seeds) != self.num_members:
             raise ValueError(f"reset got {len(seeds)} seeds for {self.num_members} members")
-        return torch.cat([member.reset(seed=member_seed) for member, member_seed in zip(self.members, seeds)])
+        return join([member.reset(seed=member_seed) for member, member_seed in zip(self.members, seeds)])
 
     def step(self, actions: torch.Tensor) -> StepResult:
         blocks = actions.reshape(self.num_members, self.member_num_envs, *actions.shape[1:])
         results = [member.step(block) for member, block in zip(self.members, blocks)]
-        return StepResult(*(torch.cat([getattr(result, name) for result in results])
+        return StepResult(*(join([getattr(result, name) for result in results])
                             for name in ("obs", "reward", "terminated", "truncated", "final_obs")))
 
     def member_state_dict(self, member: int) -> dict | None:

@@ -43,6 +43,8 @@ def _single(config, seed, run_dir=None):
     # Gaussian actions, observation normalisation and reward scaling, value clipping, whitening
     ("Pendulum-v1", {"total_timesteps": 4096, "num_envs": 8, "num_steps": 64, "value_clip_coef": 0.2,
                      "norm_adv": True}),
+    # image observations read by the MinAtar CNN: the stack maps each member's network (VmappedActorCritic)
+    ("MinAtar/Breakout-v1", {"total_timesteps": 1024, "num_envs": 4, "num_steps": 64}),
 ])
 def test_first_iteration_equals_each_seeds_own_run(env_id, overrides):
     config = _config(env_id, **overrides)
@@ -188,6 +190,7 @@ def _batch_envs(config, num_seeds):
     # observation and reward normalisation, Gaussian actions, an episode cut by the time limit mid-run
     ("Pendulum-v1", {"total_timesteps": 5 * 4 * 64, "num_envs": 4, "num_steps": 64, "normalize_obs": True,
                      "normalize_reward": True}),
+    ("MinAtar/Breakout-v1", {"total_timesteps": 5 * 4 * 64, "num_envs": 4, "num_steps": 64}),  # CNN members
 ])
 def test_a_seed_batch_resumes_bit_for_bit(tmp_path, env_id, overrides):
     config = _config(env_id, **overrides)

@@ -93,17 +93,13 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     all_runs: list[Path] = []
     for (setting, config), run_dirs in zip(settings, plan):
         configure_process(config.num_threads)  # the weights are drawn as a single run draws them
-        obstacle, envs = stacking_obstacle(config, algorithm=algorithm), None
-        if obstacle is None:  # the config stacks; do the spaces?
-            envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
-                                       resolve_device(config.device), config.frame_stack)
-            obstacle = stacking_obstacle(config, envs.single_observation_space, envs.single_action_space, algorithm)
+        obstacle = stacking_obstacle(config, algorithm)
         started = time.perf_counter()
         if obstacle is None:
+            envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
+                                       resolve_device(config.device), config.frame_stack)
             outcome = _train_seed_batch(prog, config, seeds, run_dirs, envs, progress)
         else:
-            if envs is not None:
-                envs.close()
             print(f"{setting_label(setting)}: the seed batch cannot stack {obstacle}; its {len(seeds)} seeds train "
                   "one after another, each a single run")
             outcome = _train_one_by_one(prog, config, seeds, run_dirs, algorithm, algorithm_settings, progress)

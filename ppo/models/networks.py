@@ -208,6 +208,16 @@ class ActorCritic(nn.Module):
     def _policy(self, features: torch.Tensor, mask: torch.Tensor | None):
         return self.policy_head(features) if mask is None else self.policy_head(features, mask)
 
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the policy head's output z: the logits, or the Gaussian mean μ; V(s)): the network as a
+        function of its parameters, which a stack of networks maps over its members
+        (ppo.models.stacked_networks). π(· | s) is z's distribution (and σ = exp(log_std))."""
+        features = self.actor_body(obs)
+        head = self.policy_head
+        policy_output = head.mean(features) if isinstance(head, GaussianHead) else head.logits(features)
+        critic_features = features if self.shared else self.critic_body(obs)
+        return policy_output, self.value_head(critic_features).squeeze(-1)
+
     def distribution(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> Distribution:
         return self._policy(self.actor_body(obs), mask)
 

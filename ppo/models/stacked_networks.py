@@ -1,5 +1,10 @@
 """S actor-critics of one architecture evaluated as one batched computation.
 
+Two stacks, one interface (`stack_networks` picks): `StackedActorCritic` for the MLP
+networks of vector observations, written out layer by layer, and `VmappedActorCritic`
+for any other ActorCritic (a CNN encoder, an action mask, a MultiDiscrete head), which
+maps the network's own `forward` over the members with torch.func.vmap.
+
 `StackedActorCritic` holds the parameters of S `ppo.models.networks.ActorCritic` members
 stacked along a leading member axis: a weight W of shape (out, in) in one member is
 a tensor (S, out, in) here. Observations come as (S, B, obs_dim), one batch per member,
@@ -18,14 +23,26 @@ draws the numbers its own run would draw (`ppo.trainers.seed_batch`).
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from typing import Sequence
 
 import torch
 from torch import nn
 from torch.distributions import Distribution, Independent, Normal
+from torch.func import functional_call, vmap
 
-from ppo.models.networks import ActorCritic, CategoricalDistribution, CategoricalHead, GaussianHead
+from ppo.models.encoders import MLPEncoder
+from ppo.models.networks import (ActorCritic, CategoricalDistribution, CategoricalHead, GaussianHead,
+                                 MultiCategoricalDistribution, MultiCategoricalHead, categorical, diagonal_gaussian)
+
+
+def stack_networks(members: Sequence[ActorCritic]) -> "StackedActorCritic | VmappedActorCritic":
+    """The members as one stack: layer by layer for MLPs on vectors, by vmap for any other network."""
+    template = members[0]
+    written_out = (isinstance(template.actor_body, MLPEncoder) and not template.action_masked
+                   and isinstance(template.policy_head, (CategoricalHead, GaussianHead)))
+    return StackedActorCritic(members) if written_out else VmappedActorCritic(members)
 
 
 def stacked_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -89,7 +106,7 @@ class StackedActorCritic(nn.Module):
         """V_s(obs_s) for every member: (S, B)."""
         return self._value(self._body(self.critic_layers, obs))
 
-    def act(self, obs: torch.Tensor, generators: Sequence[torch.Generator]):
+    def act(self, obs: torch.Tensor, generators: Sequence[torch.Generator], mask: torch.Tensor | None = None):
         """a ~ π_s(· | obs_s) drawn with member s's generator; (action, log π(a | s), V(s)), each (S, B, ...)."""
         features = self._body(self.actor_layers, obs)
         dist = self._policy(features)
@@ -105,8 +122,8 @@ class StackedActorCritic(nn.Module):
         critic_features = features if self.shared else self._body(self.critic_layers, obs)
         return action, dist.log_prob(action), self._value(critic_features)
 
-    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor):
-        """(log π_s(a | s), H[π_s(· | s)], V_s(s)) for stored actions, each (S, B)."""
+    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None):
+        """(log π_s(a | s), H[π_s(· | s)], V_s(s)) for stored actions, each (S, B); no masks (stack_networks)."""
         features = self._body(self.actor_layers, obs)
         dist = self._policy(features)
         critic_features = features if self.shared else self._body(self.critic_layers, obs)
@@ -137,3 +154,79 @@ def _layers(body: nn.Sequential, prefix: str) -> list[tuple[str, str, nn.Module]
     modules = list(body)
     return [(f"{prefix}.{index}.weight", f"{prefix}.{index}.bias", modules[index + 1])
             for index in range(0, len(modules), 2)]
+
+
+class VmappedActorCritic(nn.Module):
+    """S ActorCritics of any one architecture, their parameters stacked (leading axis S).
+
+        (z_s, V_s) = f(θ_s, obs_s)   for s = 1 … S        (vmap of ActorCritic.forward over θ and obs)
+
+    with z the policy head's output (logits or μ). The distributions are built from the
+    (S, B, ...) outputs as one run builds them from (B, ...): every one of their operations
+    acts on the last axes, so member s's π is its run's. Each member samples with its own
+    generator, drawing what its run draws (the Gumbel noise of each categorical in turn, or
+    the Gaussian noise); masks come as (S, B, logits).
+    """
+
+    def __init__(self, members: Sequence[ActorCritic]):
+        super().__init__()
+        template = members[0]
+        if any(True for _ in template.buffers()):
+            raise ValueError("cannot stack a network with buffers")
+        self.num_members = len(members)
+        self.names = [name for name, _ in template.named_parameters()]  # ActorCritic's order (FlatAdam's)
+        member_parameters = [dict(member.named_parameters()) for member in members]
+        self.stacked = nn.ParameterDict({
+            _key(name): nn.Parameter(torch.stack([parameters[name].detach() for parameters in member_parameters]))
+            for name in self.names
+        })
+        head = template.policy_head
+        self.continuous = isinstance(head, GaussianHead)
+        self.nvec = head.nvec if isinstance(head, MultiCategoricalHead) else None
+        self._function = [copy.deepcopy(template).to("meta")]  # the architecture only (a list: not a submodule)
+        identity = {id(parameter): name for name, parameter in template.named_parameters()}
+        self.state_keys = {key: identity[id(value)] for key, value in template.state_dict(keep_vars=True).items()}
+
+    parameters_in_member_order = StackedActorCritic.parameters_in_member_order
+    _parameter = StackedActorCritic._parameter
+    member_state_dict = StackedActorCritic.member_state_dict
+    load_member_state_dict = StackedActorCritic.load_member_state_dict
+
+    def _outputs(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(z (S, B, ...), V (S, B)) of every member on its own observations (S, B, ...)."""
+        parameters = {name: self._parameter(name) for name in self.names}
+        network = self._function[0]
+        return vmap(lambda theta, x: functional_call(network, theta, (x,)))(parameters, obs)
+
+    def _distribution(self, policy_output: torch.Tensor, mask: torch.Tensor | None):
+        if self.continuous:
+            return diagonal_gaussian(policy_output, self._parameter("policy_head.log_std").unsqueeze(1))
+        if self.nvec is not None:
+            return MultiCategoricalDistribution(policy_output, self.nvec, mask)
+        return categorical(policy_output, mask)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V_s(obs_s) for every member: (S, B)."""
+        return self._outputs(obs)[1]
+
+    def act(self, obs: torch.Tensor, generators: Sequence[torch.Generator], mask: torch.Tensor | None = None):
+        """a ~ π_s(· | obs_s) drawn with member s's generator; (action, log π(a | s), V(s)), each (S, B, ...)."""
+        policy_output, value = self._outputs(obs)
+        dist = self._distribution(policy_output, mask)
+        if self.continuous:
+            mean, std = dist.base_dist.loc, dist.base_dist.scale
+            action = torch.stack([torch.normal(mean[s], std[s], generator=generator)
+                                  for s, generator in enumerate(generators)])
+        else:
+            sizes = self.nvec or (policy_output.shape[-1],)
+            rows = policy_output.shape[1:-1]
+            uniform = torch.stack([torch.cat([torch.rand((*rows, size), generator=generator, device=obs.device)
+                                              for size in sizes], dim=-1) for generator in generators])
+            action = dist.sample(uniform)
+        return action, dist.log_prob(action), value
+
+    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None):
+        """(log π_s(a | s), H[π_s(· | s)], V_s(s)) for stored actions (and their masks), each (S, B)."""
+        policy_output, value = self._outputs(obs)
+        dist = self._distribution(policy_output, mask)
+        return dist.log_prob(actions), dist.entropy(), value

@@ -64,31 +64,29 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: str, shaped: bool = True) -> None:
+def check_spaces(observation_space: gym.Space, action_space: gym.Space, env_id: str) -> None:
     """ConfigError (one line) unless the trainer can learn with these spaces.
 
     Observations: a Box of any shape (1-D: the MLP; 3-D: an image, read by a CNN), or a Dict
     of a Box and an "action_mask" in the layout of ppo.models.encoders. Actions: Discrete,
     MultiDiscrete (1-D, starting at 0) or a 1-D Box; a mask goes with the categorical kinds
     and holds one entry per logit. The VecEnv interface carries no infos, so a mask must come
-    in the observation. `shaped=False` (seed batches) allows only 1-D Box observations and
-    Discrete or 1-D Box actions.
+    in the observation.
     """
     try:
         box, mask_space = split_observation_space(observation_space)
     except ValueError as error:
         raise ConfigError(f"{env_id} has observation space {observation_space}: {error}") from None
-    if not (isinstance(box, gym.spaces.Box) and box.shape) or (not shaped and (mask_space or len(box.shape) != 1)):
-        allowed = ("Box observations (or a Dict of a Box and an 'action_mask')" if shaped
-                   else "1-D Box observations in a seed batch; train each seed on its own (--seed N)")
-        raise ConfigError(f"{env_id} has observation space {observation_space}; the trainer supports {allowed}")
+    if not (isinstance(box, gym.spaces.Box) and box.shape):
+        raise ConfigError(f"{env_id} has observation space {observation_space}; the trainer supports Box "
+                          "observations (or a Dict of a Box and an 'action_mask')")
     discrete = isinstance(action_space, gym.spaces.Discrete)
     flat_box = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
-    multi_discrete = (shaped and isinstance(action_space, gym.spaces.MultiDiscrete) and len(action_space.shape) == 1
+    multi_discrete = (isinstance(action_space, gym.spaces.MultiDiscrete) and len(action_space.shape) == 1
                       and not action_space.start.any())
     if not (discrete or flat_box or multi_discrete):
-        allowed = "Discrete, MultiDiscrete (1-D, from 0) and 1-D Box" if shaped else "Discrete and 1-D Box in a seed batch"
-        raise ConfigError(f"{env_id} has action space {action_space}; the trainer supports {allowed}")
+        raise ConfigError(f"{env_id} has action space {action_space}; the trainer supports Discrete, "
+                          "MultiDiscrete (1-D, from 0) and 1-D Box")
     if mask_space is not None:
         if flat_box:
             raise ConfigError(f"{env_id} has an action_mask but action space {action_space}; a mask goes with "
@@ -120,11 +118,11 @@ class StepsEnvs:
 
     device: torch.device
 
-    def bind_envs(self, envs: VecEnv, env_id: str, shaped: bool = False) -> None:
-        """Keep the envs after `check_spaces` (`shaped`: images, masks and MultiDiscrete allowed)."""
+    def bind_envs(self, envs: VecEnv, env_id: str) -> None:
+        """Keep the envs after `check_spaces`."""
         self.envs = envs
         observation_space, action_space = envs.single_observation_space, envs.single_action_space
-        check_spaces(observation_space, action_space, env_id, shaped)
+        check_spaces(observation_space, action_space, env_id)
         self.observation_space, self.action_space = observation_space, action_space  # as the env gives them
         self.obs_box, self.mask_space = split_observation_space(observation_space)  # what the encoder reads
         self.continuous = isinstance(action_space, gym.spaces.Box)
@@ -156,7 +154,7 @@ class PPO(BaseTrainer, StepsEnvs, ProcessShare):
         self.local_num_envs = self.local_copies(config, envs.num_envs)
         if torch.device(envs.device).type != self.device.type:
             raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
-        self.bind_envs(envs, config.env_id, shaped=True)
+        self.bind_envs(envs, config.env_id)
         observation_space, action_space = self.observation_space, self.action_space
         check_network(config, observation_space, action_space)
 

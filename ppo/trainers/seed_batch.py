@@ -58,6 +58,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 from torch.func import vmap
 
@@ -65,13 +66,14 @@ from ppo.algorithm.losses import clipped_surrogate_loss, explained_variance, nor
 from ppo.algorithm.storage import RolloutBuffer
 from ppo.algorithm.update import MinibatchLoss, run_member_update, update_settings
 from ppo.config import ConfigError, PPOConfig
+from ppo.models.encoders import ImageEncoder
 from ppo.models.networks import ActorCritic, spaces_to_dict
 from ppo.models.normalize import ObservationNormalizer, PerRun, RewardScaler
-from ppo.models.stacked_networks import StackedActorCritic
+from ppo.models.stacked_networks import stack_networks
 from ppo.parallel.optim import StackedAdam
 from ppo.runs.checkpoint import CheckpointError, remove_stale_temporaries, save_checkpoint
 from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS, BaseTrainer, continue_global_stream
-from ppo.trainers.ppo import PPO, RECENT_EPISODES, check_spaces, resolve_device
+from ppo.trainers.ppo import PPO, RECENT_EPISODES, check_network, resolve_device
 
 MemberCallback = Callable[["SeedBatchPPO", list], "bool | None"]
 
@@ -96,21 +98,13 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def stacking_obstacle(config: PPOConfig, observation_space=None, action_space=None,
-                      algorithm: str = "clip") -> str | None:
+def stacking_obstacle(config: PPOConfig, algorithm: str = "clip") -> str | None:
     """Why a seed batch cannot stack these runs (a phrase), or None when it can: it trains
-    PPO-Clip with a feed-forward network on 1-D Box observations and Discrete or 1-D Box actions.
-    Without the spaces, the config and the algorithm alone are ruled on."""
+    PPO-Clip with a feed-forward network, on any observations and actions a single run takes."""
     if algorithm != "clip":
         return f"algorithm {algorithm}"
     if config.recurrent != "none":
         return f"a {config.recurrent} network"
-    if observation_space is None:
-        return None
-    try:
-        check_spaces(observation_space, action_space, config.env_id, shaped=False)
-    except ConfigError:
-        return f"observation space {observation_space}, action space {action_space}"
     return None
 
 
@@ -152,23 +146,24 @@ class SeedBatchPPO(PPO):
         self.bind_envs(envs, config.env_id)
         self.member_envs = self.local_num_envs = N = config.num_envs
         observation_space, action_space = self.observation_space, self.action_space
+        check_network(config, observation_space, action_space)
 
         members, self.action_generators = [], []
         for seed in self.seeds:  # as PPO.__init__ does: the seed, then the weights, then the actions
             torch.manual_seed(seed)
             members.append(ActorCritic.from_config(config, observation_space, action_space))
             self.action_generators.append(continue_global_stream(self.device, seed))
-        self.model = StackedActorCritic(members).to(self.device)
+        self.model = stack_networks(members).to(self.device)
         self.optimizer = StackedAdam(self.model.parameters_in_member_order(), lr=config.learning_rate,
                                      eps=config.adam_eps)
         self.shuffle_generators = [torch.Generator(device=self.device).manual_seed(seed) for seed in self.seeds]
-        obs_shape = tuple(observation_space.shape)
+        obs_shape = tuple(self.obs_box.shape)
         self.obs_normalizer = (PerRun([ObservationNormalizer(obs_shape, config.obs_clip, device=self.device)
                                        for _ in range(S)], N) if config.normalize_obs else None)
         self.reward_scaler = (PerRun([RewardScaler(N, config.gamma, config.reward_clip, device=self.device)
                                       for _ in range(S)], N) if config.normalize_reward else None)
-        self.buffer = RolloutBuffer(config.num_steps, S * N, obs_shape, tuple(action_space.shape),
-                                    torch.float32 if self.continuous else torch.int64, self.device)
+        self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
+                                        torch.float32 if self.continuous else torch.int64, members[0])
         self.clip_coef = config.clip_coef
         self._member_losses = vmap(self._member_loss)
 
@@ -176,6 +171,15 @@ class SeedBatchPPO(PPO):
         self.recent_returns = [deque(maxlen=RECENT_EPISODES) for _ in range(S)]
         self.diverged: dict[int, dict] = {}  # member -> when and why it stopped (stop_member)
         self._start_episodes()
+
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: torch.dtype,
+                     member: ActorCritic) -> RolloutBuffer:
+        """PPO's buffer (uint8 images kept as uint8, the masks per step) for all S·N copies."""
+        images = isinstance(member.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
+        obs_dtype = torch.uint8 if images and self.obs_normalizer is None else torch.float32
+        mask_size = None if self.mask_space is None else self.mask_space.shape[0]
+        return RolloutBuffer(self.config.num_steps, self.envs.num_envs, obs_shape, action_shape, action_dtype,
+                             self.device, obs_dtype=obs_dtype, mask_size=mask_size)
 
     # ------------------------------------------------------------------ the member axis
     def reset_seed(self) -> list[int]:
@@ -204,7 +208,8 @@ class SeedBatchPPO(PPO):
     # ------------------------------------------------------------------ rollout
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Every member's step on its own copies, each drawing from its own action stream."""
-        action, log_prob, value = self.model.act(self._by_member(obs), self.action_generators)
+        mask = None if self.next_action_mask is None else self._by_member(self.next_action_mask)
+        action, log_prob, value = self.model.act(self._by_member(obs), self.action_generators, mask)
         return action.flatten(0, 1), log_prob.flatten(), value.flatten()
 
     def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -231,7 +236,8 @@ class SeedBatchPPO(PPO):
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """Every member's L_s on its own minibatch: loss (S,), log_ratio (S, b), terms (S,) each."""
-        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"],
+                                                                         minibatch.get("action_masks"))
         losses, terms = self._member_losses(new_log_probs, entropy, new_values, minibatch)
         return MinibatchLoss(loss=losses, log_ratio=new_log_probs.detach() - minibatch["log_probs"], terms=terms)
 
@@ -246,6 +252,8 @@ class SeedBatchPPO(PPO):
             "advantages": self._member_major(advantages),
             "returns": self._member_major(returns),
         }
+        if buffer.action_masks is not None:  # the masks the actions were drawn under
+            samples["action_masks"] = self._member_major(buffer.action_masks)
         metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
                                     frozen=list(self.diverged), **update_settings(self.config))
         for member, row in enumerate(metrics):
@@ -357,6 +365,7 @@ class SeedBatchPPO(PPO):
             "shuffle_rng": self.shuffle_generators[member].get_state(),
             "envs": self.envs.member_state_dict(member),
             "next_obs": self.next_obs[columns].clone(),
+            "next_action_mask": None if self.next_action_mask is None else self.next_action_mask[columns].clone(),
             "episode_return": self.episode_return[columns].clone(),
             "episode_length": self.episode_length[columns].clone(),
             "return_accumulator": self.reward_scaler[member].returns.clone() if self.reward_scaler else None,
@@ -402,6 +411,8 @@ class SeedBatchPPO(PPO):
                 columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
                 self.envs.load_member_state_dict(member, state["envs"])
                 self.next_obs[columns] = state["next_obs"].to(self.device)
+                if self.next_action_mask is not None:
+                    self.next_action_mask[columns] = state["next_action_mask"].to(self.device)
                 self.episode_return[columns] = state["episode_return"].to(self.device)
                 self.episode_length[columns] = state["episode_length"].to(self.device)
                 if self.reward_scaler is not None and state.get("return_accumulator") is not None:
