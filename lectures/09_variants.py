@@ -132,8 +132,10 @@ The adaptive ones use d_targ = 0.01 and start from β₀ = 1 and the preset's ε
 The variants report, per iteration, the coefficient the update used (`beta` or
 `clip_coef`) and the KL measured on the whole rollout afterwards (`kl_after_update`);
 for PPO-Clip the callback measures the same KL with the same function,
-`ppo.trainers.variants.rollout_kl`. The variants are subclasses of the single-run trainer, so
-the thirty runs run one after another (`SeedBatchPPO` batches PPO-Clip only).
+`ppo.trainers.variants.rollout_kl`. The thirty runs here are single runs, one after another,
+so each is exactly the run `ppo-train --algorithm penalty --seed N` makes; `--seeds` would
+train each variant's ten as one seed batch (`SeedBatchPenalty`, `SeedBatchAdaptiveClip`),
+the same experiment within float32 rounding.
 """
 
 # %%

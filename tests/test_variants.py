@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from envs.factory import make_seed_batch_env
 from experiments.commands.train import training_envs
 from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError, PPOConfig
@@ -17,6 +18,8 @@ from ppo.trainers.variants import (
     TOO_FAR,
     AdaptiveClipPPO,
     PPOPenalty,
+    SeedBatchAdaptiveClip,
+    SeedBatchPenalty,
     kl_feedback,
     kl_penalty_loss,
     unclipped_surrogate_loss,
@@ -189,3 +192,62 @@ def test_resume_refuses_a_checkpoint_another_trainer_wrote(tmp_path):
     assert PPO.resume(tmp_path / "plain", training_envs, progress=False).iteration == 1
     with pytest.raises(CheckpointError, match="does not record PPOPenalty's kl_target, initial_beta"):
         PPOPenalty.resume(tmp_path / "plain", training_envs, progress=False)
+
+
+def _batch_envs(config, num_seeds):
+    return make_seed_batch_env(config.env_id, num_seeds, config.num_envs, "torch")
+
+
+BATCH_CONFIG = dict(env_id="CartPole-v1", num_envs=4, num_steps=64, num_minibatches=4, update_epochs=4,
+                    total_timesteps=4 * 4 * 64, tensorboard=False, checkpoint_every=0)
+
+
+@pytest.mark.parametrize("batch_class, single_class, settings, adapted", [
+    (SeedBatchPenalty, PPOPenalty, {"kl_target": 0.001, "initial_beta": 0.5}, "beta"),
+    (SeedBatchAdaptiveClip, AdaptiveClipPPO, {"kl_target": 0.001, "min_clip": 0.05, "max_clip": 0.4}, "clip_coef"),
+])
+def test_a_variant_seed_batch_is_each_seeds_own_variant_run(batch_class, single_class, settings, adapted):
+    """Member s uses, measures and adapts its own β or ε: after each of three iterations its
+    coefficient is its single run's, and its losses and weights agree within float32 rounding."""
+    config = PPOConfig(**BATCH_CONFIG)
+    seeds = [6, 1]
+    batch = batch_class(config, seeds, _batch_envs(config, len(seeds)), progress=False, **settings)
+    singles = [single_class(config.replace(seed=seed), training_envs(config.replace(env_backend="torch")),
+                            progress=False, **settings) for seed in seeds]
+    for _ in range(3):
+        rows = batch.train_iteration()
+        for member, single in enumerate(singles):
+            metrics = single.train_iteration()
+            assert rows[member][adapted] == metrics[adapted]  # the value the update used
+            assert batch.adapted[member] == getattr(single, adapted)  # and where the rule moved it
+            for name in ("policy_loss", "kl_after_update", "clip_fraction"):
+                assert rows[member][name] == pytest.approx(metrics[name], rel=1e-3, abs=1e-6), (member, name)
+    assert batch.adapted != [batch.initial_value()] * 2  # the rule moved the coefficients
+    for member, single in enumerate(singles):
+        assert float((batch.optimizer.flat_params[member] - single.optimizer.flat_params).abs().max()) < 1e-4
+
+
+@pytest.mark.parametrize("batch_class, single_class, settings", [
+    (SeedBatchPenalty, PPOPenalty, {"kl_target": 0.002, "initial_beta": 2.0}),
+    (SeedBatchAdaptiveClip, AdaptiveClipPPO, {"kl_target": 0.002, "min_clip": 0.05, "max_clip": 0.4}),
+])
+def test_a_variant_seed_batch_resumes_bit_for_bit_and_its_members_resume_alone(tmp_path, batch_class, single_class,
+                                                                              settings):
+    config = PPOConfig(**BATCH_CONFIG)
+    seeds = [3, 8]
+    whole = batch_class(config, seeds, _batch_envs(config, 2), [tmp_path / "whole" / str(s) for s in seeds],
+                        progress=False, **settings)
+    whole.train()
+    folders = [tmp_path / "parts" / str(seed) for seed in seeds]
+    batch_class(config, seeds, _batch_envs(config, 2), folders, progress=False, **settings).train(
+        lambda batch, metrics: batch.iteration == 2)
+    resumed = batch_class.resume(folders, _batch_envs, progress=False)
+    assert resumed.iteration == 2 and {name: getattr(resumed, name) for name in settings} == settings
+    resumed.train()
+    assert torch.equal(resumed.optimizer.flat_params, whole.optimizer.flat_params)
+    assert resumed.adapted == whole.adapted
+    alone = single_class.resume(folders[1], lambda member_config: training_envs(member_config.replace(
+        env_backend="torch")), progress=False)  # a member's folder is its variant run's
+    assert type(alone) is single_class and alone.iteration == 4
+    assert getattr(alone, resumed.adapted_name) == resumed.adapted[1]
+    assert json.loads((folders[1] / "config.json").read_text())["trainer"]["class"] == single_class.__name__

@@ -5,11 +5,10 @@
 
 Every flag given as a comma list is swept: the grid is the product of the lists, in the
 order of the flags in `--help`. Each setting trains all its seeds as one batched
-computation (`ppo.trainers.seed_batch.SeedBatchPPO`) where the batch can stack them
-(PPO-Clip, a feed-forward network, vector observations); otherwise (a recurrent network,
-images or action masks, `--algorithm penalty` or `adaptive-clip`) its seeds train one
-after another, each an ordinary single run (`ppo.trainers.choice.build_trainer`), and
-the command says so. Every run gets an ordinary run folder named after what differs from
+computation (`ppo.trainers.choice.build_seed_batch`: PPO with a member axis, for every
+`--algorithm`, network, observation and action space a single run takes) except with a
+recurrent network (`--recurrent gru|lstm`), whose seeds train one after another, each an
+ordinary single run (`ppo.trainers.choice.build_trainer`), and the command says so. Every run gets an ordinary run folder named after what differs from
 the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`. At the end one table
 summarises each setting over its seeds (experiments.commands.statistics).
 
@@ -39,7 +38,7 @@ from experiments.commands.statistics import format_summary_table, summarize_runs
 from ppo.config import ConfigError, PPOConfig
 from ppo.runs.plotting import plot_learning_curve
 from ppo.trainers.base import TrainingDiverged
-from ppo.trainers.choice import build_trainer
+from ppo.trainers.choice import build_seed_batch, build_trainer
 from ppo.trainers.ppo import resolve_device
 from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO, stacking_obstacle
 
@@ -93,12 +92,13 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     all_runs: list[Path] = []
     for (setting, config), run_dirs in zip(settings, plan):
         configure_process(config.num_threads)  # the weights are drawn as a single run draws them
-        obstacle = stacking_obstacle(config, algorithm)
+        obstacle = stacking_obstacle(config)
         started = time.perf_counter()
         if obstacle is None:
             envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
                                        resolve_device(config.device), config.frame_stack)
-            outcome = _train_seed_batch(prog, config, seeds, run_dirs, envs, progress)
+            batch = build_seed_batch(config, seeds, envs, algorithm, algorithm_settings, run_dirs, progress)
+            outcome = _train_seed_batch(prog, batch, run_dirs)
         else:
             print(f"{setting_label(setting)}: the seed batch cannot stack {obstacle}; its {len(seeds)} seeds train "
                   "one after another, each a single run")
@@ -125,13 +125,11 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
 Outcome = tuple[list[float], dict[int, dict], int]  # per seed the last training return, the diverged, steps each
 
 
-def _train_seed_batch(prog: str, config: PPOConfig, seeds: list[int], run_dirs: list[Path], envs,
-                      progress: bool) -> Outcome | None:
-    """The seeds as one SeedBatchPPO; None when it was stopped (its checkpoints are saved)."""
-    batch = SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=progress)
+def _train_seed_batch(prog: str, batch: SeedBatchPPO, run_dirs: list[Path]) -> Outcome | None:
+    """Train the seed batch; None when it was stopped (its checkpoints are saved)."""
     with GracefulStop(prog) as stop:
         batch.train(callback=stop.callback)
-    if stop.requested or (batch.iteration < batch.total_iterations and len(batch.diverged) < len(seeds)):
+    if stop.requested or (batch.iteration < batch.total_iterations and len(batch.diverged) < batch.num_members):
         _say_stopped(prog, batch.iteration, batch.total_iterations, run_dirs)
         return None
     return batch.recent_returns_by_member(), batch.diverged, batch.global_step

@@ -5,6 +5,9 @@
     penalty         PPOPenalty: unclipped surrogate − β·KL, β adapted      kl_target, initial_beta
     adaptive-clip   AdaptiveClipPPO: ε halved or doubled toward the KL     kl_target, min_clip, max_clip
 
+and for a batch of seeds (`build_seed_batch`) the same algorithm with a member axis:
+SeedBatchPPO, SeedBatchPenalty or SeedBatchAdaptiveClip.
+
 A checkpoint records the class that wrote it and that class's settings
 (`BaseTrainer.trainer_record`), so `resume_run` continues a run with the trainer and the
 settings it was started with, whatever the command line says.
@@ -21,10 +24,14 @@ from ppo.parallel.distributed import SINGLE_PROCESS, World
 from ppo.runs.checkpoint import CheckpointError
 from ppo.trainers.ppo import PPO
 from ppo.trainers.recurrent import RecurrentPPO
-from ppo.trainers.variants import AdaptiveClipPPO, PPOPenalty, check_variant_settings
+from ppo.trainers.seed_batch import SeedBatchPPO, check_batchable
+from ppo.trainers.variants import (AdaptiveClipPPO, PPOPenalty, SeedBatchAdaptiveClip, SeedBatchPenalty,
+                                   check_variant_settings)
 from ppo.vec_env import VecEnv
 
 ALGORITHMS: dict[str, type[PPO]] = {"clip": PPO, "penalty": PPOPenalty, "adaptive-clip": AdaptiveClipPPO}
+SEED_BATCHES: dict[str, type[SeedBatchPPO]] = {"clip": SeedBatchPPO, "penalty": SeedBatchPenalty,
+                                               "adaptive-clip": SeedBatchAdaptiveClip}
 TRAINERS: dict[str, type[PPO]] = {trainer.__name__: trainer for trainer in (PPO, RecurrentPPO, PPOPenalty, AdaptiveClipPPO)}
 
 
@@ -69,6 +76,15 @@ def build_trainer(config: PPOConfig, envs: VecEnv, algorithm: str = "clip", sett
     trainer = trainer_class(config, algorithm)
     return trainer(config, envs, run_dir=run_dir, progress=progress, world=world,
                    **check_settings(algorithm, settings or {}))
+
+
+def build_seed_batch(config: PPOConfig, seeds: list[int], envs, algorithm: str = "clip",
+                     settings: dict | None = None, run_dirs=None, progress: bool = True) -> SeedBatchPPO:
+    """A fresh seed batch of `algorithm`, member s the run `build_trainer` makes with seed s;
+    ConfigError (one line) for a config a batch cannot stack (a recurrent network)."""
+    check_batchable(config)
+    settings = check_settings(algorithm, settings or {})
+    return SEED_BATCHES[algorithm](config, seeds, envs, run_dirs=run_dirs, progress=progress, **settings)
 
 
 def resume_run(run_dir: str | Path, make_envs: Callable[[PPOConfig], VecEnv], total_timesteps: int | None = None,

@@ -44,10 +44,11 @@ continues the members together, bit for bit where the envs can be checkpointed. 
 CPU the batched arithmetic takes as long per member as a run's own; what the batch saves
 is the Python overhead of S separate loops, their start-up, and (with `num_threads` > 1)
 idle cores; on a GPU it fills the device (`experiments/benchmarks/seeds.py`). The stack
-holds feed-forward MLPs on 1-D Box observations with Discrete or Box actions, trained by
-PPO-Clip: `check_batchable` refuses recurrent networks, and `stacking_obstacle` says what
-else it cannot stack (images, masks, the PPO variants); `ppo-train --seeds` trains those
-seeds one after another instead.
+holds any feed-forward network a single run trains (`ppo.models.stacked_networks`: MLPs
+layer by layer, CNNs, masks and MultiDiscrete heads by vmap), and the PPO variants are
+this class with their loss and rule (`ppo.trainers.variants`). Recurrent networks are not
+stacked: `check_batchable` refuses them, and `ppo-train --seeds` trains such seeds one
+after another instead.
 """
 
 from __future__ import annotations
@@ -98,11 +99,9 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def stacking_obstacle(config: PPOConfig, algorithm: str = "clip") -> str | None:
-    """Why a seed batch cannot stack these runs (a phrase), or None when it can: it trains
-    PPO-Clip with a feed-forward network, on any observations and actions a single run takes."""
-    if algorithm != "clip":
-        return f"algorithm {algorithm}"
+def stacking_obstacle(config: PPOConfig) -> str | None:
+    """Why a seed batch cannot stack these runs (a phrase), or None when it can: it stacks
+    feed-forward networks, on any observations and actions a single run takes."""
     if config.recurrent != "none":
         return f"a {config.recurrent} network"
     return None
@@ -230,9 +229,13 @@ class SeedBatchPPO(PPO):
         advantages = minibatch["advantages"]
         if self.config.norm_adv:
             advantages = normalize_advantages(advantages)
-        clip_coef = self.config.clip_coef
         return transition_loss(new_log_probs, entropy, new_values, minibatch, advantages,
-                               lambda new, old, adv: clipped_surrogate_loss(new, old, adv, clip_coef), self.config)
+                               lambda new, old, adv: self.member_policy_loss(new, old, adv, minibatch), self.config)
+
+    def member_policy_loss(self, new_log_probs, old_log_probs, advantages, minibatch) -> torch.Tensor:
+        """One member's L_policy: PPO-Clip's (the variants of ppo.trainers.variants read their member's
+        adapted coefficient from the minibatch)."""
+        return clipped_surrogate_loss(new_log_probs, old_log_probs, advantages, self.config.clip_coef)
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """Every member's L_s on its own minibatch: loss (S,), log_ratio (S, b), terms (S,) each."""
@@ -243,22 +246,25 @@ class SeedBatchPPO(PPO):
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
         """PPO's update for every member at once (ppo.algorithm.update.run_member_update): one row each."""
-        buffer = self.buffer
-        samples = {
-            "obs": self._member_major(buffer.obs),
-            "actions": self._member_major(buffer.actions),
-            "log_probs": self._member_major(buffer.log_probs),
-            "values": self._member_major(buffer.values),
-            "advantages": self._member_major(advantages),
-            "returns": self._member_major(returns),
-        }
-        if buffer.action_masks is not None:  # the masks the actions were drawn under
-            samples["action_masks"] = self._member_major(buffer.action_masks)
+        samples = {**self.member_samples(), "values": self._member_major(self.buffer.values),
+                   "advantages": self._member_major(advantages), "returns": self._member_major(returns)}
         metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
-                                    frozen=list(self.diverged), **update_settings(self.config))
+                                    frozen=list(self.diverged), **update_settings(self.config, self.member_clip_coefs()))
         for member, row in enumerate(metrics):
             row["explained_variance"] = explained_variance(samples["values"][member], samples["returns"][member])
         return metrics
+
+    def member_clip_coefs(self) -> float | torch.Tensor:
+        """The ε each member's clip fraction is counted against: the config's (adaptive clipping: (S, 1), its own)."""
+        return self.config.clip_coef
+
+    def member_samples(self) -> dict[str, torch.Tensor]:
+        """The rollout's observations, actions (their masks) and log π_old, member-major: (S, T·N, ...)."""
+        buffer = self.buffer
+        samples = {name: self._member_major(getattr(buffer, name)) for name in ("obs", "actions", "log_probs")}
+        if buffer.action_masks is not None:
+            samples["action_masks"] = self._member_major(buffer.action_masks)
+        return samples
 
     # ------------------------------------------------------------------ the loop's hooks
     def train_iteration(self) -> list[dict[str, float]]:
@@ -289,7 +295,8 @@ class SeedBatchPPO(PPO):
         for member, (folder, config) in enumerate(zip(self.run_dirs, self.configs)):
             folder.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(folder)
-            (folder / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+            record = {"trainer": self.member_record(member)} if self.settings_names else {}
+            (folder / "config.json").write_text(json.dumps({**config.to_dict(), **record}, indent=2) + "\n")
             logs.append(MetricsLogger(folder, config.tensorboard, self.total_samples, self.progress and member == 0,
                                       resume_from_step=self.samples_seen))
         return logs
@@ -346,6 +353,7 @@ class SeedBatchPPO(PPO):
         columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
         generator = self.action_generators[member]
         return {
+            **({"trainer": self.member_record(member)} if self.settings_names else {}),
             "config": self.configs[member].to_dict(),
             "iteration": self.iteration,
             "train_seconds": self.train_seconds,
@@ -370,6 +378,10 @@ class SeedBatchPPO(PPO):
             "episode_length": self.episode_length[columns].clone(),
             "return_accumulator": self.reward_scaler[member].returns.clone() if self.reward_scaler else None,
         }
+
+    def member_record(self, member: int) -> dict:
+        """Member `member`'s trainer record, as its single run's (`BaseTrainer.trainer_record`) would be."""
+        return self.trainer_record()
 
     def save(self) -> list[Path]:
         """Write every member's checkpoint into its run folder (atomically, one file each), diverged members' excepted."""
@@ -422,6 +434,11 @@ class SeedBatchPPO(PPO):
                 from None
 
     @classmethod
+    def saved_member_settings(cls, state: dict, path) -> dict:
+        """A member's own settings from its checkpoint (none for PPO-Clip); CheckpointError if another trainer wrote it."""
+        return PPO.saved_settings(state, path)
+
+    @classmethod
     def resume(cls, run_dirs: Sequence[str | Path], make_envs: Callable[[PPOConfig, int], object],
                total_timesteps: int | None = None, progress: bool = True) -> "SeedBatchPPO":
         """Continue a seed batch from its members' folders; `make_envs(config, S)` builds the S·N copies.
@@ -447,7 +464,11 @@ class SeedBatchPPO(PPO):
         if total_timesteps is not None:
             config = config.replace(total_timesteps=total_timesteps).validate()
         seeds = [member.seed for member in configs]
-        batch = cls(config, seeds, make_envs(config, len(seeds)), run_dirs, progress=progress)
+        settings = [cls.saved_member_settings(state, folder) for state, folder in zip(states, run_dirs)]
+        if any(member != settings[0] for member in settings):
+            raise CheckpointError(f"the runs in {run_dirs[0]} … were trained with different settings {settings}; "
+                                  "resume each alone (ppo-train --resume)")
+        batch = cls(config, seeds, make_envs(config, len(seeds)), run_dirs, progress=progress, **settings[0])
         batch.load_member_states(states)
         return batch
 

@@ -22,6 +22,11 @@ sampled actions (the loss sees only log-probabilities of the actions taken).
 A variant's own settings (d_targ, the initial β, the bounds on ε) go into its checkpoint
 and its run folder's config.json, so `PPOPenalty.resume(run_dir, make_envs)` continues
 with the settings the run was started with, and the adapted β or ε where it stood.
+
+Each variant also trains a batch of seeds (`SeedBatchPenalty`, `SeedBatchAdaptiveClip`:
+`ppo.trainers.seed_batch.SeedBatchPPO` with the variant's loss and rule): every member
+measures its own KL after the update and adapts its own β or ε, as its single run does,
+and its folder is that run's (`PPOPenalty.resume` or `ppo-train --resume` continues it).
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ import torch
 
 from ppo.config import ConfigError, PPOConfig
 from ppo.parallel.distributed import SINGLE_PROCESS, World
-from ppo.algorithm.losses import clipped_surrogate_loss, kl_estimate
+from ppo.algorithm.losses import clipped_surrogate_loss, kl_estimate, kl_per_sample
 from ppo.trainers.ppo import PPO
+from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.vec_env import VecEnv
 
 KL_TOLERANCE = 1.5  # d counts as "on target" inside [d_targ / 1.5, 1.5 · d_targ]
@@ -217,3 +223,112 @@ class AdaptiveClipPPO(KLAdaptivePPO):
 
     def adapted_values(self) -> dict[str, float]:
         return {"clip_coef": self.clip_coef}
+
+
+class KLAdaptiveSeedBatch(SeedBatchPPO):
+    """A seed batch of a KL-adaptive variant: after each update, member s measures KL[π_old ‖ π_θ]
+    on its own rollout (k3, as `rollout_kl`) and adapts its own coefficient (`adapted[s]`)."""
+
+    settings_names = ("kl_target",)
+    single_run: type[KLAdaptivePPO]  # the variant each member is a run of (its checkpoint's class)
+    adapted_name: str  # "beta" or "clip_coef": what the rule adapts
+
+    def __init__(self, config: PPOConfig, seeds, envs, run_dirs=None, progress: bool = True, kl_target: float = 0.01):
+        check_variant_settings(kl_target=kl_target)
+        super().__init__(config, seeds, envs, run_dirs, progress)
+        self.kl_target = float(kl_target)
+        self.adapted: list[float] = [self.initial_value()] * self.num_members
+
+    def initial_value(self) -> float:
+        raise NotImplementedError
+
+    def adapt(self, value: float, kl: float) -> float:
+        raise NotImplementedError
+
+    def minibatch_loss(self, minibatch):
+        """Each member's loss with its own coefficient, which `member_policy_loss` reads as minibatch["adapted"]."""
+        adapted = torch.tensor(self.adapted, dtype=torch.float32, device=self.device)
+        return super().minibatch_loss({**minibatch, "adapted": adapted})
+
+    @torch.no_grad()
+    def rollout_kls(self) -> list[float]:
+        """Per member, the k3 estimate of KL[π_old ‖ π_θ] over every sample of its rollout."""
+        samples = self.member_samples()
+        new_log_probs, _, _ = self.model.evaluate_actions(samples["obs"], samples["actions"],
+                                                          samples.get("action_masks"))
+        return kl_per_sample(new_log_probs - samples["log_probs"], "k3").mean(dim=1).tolist()
+
+    def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
+        rows = super().update(advantages, returns)
+        for member, (row, kl) in enumerate(zip(rows, self.rollout_kls())):
+            row[self.adapted_name] = self.adapted[member]  # the value this update used
+            row["kl_after_update"] = kl
+            if member not in self.diverged:
+                self.adapted[member] = self.adapt(self.adapted[member], kl)
+        return rows
+
+    def member_record(self, member: int) -> dict:
+        return {"class": self.single_run.__name__, **{name: getattr(self, name) for name in self.settings_names}}
+
+    def member_state_dict(self, member: int) -> dict:
+        return {**super().member_state_dict(member), "adapted": {self.adapted_name: self.adapted[member]}}
+
+    def load_member_states(self, states) -> None:
+        super().load_member_states(states)
+        for member, state in enumerate(states):
+            saved = state.get("adapted", {})
+            if self.adapted_name in saved:
+                self.adapted[member] = float(saved[self.adapted_name])
+
+    @classmethod
+    def saved_member_settings(cls, state: dict, path) -> dict:
+        return cls.single_run.saved_settings(state, path)
+
+
+class SeedBatchPenalty(KLAdaptiveSeedBatch):
+    """PPO-Penalty for a batch of seeds: each member's β adapted by its own KL."""
+
+    settings_names = ("kl_target", "initial_beta")
+    single_run = PPOPenalty
+    adapted_name = "beta"
+
+    def __init__(self, config: PPOConfig, seeds, envs, run_dirs=None, progress: bool = True, kl_target: float = 0.01,
+                 initial_beta: float = 1.0):
+        check_variant_settings(initial_beta=initial_beta)
+        self.initial_beta = float(initial_beta)
+        super().__init__(config, seeds, envs, run_dirs, progress, kl_target)
+
+    def initial_value(self) -> float:
+        return self.initial_beta
+
+    def member_policy_loss(self, new_log_probs, old_log_probs, advantages, minibatch):
+        return kl_penalty_loss(new_log_probs, old_log_probs, advantages, minibatch["adapted"])
+
+    def adapt(self, value: float, kl: float) -> float:
+        return update_kl_coefficient(value, kl, self.kl_target)
+
+
+class SeedBatchAdaptiveClip(KLAdaptiveSeedBatch):
+    """Adaptive clipping for a batch of seeds: each member's ε halved or doubled by its own KL."""
+
+    settings_names = ("kl_target", "min_clip", "max_clip")
+    single_run = AdaptiveClipPPO
+    adapted_name = "clip_coef"
+
+    def __init__(self, config: PPOConfig, seeds, envs, run_dirs=None, progress: bool = True, kl_target: float = 0.01,
+                 min_clip: float = 0.02, max_clip: float = 0.5):
+        check_variant_settings(min_clip=min_clip, max_clip=max_clip)
+        self.min_clip, self.max_clip = float(min_clip), float(max_clip)
+        super().__init__(config, seeds, envs, run_dirs, progress, kl_target)
+
+    def initial_value(self) -> float:
+        return self.config.clip_coef
+
+    def member_policy_loss(self, new_log_probs, old_log_probs, advantages, minibatch):
+        return clipped_surrogate_loss(new_log_probs, old_log_probs, advantages, minibatch["adapted"])
+
+    def member_clip_coefs(self) -> torch.Tensor:
+        return torch.tensor(self.adapted, device=self.device).unsqueeze(1)  # (S, 1) against (…, S, b)
+
+    def adapt(self, value: float, kl: float) -> float:
+        return update_clip_coefficient(value, kl, self.kl_target, self.min_clip, self.max_clip)
