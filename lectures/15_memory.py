@@ -318,8 +318,9 @@ the T = 32 steps of a sequence in Python, once per minibatch and epoch, so the G
 4 epochs of one minibatch (all 64 sequences) instead of 6 epochs of 4 — 128 steps of the
 cell per iteration instead of 768. (The SB3 zoo's recurrent settings for this env run 20 epochs of one minibatch of
 8 sequences on 8 envs: many more passes per sample, and several times slower here.)
-Recurrent runs do not batch over seeds (`SeedBatchPPO` refuses them), so each seed is a
-run of its own and the lecture trains fewer of them: three.
+Each seed here is a `RecurrentPPO` run of its own (`ppo-train --seeds` would stack them
+as one `SeedBatchRecurrent`), and a GRU iteration costs more than the MLP's, so the
+lecture trains fewer of them: three.
 """
 
 # %%

@@ -16,15 +16,16 @@ Read it in this order; each folder is one role, each module one idea.
         networks.py         ActorCritic: shared layers, a policy head and a value head
         recurrent_networks.py, gru_sequence.py   the same with a GRU or LSTM, and its BPTT kernel
         stacked_networks.py S actor-critics of one architecture as one batched computation
+        stacked_recurrent.py the same for recurrent actor-critics: S·K cores of one kernel
         normalize.py        running observation and reward statistics
     trainers/          the loops
         base.py             the lifecycle every trainer shares: construct, train, save, resume
         ppo.py              PPO: collect a rollout, estimate advantages, update for K epochs
         processes.py        what each process of a data-parallel run holds (its copies, streams, checkpoint)
-        recurrent.py        recurrent PPO
-        variants.py         PPO-Penalty and adaptive clipping
-        choice.py           which of them trains a run (clip, penalty, adaptive-clip), and resuming it
         seed_batch.py       PPO with a member axis: many seeds trained as one batched computation
+        recurrent.py        recurrent PPO, for one seed or a batch
+        variants.py         PPO-Penalty and adaptive clipping, for one seed or a batch
+        choice.py           which of them trains a run or a batch (clip, penalty, adaptive-clip), and resuming it
     runs/              what a run leaves behind: checkpoints, the metrics log, the plot,
                        evaluation of a saved policy, recordings
     parallel/          speed and scale: processes of one run (torchrun), the flat Adam,
@@ -42,11 +43,11 @@ from ppo.models.networks import ActorCritic
 from ppo.runs.checkpoint import CheckpointError, load_checkpoint
 from ppo.runs.evaluation import evaluate_policy, load_policy
 from ppo.trainers.base import TrainingDiverged
-from ppo.trainers.choice import build_trainer, resume_run
+from ppo.trainers.choice import build_seed_batch, build_trainer, resume_run
 from ppo.trainers.ppo import PPO
-from ppo.trainers.recurrent import RecurrentPPO
+from ppo.trainers.recurrent import RecurrentPPO, SeedBatchRecurrent
 from ppo.trainers.seed_batch import SeedBatchPPO
-from ppo.trainers.variants import AdaptiveClipPPO, PPOPenalty
+from ppo.trainers.variants import AdaptiveClipPPO, PPOPenalty, SeedBatchAdaptiveClip, SeedBatchPenalty
 from ppo.vec_env import StepResult, VecEnv
 
 __all__ = [
@@ -59,10 +60,14 @@ __all__ = [
     "PPOPenalty",
     "RecurrentPPO",
     "RolloutBuffer",
+    "SeedBatchAdaptiveClip",
     "SeedBatchPPO",
+    "SeedBatchPenalty",
+    "SeedBatchRecurrent",
     "StepResult",
     "TrainingDiverged",
     "VecEnv",
+    "build_seed_batch",
     "build_trainer",
     "resume_run",
     "clip_fraction",

@@ -25,7 +25,8 @@ from ppo.models.networks import ActorCritic
 from ppo.parallel.optim import FlatAdam
 from ppo.models.recurrent_networks import RecurrentActorCritic
 from ppo.trainers.choice import resume_run
-from ppo.trainers.recurrent import RecurrentPPO, columns
+from envs.factory import make_seed_batch_env, make_vec_env
+from ppo.trainers.recurrent import RecurrentPPO, SeedBatchRecurrent, columns
 from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.ppo import PPO
 from ppo.vec_env import StepResult
@@ -569,19 +570,68 @@ def test_feed_forward_trainers_refuse_a_recurrent_config_in_one_line():
     config = PPOConfig(**SMALL)
     with pytest.raises(ConfigError, match="recurrent = 'gru'.*RecurrentPPO"):
         PPO(config, PositionsOnly(8), progress=False)
-    with pytest.raises(ConfigError, match="recurrent = 'gru'.*seed batch"):
+    with pytest.raises(ConfigError, match="recurrent = 'gru'.*SeedBatchRecurrent"):
         SeedBatchPPO(config, [1, 2], PositionsOnly(16), progress=False)
     with pytest.raises(ConfigError, match="recurrent = 'gru' is not supported under torchrun"):
         RecurrentPPO(config.replace(num_envs=8), PositionsOnly(4), progress=False, world=World(rank=0, size=2))
 
 
-def test_ppo_train_trains_several_recurrent_seeds_one_after_another(tmp_path, capsys):
-    """A seed batch cannot stack recurrent networks: `--seeds` trains each seed as its own run."""
+@pytest.mark.parametrize("cell, overrides", [
+    ("gru", {"sequence_length": 8}),  # four sequences per copy and rollout, cut for truncated BPTT
+    ("lstm", {"shared_network": True}),  # one core per member
+])
+def test_a_recurrent_seed_batch_is_each_seeds_own_run(cell, overrides):
+    """Member s of SeedBatchRecurrent (cores s·K … s·K + K − 1 of one kernel) draws its run's actions,
+    replays its run's sequences, and lands within float32 rounding of RecurrentPPO with seed s."""
+    config = PPOConfig(**{**SMALL, "env_id": "CartPoleNoVel-v1", "recurrent": cell, **overrides})
+    seeds = [4, 1]
+    batch = SeedBatchRecurrent(config, seeds, make_seed_batch_env(config.env_id, 2, config.num_envs, "torch"),
+                               progress=False)
+    rows = [batch.train_iteration() for _ in range(2)]
+    for member, seed in enumerate(seeds):
+        single = RecurrentPPO(config.replace(seed=seed), make_vec_env(config.env_id, config.num_envs, "torch"),
+                              progress=False)
+        for iteration in range(2):
+            metrics = single.train_iteration()
+            for name in ("policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm"):
+                assert rows[iteration][member][name] == pytest.approx(metrics[name], rel=1e-3, abs=1e-6), name
+            assert rows[iteration][member]["first_minibatch_ratio_error"] < RATIO_ONE_TOLERANCE
+        columns = slice(member * config.num_envs, (member + 1) * config.num_envs)
+        assert torch.equal(batch.buffer.actions[:, columns], single.buffer.actions)
+        assert torch.equal(batch.buffer.episode_starts[:, columns], single.buffer.episode_starts)
+        assert float((batch.optimizer.flat_params[member] - single.optimizer.flat_params).abs().max()) < 1e-4
+
+
+def test_a_recurrent_seed_batch_resumes_bit_for_bit_and_its_members_alone(tmp_path):
+    config = PPOConfig(**{**SMALL, "env_id": "CartPoleNoVel-v1", "recurrent": "gru", "sequence_length": 16,
+                          "total_timesteps": 4 * 8 * 32})
+    seeds = [2, 7]
+
+    def envs(batch_config, count):
+        return make_seed_batch_env(batch_config.env_id, count, batch_config.num_envs, "torch")
+
+    whole = SeedBatchRecurrent(config, seeds, envs(config, 2), [tmp_path / "whole" / str(s) for s in seeds],
+                               progress=False)
+    whole.train()
+    folders = [tmp_path / "parts" / str(seed) for seed in seeds]
+    SeedBatchRecurrent(config, seeds, envs(config, 2), folders, progress=False).train(
+        lambda batch, metrics: batch.iteration == 2)
+    resumed = SeedBatchRecurrent.resume(folders, envs, progress=False)
+    resumed.train()
+    assert torch.equal(resumed.optimizer.flat_params, whole.optimizer.flat_params)
+    assert load_checkpoint(folders[0])["trainer"]["class"] == "RecurrentPPO"
+    alone = resume_run(folders[0], lambda member: make_vec_env(member.env_id, member.num_envs, "torch"),
+                       progress=False)
+    assert type(alone) is RecurrentPPO and alone.iteration == 4
+
+
+def test_ppo_train_trains_recurrent_seeds_as_one_batch(tmp_path, capsys):
+    """`--recurrent gru --seeds 1,2` trains one SeedBatchRecurrent; each folder is a RecurrentPPO run's."""
     code = train.main(["--env-id", "CartPole-v1", "--recurrent", "gru", "--seeds", "1,2", "--num-envs", "4",
                        "--num-steps", "16", "--total-timesteps", "128", "--eval-episodes", "1", "--run-dir",
                        str(tmp_path / "runs"), "--no-progress", "--no-tensorboard"])
     assert code == 0
-    assert "the seed batch cannot stack a gru network; its 2 seeds train one after another" in capsys.readouterr().out
+    assert "one after another" not in capsys.readouterr().out
     folders = sorted((tmp_path / "runs").glob("CartPole-v1__*"))
     assert [folder.name.rsplit("__", 1)[1] for folder in folders] == ["seed1", "seed2"]
     assert all(load_checkpoint(folder)["trainer"]["class"] == "RecurrentPPO" for folder in folders)

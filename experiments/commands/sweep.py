@@ -6,9 +6,8 @@
 Every flag given as a comma list is swept: the grid is the product of the lists, in the
 order of the flags in `--help`. Each setting trains all its seeds as one batched
 computation (`ppo.trainers.choice.build_seed_batch`: PPO with a member axis, for every
-`--algorithm`, network, observation and action space a single run takes) except with a
-recurrent network (`--recurrent gru|lstm`), whose seeds train one after another, each an
-ordinary single run (`ppo.trainers.choice.build_trainer`), and the command says so. Every run gets an ordinary run folder named after what differs from
+`--algorithm`, network, observation and action space a single run takes, recurrent
+networks included). Every run gets an ordinary run folder named after what differs from
 the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`. At the end one table
 summarises each setting over its seeds (experiments.commands.statistics).
 
@@ -21,15 +20,13 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import json
-import math
 import sys
 import time
 from pathlib import Path
 
 import gymnasium as gym
 
-from envs.factory import make_seed_batch_env, make_vec_env
+from envs.factory import make_seed_batch_env
 from experiments.commands.cli import INTERRUPTED_EXIT_CODE, GracefulStop, SweepValues, configure_process
 from experiments.commands.evaluation import evaluate_run
 from experiments.commands.presets import build_config
@@ -37,10 +34,9 @@ from experiments.commands.run_folder import RunFolderClaims, format_value, run_f
 from experiments.commands.statistics import format_summary_table, summarize_runs
 from ppo.config import ConfigError, PPOConfig
 from ppo.runs.plotting import plot_learning_curve
-from ppo.trainers.base import TrainingDiverged
-from ppo.trainers.choice import build_seed_batch, build_trainer
+from ppo.trainers.choice import build_seed_batch
 from ppo.trainers.ppo import resolve_device
-from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO, stacking_obstacle
+from ppo.trainers.seed_batch import SeedBatchPPO
 
 def expand_grid(flags: dict) -> list[dict]:
     """Every combination of the SweepValues in `flags` (other flags are left out); [{}] if none."""
@@ -92,17 +88,11 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     all_runs: list[Path] = []
     for (setting, config), run_dirs in zip(settings, plan):
         configure_process(config.num_threads)  # the weights are drawn as a single run draws them
-        obstacle = stacking_obstacle(config)
         started = time.perf_counter()
-        if obstacle is None:
-            envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
-                                       resolve_device(config.device), config.frame_stack)
-            batch = build_seed_batch(config, seeds, envs, algorithm, algorithm_settings, run_dirs, progress)
-            outcome = _train_seed_batch(prog, batch, run_dirs)
-        else:
-            print(f"{setting_label(setting)}: the seed batch cannot stack {obstacle}; its {len(seeds)} seeds train "
-                  "one after another, each a single run")
-            outcome = _train_one_by_one(prog, config, seeds, run_dirs, algorithm, algorithm_settings, progress)
+        envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, config.env_backend,
+                                   resolve_device(config.device), config.frame_stack)
+        batch = build_seed_batch(config, seeds, envs, algorithm, algorithm_settings, run_dirs, progress)
+        outcome = _train_seed_batch(prog, batch, run_dirs)
         if outcome is None:
             return INTERRUPTED_EXIT_CODE
         returns, diverged, steps = outcome
@@ -133,37 +123,6 @@ def _train_seed_batch(prog: str, batch: SeedBatchPPO, run_dirs: list[Path]) -> O
         _say_stopped(prog, batch.iteration, batch.total_iterations, run_dirs)
         return None
     return batch.recent_returns_by_member(), batch.diverged, batch.global_step
-
-
-def _train_one_by_one(prog: str, config: PPOConfig, seeds: list[int], run_dirs: list[Path], algorithm: str,
-                      algorithm_settings: dict, progress: bool) -> Outcome | None:
-    """Each seed an ordinary single run, one after another; None when one was stopped. A run
-    that diverges gets DIVERGED_NAME in its folder, as a seed batch's member does, and the next goes on."""
-    returns: list[float] = []
-    diverged: dict[int, dict] = {}
-    steps = 0
-    for member, (seed, run_dir) in enumerate(zip(seeds, run_dirs)):
-        member_config = config.replace(seed=seed).validate()
-        configure_process(member_config.num_threads)
-        envs = make_vec_env(config.env_id, config.num_envs, config.env_backend, resolve_device(config.device),
-                            config.frame_stack)
-        trainer = build_trainer(member_config, envs, algorithm, algorithm_settings, run_dir=run_dir,
-                                progress=progress)
-        try:
-            with GracefulStop(prog) as stop:
-                trainer.train(callback=stop.callback)
-        except TrainingDiverged as error:
-            diverged[member] = {"seed": seed, "iteration": trainer.iteration, "quantity": error.quantity or "training",
-                                "value": str(error.value)}
-            (run_dir / DIVERGED_NAME).write_text(json.dumps(diverged[member], indent=2) + "\n")
-            returns.append(math.nan)
-            continue
-        if stop.requested or trainer.iteration < trainer.total_iterations:
-            _say_stopped(prog, trainer.iteration, trainer.total_iterations, run_dirs)
-            return None
-        returns.append(trainer.recent_return())
-        steps = trainer.global_step
-    return returns, diverged, steps
 
 
 def _say_stopped(prog: str, iteration: int, total: int, run_dirs: list[Path]) -> None:

@@ -90,29 +90,41 @@ class RecurrentCores(nn.Module):
         return torch.baddbmm(self.bias_ih.unsqueeze(1), inputs, self.weight_ih.transpose(1, 2))
 
     def sequence(self, input_gates: torch.Tensor, kept: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        """T steps of every core, the state multiplied by m_t before step t: x̂ (K, T, B, G·H),
-        m (T, 1, B, 1), state (K, B, S) → the state after every step (K, T, B, S).
-
-        A GRU runs as ppo.models.gru_sequence.GRUSequence (the same arithmetic, backpropagation
-        written by hand); an LSTM as a loop over `step`, differentiated by autograd.
-        """
-        if self.cell == "gru":
-            return GRUSequence.apply(input_gates, kept, state, self.weight_hh, self.bias_hh)
-        states = []
-        for t in range(input_gates.shape[1]):
-            state = self.step(input_gates[:, t], state * kept[t])
-            states.append(state)
-        return torch.stack(states, dim=1)
+        """T steps of every core (`core_sequence` with this module's W_hh, b_hh)."""
+        return core_sequence(self.cell, input_gates, kept, state, self.weight_hh, self.bias_hh)
 
     def step(self, input_gates: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        """One step of every core: x̂ (K, B, G·H), state (K, B, S) → new state (K, B, S); h' is [..., :H]."""
-        if self.cell == "gru":  # the state is h
-            return gru_step(input_gates, state, self.weight_hh, self.bias_hh)[0]
-        hidden, memory = state.chunk(2, dim=-1)  # the state is (h, c)
-        gates = input_gates + torch.baddbmm(self.bias_hh.unsqueeze(1), hidden, self.weight_hh.transpose(1, 2))
-        input_gate, forget_gate, cell_input, output_gate = gates.chunk(4, dim=-1)
-        memory = torch.sigmoid(forget_gate) * memory + torch.sigmoid(input_gate) * torch.tanh(cell_input)
-        return torch.cat([torch.sigmoid(output_gate) * torch.tanh(memory), memory], dim=-1)
+        """One step of every core (`core_step` with this module's W_hh, b_hh)."""
+        return core_step(self.cell, input_gates, state, self.weight_hh, self.bias_hh)
+
+
+def core_sequence(cell: str, input_gates: torch.Tensor, kept: torch.Tensor, state: torch.Tensor,
+                  weight_hh: torch.Tensor, bias_hh: torch.Tensor) -> torch.Tensor:
+    """T steps of K cores, the state multiplied by m_t before step t: x̂ (K, T, B, G·H),
+    m (T, 1, B, 1) (or (T, K, B, 1), one per core), state (K, B, S) → the state after every step (K, T, B, S).
+
+    A GRU runs as ppo.models.gru_sequence.GRUSequence (the same arithmetic, backpropagation
+    written by hand); an LSTM as a loop over `core_step`, differentiated by autograd.
+    """
+    if cell == "gru":
+        return GRUSequence.apply(input_gates, kept, state, weight_hh, bias_hh)
+    states = []
+    for t in range(input_gates.shape[1]):
+        state = core_step(cell, input_gates[:, t], state * kept[t], weight_hh, bias_hh)
+        states.append(state)
+    return torch.stack(states, dim=1)
+
+
+def core_step(cell: str, input_gates: torch.Tensor, state: torch.Tensor, weight_hh: torch.Tensor,
+              bias_hh: torch.Tensor) -> torch.Tensor:
+    """One step of K cores: x̂ (K, B, G·H), state (K, B, S) → new state (K, B, S); h' is [..., :H]."""
+    if cell == "gru":  # the state is h
+        return gru_step(input_gates, state, weight_hh, bias_hh)[0]
+    hidden, memory = state.chunk(2, dim=-1)  # the state is (h, c)
+    gates = input_gates + torch.baddbmm(bias_hh.unsqueeze(1), hidden, weight_hh.transpose(1, 2))
+    input_gate, forget_gate, cell_input, output_gate = gates.chunk(4, dim=-1)
+    memory = torch.sigmoid(forget_gate) * memory + torch.sigmoid(input_gate) * torch.tanh(cell_input)
+    return torch.cat([torch.sigmoid(output_gate) * torch.tanh(memory), memory], dim=-1)
 
 
 class RecurrentActorCritic(nn.Module):

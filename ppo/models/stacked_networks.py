@@ -45,40 +45,79 @@ def stack_networks(members: Sequence[ActorCritic]) -> "StackedActorCritic | Vmap
     return StackedActorCritic(members) if written_out else VmappedActorCritic(members)
 
 
+def sample_members(dist, generators: Sequence[torch.Generator], continuous: bool,
+                   nvec: Sequence[int] | None = None) -> torch.Tensor:
+    """a_s ~ π_s for every member (the distribution's leading axis), drawn with member s's
+    generator as its run draws: the Gaussian noise, or the Gumbel uniforms of each categorical
+    in turn (`nvec`: the sizes of a MultiDiscrete action's parts; one categorical by default)."""
+    if continuous:
+        mean, std = dist.base_dist.loc, dist.base_dist.scale
+        return torch.stack([torch.normal(mean[s], std[s], generator=generator) for s, generator in enumerate(generators)])
+    log_probs = dist.log_probs  # (S, B, Σ sizes)
+    rows, sizes = log_probs.shape[1:-1], nvec or (log_probs.shape[-1],)
+    return dist.sample(torch.stack([
+        torch.cat([torch.rand((*rows, size), generator=generator, device=log_probs.device) for size in sizes], dim=-1)
+        for generator in generators]))
+
+
 def stacked_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """x (S, B, in), weight (S, out, in), bias (S, out) -> x_s W_sᵀ + b_s, (S, B, out)."""
     return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
-class StackedActorCritic(nn.Module):
-    """The members' parameters stacked (leading axis S); forward passes batched over the members."""
+class MemberParameters(nn.Module):
+    """The parameters of S networks of one architecture, stacked along a leading member axis
+    (a weight (out, in) of one member is (S, out, in) here), and each member back as its own
+    network's state dict (so a member's checkpoint is an ordinary run's)."""
 
-    def __init__(self, members: Sequence[ActorCritic]):
+    def __init__(self, members: Sequence[nn.Module]):
         super().__init__()
         template = members[0]
         self.num_members = len(members)
-        self.shared = template.shared
-        self.continuous = isinstance(template.policy_head, GaussianHead)
-        if not isinstance(template.policy_head, (CategoricalHead, GaussianHead)):
-            raise ValueError(f"cannot stack a policy head of type {type(template.policy_head).__name__}")
-        self.names = [name for name, _ in template.named_parameters()]  # ActorCritic's order (FlatAdam's)
+        self.names = [name for name, _ in template.named_parameters()]  # one network's order (FlatAdam's)
         member_parameters = [dict(member.named_parameters()) for member in members]
         self.stacked = nn.ParameterDict({
             _key(name): nn.Parameter(torch.stack([parameters[name].detach() for parameters in member_parameters]))
             for name in self.names
         })
-        self.actor_layers = _layers(template.actor_body, "actor_body")
-        self.critic_layers = self.actor_layers if self.shared else _layers(template.critic_body, "critic_body")
         # state_dict keys of one member -> the parameter each holds (a shared trunk appears twice)
         identity = {id(parameter): name for name, parameter in template.named_parameters()}
         self.state_keys = {key: identity[id(value)] for key, value in template.state_dict(keep_vars=True).items()}
 
     def parameters_in_member_order(self) -> list[nn.Parameter]:
-        """The stacked parameters in the order one ActorCritic lists its own (for StackedAdam)."""
+        """The stacked parameters in the order one member lists its own (for StackedAdam)."""
         return [self.stacked[_key(name)] for name in self.names]
 
     def _parameter(self, name: str) -> torch.Tensor:
         return self.stacked[_key(name)]
+
+    def member_state_dict(self, member: int) -> OrderedDict:
+        """Member `member` as an ordinary state dict of its network (copies)."""
+        return OrderedDict((key, self._parameter(name)[member].detach().clone())
+                           for key, name in self.state_keys.items())
+
+    @torch.no_grad()
+    def load_member_state_dict(self, member: int, state: dict) -> None:
+        """Member `member`'s parameters from an ordinary state dict of its network (its run's checkpoint)."""
+        missing = sorted(set(self.state_keys) - set(state))
+        if missing:
+            raise KeyError(f"the member's network lacks {', '.join(missing[:3])}")
+        for key, name in self.state_keys.items():
+            self._parameter(name)[member].copy_(state[key])
+
+
+class StackedActorCritic(MemberParameters):
+    """The members' parameters stacked (leading axis S); forward passes batched over the members."""
+
+    def __init__(self, members: Sequence[ActorCritic]):
+        template = members[0]
+        if not isinstance(template.policy_head, (CategoricalHead, GaussianHead)):
+            raise ValueError(f"cannot stack a policy head of type {type(template.policy_head).__name__}")
+        super().__init__(members)
+        self.shared = template.shared
+        self.continuous = isinstance(template.policy_head, GaussianHead)
+        self.actor_layers = _layers(template.actor_body, "actor_body")
+        self.critic_layers = self.actor_layers if self.shared else _layers(template.critic_body, "critic_body")
 
     def _body(self, layers, obs: torch.Tensor) -> torch.Tensor:
         x = obs
@@ -110,15 +149,7 @@ class StackedActorCritic(nn.Module):
         """a ~ π_s(· | obs_s) drawn with member s's generator; (action, log π(a | s), V(s)), each (S, B, ...)."""
         features = self._body(self.actor_layers, obs)
         dist = self._policy(features)
-        if self.continuous:
-            mean, std = dist.base_dist.loc, dist.base_dist.scale
-            action = torch.stack([torch.normal(mean[s], std[s], generator=generator)
-                                  for s, generator in enumerate(generators)])
-        else:
-            shape = dist.log_probs.shape[1:]
-            uniform = torch.stack([torch.rand(shape, generator=generator, device=obs.device)
-                                   for generator in generators])
-            action = dist.sample(uniform)
+        action = sample_members(dist, generators, self.continuous)
         critic_features = features if self.shared else self._body(self.critic_layers, obs)
         return action, dist.log_prob(action), self._value(critic_features)
 
@@ -128,21 +159,6 @@ class StackedActorCritic(nn.Module):
         dist = self._policy(features)
         critic_features = features if self.shared else self._body(self.critic_layers, obs)
         return dist.log_prob(actions), dist.entropy(), self._value(critic_features)
-
-    def member_state_dict(self, member: int) -> OrderedDict:
-        """Member `member` as an ordinary ActorCritic state dict (copies)."""
-        return OrderedDict((key, self._parameter(name)[member].detach().clone())
-                           for key, name in self.state_keys.items())
-
-
-    @torch.no_grad()
-    def load_member_state_dict(self, member: int, state: dict) -> None:
-        """Member `member`'s parameters from an ordinary ActorCritic state dict (its run's checkpoint)."""
-        missing = sorted(set(self.state_keys) - set(state))
-        if missing:
-            raise KeyError(f"the member's network lacks {', '.join(missing[:3])}")
-        for key, name in self.state_keys.items():
-            self._parameter(name)[member].copy_(state[key])
 
 
 def _key(name: str) -> str:
@@ -156,7 +172,7 @@ def _layers(body: nn.Sequential, prefix: str) -> list[tuple[str, str, nn.Module]
             for index in range(0, len(modules), 2)]
 
 
-class VmappedActorCritic(nn.Module):
+class VmappedActorCritic(MemberParameters):
     """S ActorCritics of any one architecture, their parameters stacked (leading axis S).
 
         (z_s, V_s) = f(θ_s, obs_s)   for s = 1 … S        (vmap of ActorCritic.forward over θ and obs)
@@ -169,28 +185,14 @@ class VmappedActorCritic(nn.Module):
     """
 
     def __init__(self, members: Sequence[ActorCritic]):
-        super().__init__()
         template = members[0]
         if any(True for _ in template.buffers()):
             raise ValueError("cannot stack a network with buffers")
-        self.num_members = len(members)
-        self.names = [name for name, _ in template.named_parameters()]  # ActorCritic's order (FlatAdam's)
-        member_parameters = [dict(member.named_parameters()) for member in members]
-        self.stacked = nn.ParameterDict({
-            _key(name): nn.Parameter(torch.stack([parameters[name].detach() for parameters in member_parameters]))
-            for name in self.names
-        })
+        super().__init__(members)
         head = template.policy_head
         self.continuous = isinstance(head, GaussianHead)
         self.nvec = head.nvec if isinstance(head, MultiCategoricalHead) else None
         self._function = [copy.deepcopy(template).to("meta")]  # the architecture only (a list: not a submodule)
-        identity = {id(parameter): name for name, parameter in template.named_parameters()}
-        self.state_keys = {key: identity[id(value)] for key, value in template.state_dict(keep_vars=True).items()}
-
-    parameters_in_member_order = StackedActorCritic.parameters_in_member_order
-    _parameter = StackedActorCritic._parameter
-    member_state_dict = StackedActorCritic.member_state_dict
-    load_member_state_dict = StackedActorCritic.load_member_state_dict
 
     def _outputs(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(z (S, B, ...), V (S, B)) of every member on its own observations (S, B, ...)."""
@@ -213,16 +215,7 @@ class VmappedActorCritic(nn.Module):
         """a ~ π_s(· | obs_s) drawn with member s's generator; (action, log π(a | s), V(s)), each (S, B, ...)."""
         policy_output, value = self._outputs(obs)
         dist = self._distribution(policy_output, mask)
-        if self.continuous:
-            mean, std = dist.base_dist.loc, dist.base_dist.scale
-            action = torch.stack([torch.normal(mean[s], std[s], generator=generator)
-                                  for s, generator in enumerate(generators)])
-        else:
-            sizes = self.nvec or (policy_output.shape[-1],)
-            rows = policy_output.shape[1:-1]
-            uniform = torch.stack([torch.cat([torch.rand((*rows, size), generator=generator, device=obs.device)
-                                              for size in sizes], dim=-1) for generator in generators])
-            action = dist.sample(uniform)
+        action = sample_members(dist, generators, self.continuous, self.nvec)
         return action, dist.log_prob(action), value
 
     def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None):

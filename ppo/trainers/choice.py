@@ -6,7 +6,7 @@
     adaptive-clip   AdaptiveClipPPO: ε halved or doubled toward the KL     kl_target, min_clip, max_clip
 
 and for a batch of seeds (`build_seed_batch`) the same algorithm with a member axis:
-SeedBatchPPO, SeedBatchPenalty or SeedBatchAdaptiveClip.
+SeedBatchPPO (SeedBatchRecurrent for a recurrent config), SeedBatchPenalty or SeedBatchAdaptiveClip.
 
 A checkpoint records the class that wrote it and that class's settings
 (`BaseTrainer.trainer_record`), so `resume_run` continues a run with the trainer and the
@@ -23,8 +23,8 @@ from ppo.config import ConfigError, PPOConfig
 from ppo.parallel.distributed import SINGLE_PROCESS, World
 from ppo.runs.checkpoint import CheckpointError
 from ppo.trainers.ppo import PPO
-from ppo.trainers.recurrent import RecurrentPPO
-from ppo.trainers.seed_batch import SeedBatchPPO, check_batchable
+from ppo.trainers.recurrent import RecurrentPPO, SeedBatchRecurrent
+from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.variants import (AdaptiveClipPPO, PPOPenalty, SeedBatchAdaptiveClip, SeedBatchPenalty,
                                    check_variant_settings)
 from ppo.vec_env import VecEnv
@@ -81,10 +81,10 @@ def build_trainer(config: PPOConfig, envs: VecEnv, algorithm: str = "clip", sett
 def build_seed_batch(config: PPOConfig, seeds: list[int], envs, algorithm: str = "clip",
                      settings: dict | None = None, run_dirs=None, progress: bool = True) -> SeedBatchPPO:
     """A fresh seed batch of `algorithm`, member s the run `build_trainer` makes with seed s;
-    ConfigError (one line) for a config a batch cannot stack (a recurrent network)."""
-    check_batchable(config)
+    ConfigError (one line) for a pair no trainer takes."""
+    batch = SeedBatchRecurrent if trainer_class(config, algorithm) is RecurrentPPO else SEED_BATCHES[algorithm]
     settings = check_settings(algorithm, settings or {})
-    return SEED_BATCHES[algorithm](config, seeds, envs, run_dirs=run_dirs, progress=progress, **settings)
+    return batch(config, seeds, envs, run_dirs=run_dirs, progress=progress, **settings)
 
 
 def resume_run(run_dir: str | Path, make_envs: Callable[[PPOConfig], VecEnv], total_timesteps: int | None = None,

@@ -19,7 +19,12 @@ What changes against feed-forward PPO, and nothing else does:
     resume    the checkpoint holds every env's state and episode-start flag, so a run on the
               torch backend continues bit for bit.
 
-Not supported, refused in one line: data-parallel runs (torchrun) and seed batches.
+Not supported, refused in one line: data-parallel runs (torchrun).
+
+`SeedBatchRecurrent` is the same for a batch of seeds: `ppo.trainers.seed_batch.SeedBatchPPO`
+with each member's state, episode starts and sequences, its networks stacked as S·K cores
+of one kernel (`ppo.models.stacked_recurrent`). Member s's sequences are its run's, in its
+run's order, and it shuffles them with its own generator.
 """
 
 from __future__ import annotations
@@ -30,8 +35,12 @@ import torch
 from ppo.algorithm.sequence_storage import SequenceRolloutBuffer
 from ppo.algorithm.update import MinibatchLoss
 from ppo.config import ConfigError
+from ppo.algorithm.losses import explained_variance
+from ppo.algorithm.update import run_member_update, update_settings
 from ppo.models.recurrent_networks import RecurrentActorCritic
+from ppo.models.stacked_recurrent import StackedRecurrentActorCritic
 from ppo.trainers.ppo import PPO
+from ppo.trainers.seed_batch import SeedBatchPPO
 
 SEQUENCE_FIELDS = ("log_probs", "values", "advantages", "returns")  # per step, flattened for the loss
 
@@ -125,3 +134,114 @@ class RecurrentPPO(PPO):
         if self.continues_episodes(own):
             self.recurrent_state = own["recurrent_state"].to(self.device)
             self.episode_start = own["episode_start"].to(self.device)
+
+
+class SeedBatchRecurrent(SeedBatchPPO):
+    """Recurrent PPO for a batch of seeds: RecurrentPPO's rollout and update with a member axis."""
+
+    model: StackedRecurrentActorCritic
+    buffer: SequenceRolloutBuffer
+    single_run = RecurrentPPO
+
+    def check_network_kind(self, config) -> None:
+        if config.recurrent == "none":
+            raise ConfigError("recurrent = 'none': SeedBatchRecurrent needs a recurrent core (gru or lstm); "
+                              "use SeedBatchPPO")
+
+    def member_network(self, observation_space: gym.Space, action_space: gym.Space) -> RecurrentActorCritic:
+        return RecurrentActorCritic.from_config(self.config, observation_space, action_space)
+
+    def stack(self, members: list) -> StackedRecurrentActorCritic:
+        return StackedRecurrentActorCritic(members)
+
+    def build_buffer(self, obs_shape, action_shape, action_dtype, member: RecurrentActorCritic) -> SequenceRolloutBuffer:
+        return SequenceRolloutBuffer(self.config.num_steps, self.envs.num_envs, obs_shape, action_shape, action_dtype,
+                                     self.device, (member.num_cores, member.state_width), self.config.sequence_length)
+
+    def _start_episodes(self) -> None:
+        """Fresh episodes, and a zero state every copy starts from (S·N, K, S_w)."""
+        super()._start_episodes()
+        copies, (cores, width) = self.envs.num_envs, self.buffer.sequence_states.shape[2:]
+        self.recurrent_state = torch.zeros(copies, cores, width, device=self.device)
+        self.episode_start = torch.ones(copies, dtype=torch.bool, device=self.device)
+
+    # ------------------------------------------------------------------ rollout
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of every member's copies from their states; the states advance (RecurrentPPO.act)."""
+        self.buffer.episode_starts[self.buffer.step] = self.episode_start
+        self.buffer.keep_state(self.recurrent_state)
+        action, log_prob, value, state = self.model.act(
+            self._by_member(obs), self._by_member(self.recurrent_state), self._by_member(self.episode_start),
+            self.action_generators)
+        self.recurrent_state = state.flatten(0, 1)
+        return action.flatten(0, 1), log_prob.flatten(), value.flatten()
+
+    def _values(self, obs: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """V of one step of every copy (S·N,), read with the states the copies hold now."""
+        return self.model.value(self._by_member(obs), self._by_member(self.recurrent_state),
+                                self._by_member(starts)).flatten()
+
+    def after_step(self, final_obs: torch.Tensor, truncated: torch.Tensor, dones: torch.Tensor) -> None:
+        """V(final obs) where an episode was truncated at this step, with the state it ended with."""
+        if truncated.any():
+            t = self.buffer.step - 1
+            values = self._values(final_obs, torch.zeros_like(truncated))
+            self.buffer.final_values[t] = torch.where(truncated, values, self.buffer.final_values[t])
+        self.episode_start = dones
+
+    def bootstrap_values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._values(self.next_obs, self.episode_start), self.buffer.final_values
+
+    # ------------------------------------------------------------------ update
+    def member_sequences(self, tensor: torch.Tensor) -> torch.Tensor:
+        """(T, S·N, ...) per step → (S, T/L · N, L, ...): member s's sequences in its run's order."""
+        S, N, T, L = self.num_members, self.member_envs, self.config.num_steps, self.buffer.sequence_length
+        rows = self.buffer.sequences(tensor)  # row c·S·N + s·N + n
+        return rows.view(T // L, S, N, L, *rows.shape[2:]).transpose(0, 1).reshape(S, T // L * N, L, *rows.shape[2:])
+
+    def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
+        """RecurrentPPO's update for every member: whole sequences, each replayed from its entering state."""
+        buffer, S, N = self.buffer, self.num_members, self.member_envs
+        states = buffer.sequence_states
+        samples = {name: self.member_sequences(tensor) for name, tensor in (
+            ("obs", buffer.obs), ("actions", buffer.actions), ("log_probs", buffer.log_probs),
+            ("values", buffer.values), ("advantages", advantages), ("returns", returns),
+            ("episode_starts", buffer.episode_starts))}
+        samples["initial_state"] = states.view(states.shape[0], S, N, *states.shape[2:]).transpose(0, 1).reshape(
+            S, -1, *states.shape[2:])
+        metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
+                                    frozen=list(self.diverged), **update_settings(self.config))
+        for member, row in enumerate(metrics):
+            row["explained_variance"] = explained_variance(samples["values"][member].reshape(-1),
+                                                           samples["returns"][member].reshape(-1))
+        return metrics
+
+    def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
+        """Every member's L on its b sequences (S, b, L, ...), replayed from their entering states."""
+        def steps(tensor):  # (S, b, L, ...) → (S, L, b, ...)
+            return tensor.transpose(1, 2)
+
+        S = self.num_members
+        new_log_probs, entropy, new_values = self.model.evaluate_actions(
+            steps(minibatch["obs"]), steps(minibatch["actions"]), minibatch["initial_state"],
+            steps(minibatch["episode_starts"]))  # each (S, L, b)
+        transitions = {name: steps(minibatch[name]).reshape(S, -1) for name in SEQUENCE_FIELDS}  # (S, L·b)
+        new_log_probs = new_log_probs.reshape(S, -1)
+        losses, terms = self._member_losses(new_log_probs, entropy.reshape(S, -1), new_values.reshape(S, -1),
+                                            transitions)
+        return MinibatchLoss(loss=losses, log_ratio=new_log_probs.detach() - transitions["log_probs"], terms=terms)
+
+    # ------------------------------------------------------------------ checkpoints
+    def member_state_dict(self, member: int) -> dict:
+        columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
+        return {**super().member_state_dict(member), "recurrent_state": self.recurrent_state[columns].clone(),
+                "episode_start": self.episode_start[columns].clone()}
+
+    def load_member_states(self, states) -> None:
+        super().load_member_states(states)
+        if all(state.get("envs") is not None for state in states) and callable(
+                getattr(self.envs, "load_member_state_dict", None)):
+            for member, state in enumerate(states):
+                columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
+                self.recurrent_state[columns] = state["recurrent_state"].to(self.device)
+                self.episode_start[columns] = state["episode_start"].to(self.device)

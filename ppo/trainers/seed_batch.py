@@ -44,11 +44,12 @@ continues the members together, bit for bit where the envs can be checkpointed. 
 CPU the batched arithmetic takes as long per member as a run's own; what the batch saves
 is the Python overhead of S separate loops, their start-up, and (with `num_threads` > 1)
 idle cores; on a GPU it fills the device (`experiments/benchmarks/seeds.py`). The stack
-holds any feed-forward network a single run trains (`ppo.models.stacked_networks`: MLPs
-layer by layer, CNNs, masks and MultiDiscrete heads by vmap), and the PPO variants are
-this class with their loss and rule (`ppo.trainers.variants`). Recurrent networks are not
-stacked: `check_batchable` refuses them, and `ppo-train --seeds` trains such seeds one
-after another instead.
+holds any network a single run trains (`ppo.models.stacked_networks`: MLPs layer by
+layer, CNNs, masks and MultiDiscrete heads by vmap; `ppo.models.stacked_recurrent`: GRU
+and LSTM cores), and the other trainers are this class with what they change: the PPO
+variants' loss and rule (`ppo.trainers.variants`), recurrent PPO's state and sequences
+(`ppo.trainers.recurrent.SeedBatchRecurrent`). `ppo.trainers.choice.build_seed_batch`
+picks the one a config and an algorithm need.
 """
 
 from __future__ import annotations
@@ -99,21 +100,6 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def stacking_obstacle(config: PPOConfig) -> str | None:
-    """Why a seed batch cannot stack these runs (a phrase), or None when it can: it stacks
-    feed-forward networks, on any observations and actions a single run takes."""
-    if config.recurrent != "none":
-        return f"a {config.recurrent} network"
-    return None
-
-
-def check_batchable(config: PPOConfig) -> None:
-    """ConfigError (one line) for a config a seed batch cannot train: a recurrent network."""
-    if config.recurrent != "none":
-        raise ConfigError(f"recurrent = {config.recurrent!r}: a seed batch supports feed-forward networks only; "
-                          "`ppo-train --seeds` trains such seeds one after another")
-
-
 class SeedBatchPPO(PPO):
     """S runs of PPO-Clip on one config, differing only in their seeds: `PPO` with a member axis.
 
@@ -123,13 +109,15 @@ class SeedBatchPPO(PPO):
     the update's layout, and a run folder, a log and a checkpoint per member.
     """
 
+    single_run: type[PPO] = PPO  # the trainer of each member's run (its checkpoint's class)
+
     def __init__(self, config: PPOConfig, seeds: Sequence[int], envs, run_dirs: Sequence[str | Path] | None = None,
                  progress: bool = True):
         """`envs`: S·N copies with `reset(seed=[...])` (a `StackedVecEnv` of each member's own envs)."""
         # PPO.__init__ builds one network from one seed; a batch builds S and stacks them
         BaseTrainer.__init__(self, config.validate(), run_dir=None, progress=progress)
         config = self.config
-        check_batchable(config)
+        self.check_network_kind(config)
         self.seeds = list(seeds)
         self.num_members = S = len(self.seeds)
         if S == 0:
@@ -150,9 +138,9 @@ class SeedBatchPPO(PPO):
         members, self.action_generators = [], []
         for seed in self.seeds:  # as PPO.__init__ does: the seed, then the weights, then the actions
             torch.manual_seed(seed)
-            members.append(ActorCritic.from_config(config, observation_space, action_space))
+            members.append(self.member_network(observation_space, action_space))
             self.action_generators.append(continue_global_stream(self.device, seed))
-        self.model = stack_networks(members).to(self.device)
+        self.model = self.stack(members).to(self.device)
         self.optimizer = StackedAdam(self.model.parameters_in_member_order(), lr=config.learning_rate,
                                      eps=config.adam_eps)
         self.shuffle_generators = [torch.Generator(device=self.device).manual_seed(seed) for seed in self.seeds]
@@ -170,6 +158,20 @@ class SeedBatchPPO(PPO):
         self.recent_returns = [deque(maxlen=RECENT_EPISODES) for _ in range(S)]
         self.diverged: dict[int, dict] = {}  # member -> when and why it stopped (stop_member)
         self._start_episodes()
+
+    def check_network_kind(self, config: PPOConfig) -> None:
+        """ConfigError (one line) for a recurrent config: `ppo.trainers.recurrent.SeedBatchRecurrent` stacks those."""
+        if config.recurrent != "none":
+            raise ConfigError(f"recurrent = {config.recurrent!r}: SeedBatchPPO stacks feed-forward networks; use "
+                              "ppo.trainers.recurrent.SeedBatchRecurrent (ppo.trainers.choice.build_seed_batch picks it)")
+
+    def member_network(self, observation_space, action_space) -> ActorCritic:
+        """One member's network, as its single run builds it (drawn from the global stream, seeded just before)."""
+        return ActorCritic.from_config(self.config, observation_space, action_space)
+
+    def stack(self, members: list) -> torch.nn.Module:
+        """The members as one batched network (ppo.models.stacked_networks)."""
+        return stack_networks(members)
 
     def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: torch.dtype,
                      member: ActorCritic) -> RolloutBuffer:
@@ -353,7 +355,7 @@ class SeedBatchPPO(PPO):
         columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
         generator = self.action_generators[member]
         return {
-            **({"trainer": self.member_record(member)} if self.settings_names else {}),
+            "trainer": self.member_record(member),
             "config": self.configs[member].to_dict(),
             "iteration": self.iteration,
             "train_seconds": self.train_seconds,
@@ -380,8 +382,8 @@ class SeedBatchPPO(PPO):
         }
 
     def member_record(self, member: int) -> dict:
-        """Member `member`'s trainer record, as its single run's (`BaseTrainer.trainer_record`) would be."""
-        return self.trainer_record()
+        """Member `member`'s trainer record, as its single run's (`BaseTrainer.trainer_record`) is."""
+        return {"class": self.single_run.__name__, **{name: getattr(self, name) for name in self.settings_names}}
 
     def save(self) -> list[Path]:
         """Write every member's checkpoint into its run folder (atomically, one file each), diverged members' excepted."""
@@ -436,7 +438,7 @@ class SeedBatchPPO(PPO):
     @classmethod
     def saved_member_settings(cls, state: dict, path) -> dict:
         """A member's own settings from its checkpoint (none for PPO-Clip); CheckpointError if another trainer wrote it."""
-        return PPO.saved_settings(state, path)
+        return cls.single_run.saved_settings(state, path)
 
     @classmethod
     def resume(cls, run_dirs: Sequence[str | Path], make_envs: Callable[[PPOConfig, int], object],

@@ -267,9 +267,6 @@ class KLAdaptiveSeedBatch(SeedBatchPPO):
                 self.adapted[member] = self.adapt(self.adapted[member], kl)
         return rows
 
-    def member_record(self, member: int) -> dict:
-        return {"class": self.single_run.__name__, **{name: getattr(self, name) for name in self.settings_names}}
-
     def member_state_dict(self, member: int) -> dict:
         return {**super().member_state_dict(member), "adapted": {self.adapted_name: self.adapted[member]}}
 
@@ -280,9 +277,6 @@ class KLAdaptiveSeedBatch(SeedBatchPPO):
             if self.adapted_name in saved:
                 self.adapted[member] = float(saved[self.adapted_name])
 
-    @classmethod
-    def saved_member_settings(cls, state: dict, path) -> dict:
-        return cls.single_run.saved_settings(state, path)
 
 
 class SeedBatchPenalty(KLAdaptiveSeedBatch):
