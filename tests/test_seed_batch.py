@@ -6,6 +6,7 @@ import json
 import math
 import statistics
 
+import numpy as np
 import pytest
 import torch
 from _tiny_lm import one_torch_thread  # noqa: F401 (an autouse fixture: one torch thread per test)
@@ -180,7 +181,6 @@ def test_a_members_checkpoint_is_an_ordinary_run_that_resumes(tmp_path):
             assert metrics[name] == pytest.approx(last[member][name], rel=1e-4, abs=1e-6), name
 
 
-@pytest.mark.slow  # full tier: the default tier checks every member step by step
 def _batch_envs(config, num_seeds):
     return make_seed_batch_env(config.env_id, num_seeds, config.num_envs, "torch")
 
@@ -224,6 +224,7 @@ def test_a_seed_batch_refuses_members_saved_apart(tmp_path):
         SeedBatchPPO.resume([folders[0], tmp_path / "3"], _batch_envs, progress=False)
 
 
+@pytest.mark.slow  # full tier: the default tier checks every member step by step
 def test_batched_and_separate_runs_learn_alike():
     """Over 6 seeds and a short budget, the batch and the separate runs reach the same mean
     return within three standard errors (trajectories part after a few iterations: float
@@ -300,3 +301,40 @@ def test_sixteen_batched_cartpole_seeds_solve_it(tmp_path):
     scores = [json.loads((folder / "eval.json").read_text())["mean_return"] for folder in tmp_path.iterdir()
               if folder.name.startswith("CartPole")]
     assert len(scores) == 16 and sum(score >= 475 for score in scores) >= 15
+
+
+def test_the_layer_by_layer_stack_reads_integer_and_multi_axis_observations_as_one_network_does():
+    """An MLP flattens a (3, 2) uint8 observation and reads it as numbers (MLPEncoder); its stack does the same."""
+    import gymnasium as gym
+
+    from ppo.models.networks import ActorCritic
+    from ppo.models.stacked_networks import StackedActorCritic, stack_networks
+
+    space, actions = gym.spaces.Box(0, 255, (3, 2), dtype=np.uint8), gym.spaces.Discrete(4)
+    members = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        members.append(ActorCritic(space, actions, encoder="mlp"))
+    stack = stack_networks(members)
+    assert isinstance(stack, StackedActorCritic)
+    obs = torch.randint(0, 256, (2, 5, 3, 2), dtype=torch.uint8)
+    values = stack.value(obs)
+    log_probs, _, _ = stack.evaluate_actions(obs, torch.zeros(2, 5, dtype=torch.int64))
+    for member, network in enumerate(members):
+        assert torch.allclose(values[member], network.value(obs[member]), atol=1e-5)
+        assert torch.allclose(log_probs[member], network.evaluate_actions(obs[member], torch.zeros(5).long())[0],
+                              atol=1e-5)
+
+
+def test_a_seed_batch_refuses_to_resume_a_member_that_diverged_and_what_it_does_not_have(tmp_path):
+    config = _config(total_timesteps=4 * 4 * 64, num_envs=4, num_steps=64)
+    folders = [tmp_path / "1", tmp_path / "2"]
+    batch = _batch(config, [1, 2], folders)
+    batch.train(lambda batch, metrics: batch.iteration == 1)
+    (folders[1] / DIVERGED_NAME).write_text("{}")
+    with pytest.raises(CheckpointError, match="diverged .diverged.json.: resume the other runs"):
+        SeedBatchPPO.resume(folders, _batch_envs, progress=False)
+    with pytest.raises(TypeError, match="one checkpoint per member"):
+        batch.state_dict()
+    with pytest.raises(TypeError, match="recent_returns_by_member"):
+        batch.recent_return()

@@ -22,6 +22,7 @@ from ppo.trainers.variants import (
     SeedBatchPenalty,
     kl_feedback,
     kl_penalty_loss,
+    rollout_kl,
     unclipped_surrogate_loss,
     update_clip_coefficient,
     update_kl_coefficient,
@@ -251,3 +252,15 @@ def test_a_variant_seed_batch_resumes_bit_for_bit_and_its_members_resume_alone(t
     assert type(alone) is single_class and alone.iteration == 4
     assert getattr(alone, resumed.adapted_name) == resumed.adapted[1]
     assert json.loads((folders[1] / "config.json").read_text())["trainer"]["class"] == single_class.__name__
+
+
+def test_rollout_kl_reads_the_policy_under_the_masks_the_actions_were_drawn_with():
+    """Before the update π_θ = π_old, so the rollout's KL is 0 when the masks are applied; without
+    them a near-uniform policy over 3 valid actions of 16 would read log(16/3) apart."""
+    from envs.toy_masked import MaskedChoiceVecEnv
+
+    config = PPOConfig(env_id="MaskedChoice", num_envs=8, num_steps=32, num_minibatches=4, tensorboard=False,
+                       total_timesteps=8 * 32 * 2)
+    trainer = PPOPenalty(config, MaskedChoiceVecEnv(8), progress=False)
+    trainer.collect_rollout()
+    assert abs(rollout_kl(trainer)) < 1e-6

@@ -1,8 +1,9 @@
 """The PPO update: K epochs of shuffled minibatches, one gradient step each.
 
-Both trainers of this project — `ppo.trainers.ppo.PPO` (environments) and
-`ppo.lm.trainers.rlhf_trainer.RLHFTrainer` (token generation) — run their update through
-`run_update`; only the loss of a minibatch differs, and each trainer passes its own.
+Every trainer of this project — `ppo.trainers.ppo.PPO` and its relatives (environments),
+`ppo.lm.trainers.rlhf_trainer.RLHFTrainer` (token generation) — runs its update through
+`run_update`, and a seed batch through `run_member_update`, the same loop; only the loss of
+a minibatch differs, and each trainer passes its own.
 
     for epoch = 1 .. K:
         shuffle the B samples of the rollout (one permutation per epoch)

@@ -1,9 +1,10 @@
 """S actor-critics of one architecture evaluated as one batched computation.
 
-Two stacks, one interface (`stack_networks` picks): `StackedActorCritic` for the MLP
-networks of vector observations, written out layer by layer, and `VmappedActorCritic`
-for any other ActorCritic (a CNN encoder, an action mask, a MultiDiscrete head), which
-maps the network's own `forward` over the members with torch.func.vmap.
+Two stacks of feed-forward networks, one interface (`stack_networks` picks):
+`StackedActorCritic` for MLP networks, written out layer by layer, and
+`VmappedActorCritic` for any other ActorCritic (a CNN encoder, an action mask, a
+MultiDiscrete head), which maps the network's own `forward` over the members with
+torch.func.vmap. Recurrent networks have their own (ppo.models.stacked_recurrent).
 
 `StackedActorCritic` holds the parameters of S `ppo.models.networks.ActorCritic` members
 stacked along a leading member axis: a weight W of shape (out, in) in one member is
@@ -120,7 +121,11 @@ class StackedActorCritic(MemberParameters):
         self.critic_layers = self.actor_layers if self.shared else _layers(template.critic_body, "critic_body")
 
     def _body(self, layers, obs: torch.Tensor) -> torch.Tensor:
-        x = obs
+        """The MLP on (S, B, ...) observations, read as `ppo.models.encoders.MLPEncoder` reads them:
+        integers as numbers, more than one axis flattened."""
+        x = obs if obs.is_floating_point() else obs.to(torch.float32)
+        if x.dim() > 3:
+            x = x.flatten(start_dim=2)
         for weight, bias, activation in layers:
             x = activation(stacked_linear(x, self._parameter(weight), self._parameter(bias)))
         return x

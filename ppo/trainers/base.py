@@ -14,8 +14,9 @@ Faults. A checkpoint holds everything the next iteration depends on, so a run re
 from it repeats exactly what the lost iterations did; the log rows and TensorBoard
 events written after the checkpoint's step are dropped on resume, so each step is
 logged once and in order. After every iteration the losses, the gradient norm and the
-parameters are checked: anything non-finite stops training with `TrainingDiverged`,
-before that iteration is logged or checkpointed (the last good checkpoint stays).
+parameters are checked (`check_finite`): anything non-finite stops training with
+`TrainingDiverged`, before that iteration is logged or checkpointed (the last good
+checkpoint stays). A seed batch stops only the member that diverged (ppo.trainers.seed_batch).
 
 The learning-rate schedule. α = α₀ · f with f linear in the iteration, from f₀ at
 iteration i₀ to 0 after the last iteration I:
@@ -26,9 +27,9 @@ When a resumed run gets a different budget I', the line restarts from the last
 iteration done, i₀ ← i − 1 with f₀ ← f(i − 1) under the old budget, and runs to 0 at
 I': the rate never jumps, and with an unchanged budget nothing changes.
 
-What `train` writes is asked of four methods a seed batch (several run folders, one log
-each, members that stop alone) answers its own way: `open_logs`, `log`,
-`keeps_checkpoints` and `still_training`.
+What `train` does with an iteration's metrics is asked of methods a seed batch (one row
+per member, several run folders, one log each, members that stop alone) answers its own
+way: `member_rows`, `check_finite`, `open_logs`, `log`, `keeps_checkpoints` and `still_training`.
 
 A subclass supplies the algorithm: `run_iteration()` (the rollout and the update),
 `total_iterations`, `samples_seen` (environment steps or completions so far: the x-axis

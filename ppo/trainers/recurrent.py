@@ -35,8 +35,6 @@ import torch
 from ppo.algorithm.sequence_storage import SequenceRolloutBuffer
 from ppo.algorithm.update import MinibatchLoss
 from ppo.config import ConfigError
-from ppo.algorithm.losses import explained_variance
-from ppo.algorithm.update import run_member_update, update_settings
 from ppo.models.recurrent_networks import RecurrentActorCritic
 from ppo.models.stacked_recurrent import StackedRecurrentActorCritic
 from ppo.trainers.ppo import PPO
@@ -199,8 +197,9 @@ class SeedBatchRecurrent(SeedBatchPPO):
         rows = self.buffer.sequences(tensor)  # row c·S·N + s·N + n
         return rows.view(T // L, S, N, L, *rows.shape[2:]).transpose(0, 1).reshape(S, T // L * N, L, *rows.shape[2:])
 
-    def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
-        """RecurrentPPO's update for every member: whole sequences, each replayed from its entering state."""
+    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """RecurrentPPO's samples for every member: (S, T/L · N, L, ...) whole sequences, each with the
+        state (S, T/L · N, K, S_w) the rollout entered it with."""
         buffer, S, N = self.buffer, self.num_members, self.member_envs
         states = buffer.sequence_states
         samples = {name: self.member_sequences(tensor) for name, tensor in (
@@ -209,12 +208,7 @@ class SeedBatchRecurrent(SeedBatchPPO):
             ("episode_starts", buffer.episode_starts))}
         samples["initial_state"] = states.view(states.shape[0], S, N, *states.shape[2:]).transpose(0, 1).reshape(
             S, -1, *states.shape[2:])
-        metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
-                                    frozen=list(self.diverged), **update_settings(self.config))
-        for member, row in enumerate(metrics):
-            row["explained_variance"] = explained_variance(samples["values"][member].reshape(-1),
-                                                           samples["returns"][member].reshape(-1))
-        return metrics
+        return samples
 
     def minibatch_loss(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """Every member's L on its b sequences (S, b, L, ...), replayed from their entering states."""

@@ -77,8 +77,6 @@ from ppo.runs.checkpoint import CheckpointError, remove_stale_temporaries, save_
 from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS, BaseTrainer, continue_global_stream
 from ppo.trainers.ppo import PPO, RECENT_EPISODES, check_network, resolve_device
 
-MemberCallback = Callable[["SeedBatchPPO", list], "bool | None"]
-
 DIVERGED_NAME = "diverged.json"  # in the folder of a member that diverged: its seed, iteration, quantity, value
 
 
@@ -130,6 +128,8 @@ class SeedBatchPPO(PPO):
         if envs.num_envs != S * config.num_envs:
             raise ConfigError(f"the envs have {envs.num_envs} copies but {S} seeds × num_envs = {config.num_envs} "
                               f"need {S * config.num_envs}")
+        if torch.device(envs.device).type != self.device.type:
+            raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
         self.bind_envs(envs, config.env_id)
         self.member_envs = self.local_num_envs = N = config.num_envs
         observation_space, action_space = self.observation_space, self.action_space
@@ -248,13 +248,18 @@ class SeedBatchPPO(PPO):
 
     def update(self, advantages: torch.Tensor, returns: torch.Tensor) -> list[dict[str, float]]:
         """PPO's update for every member at once (ppo.algorithm.update.run_member_update): one row each."""
-        samples = {**self.member_samples(), "values": self._member_major(self.buffer.values),
-                   "advantages": self._member_major(advantages), "returns": self._member_major(returns)}
+        samples = self.update_samples(advantages, returns)
         metrics = run_member_update(samples, self.minibatch_loss, self.optimizer, generators=self.shuffle_generators,
                                     frozen=list(self.diverged), **update_settings(self.config, self.member_clip_coefs()))
         for member, row in enumerate(metrics):
-            row["explained_variance"] = explained_variance(samples["values"][member], samples["returns"][member])
+            row["explained_variance"] = explained_variance(samples["values"][member].reshape(-1),
+                                                           samples["returns"][member].reshape(-1))
         return metrics
+
+    def update_samples(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What run_member_update shuffles, member-major: (S, T·N, ...), member s's samples in its run's order."""
+        return {**self.member_samples(), "values": self._member_major(self.buffer.values),
+                "advantages": self._member_major(advantages), "returns": self._member_major(returns)}
 
     def member_clip_coefs(self) -> float | torch.Tensor:
         """The ε each member's clip fraction is counted against: the config's (adaptive clipping: (S, 1), its own)."""
@@ -344,6 +349,9 @@ class SeedBatchPPO(PPO):
             self.run_dirs[member].mkdir(parents=True, exist_ok=True)
             (self.run_dirs[member] / DIVERGED_NAME).write_text(json.dumps(self.diverged[member], indent=2) + "\n")
 
+    def recent_return(self) -> float:
+        raise TypeError("a seed batch has one recent return per member: recent_returns_by_member()")
+
     def recent_returns_by_member(self) -> list[float]:
         """Each member's mean return of its last training episodes; NaN for a member that diverged."""
         return [math.nan if member in self.diverged else _mean(recent)
@@ -380,6 +388,12 @@ class SeedBatchPPO(PPO):
             "episode_length": self.episode_length[columns].clone(),
             "return_accumulator": self.reward_scaler[member].returns.clone() if self.reward_scaler else None,
         }
+
+    def state_dict(self) -> dict:
+        raise TypeError("a seed batch has one checkpoint per member: member_state_dict(member), or save()")
+
+    def load_state_dict(self, state: dict) -> None:
+        raise TypeError("a seed batch loads one checkpoint per member: load_member_states(states), or resume()")
 
     def member_record(self, member: int) -> dict:
         """Member `member`'s trainer record, as its single run's (`BaseTrainer.trainer_record`) is."""
@@ -445,8 +459,9 @@ class SeedBatchPPO(PPO):
                total_timesteps: int | None = None, progress: bool = True) -> "SeedBatchPPO":
         """Continue a seed batch from its members' folders; `make_envs(config, S)` builds the S·N copies.
 
-        The members must have been saved together (one config but the seed, one iteration);
-        a member that diverged, or was trained on alone, is resumed on its own (`PPO.resume`).
+        The members must have been saved together (one config but the seed, one iteration), and
+        none may have diverged; a member that diverged, or was trained on alone, is resumed on its
+        own (`ppo.trainers.choice.resume_run`, ppo-train --resume).
         `total_timesteps` changes the budget as for a single run (ppo.trainers.base).
         """
         loaded = [PPO.load_run(folder, PPOConfig, required_keys=PPO.REQUIRED_STATE) for folder in run_dirs]
@@ -455,6 +470,9 @@ class SeedBatchPPO(PPO):
         states, configs = [state for state, _ in loaded], [config for _, config in loaded]
         first = configs[0].to_dict()
         for folder, config, state in zip(run_dirs, configs, states):
+            if (Path(folder) / DIVERGED_NAME).is_file():
+                raise CheckpointError(f"{folder} diverged ({DIVERGED_NAME}): resume the other runs, "
+                                      "or this one alone (ppo-train --resume)")
             differing = [name for name, value in config.to_dict().items() if name != "seed" and value != first[name]]
             if differing:
                 raise CheckpointError(f"{folder} differs from {run_dirs[0]} in {', '.join(differing[:3])}: "

@@ -119,15 +119,17 @@ def kl_penalty_loss(
 def rollout_kl(trainer: PPO) -> float:
     """k3 estimate of KL[π_old ‖ π_θ] over every sample of the trainer's current rollout.
 
-    Works for any `PPO`: π_old's log-probs are the ones stored in the buffer, π_θ is the
-    model now (after an update, the policy that update produced). With several processes,
-    the mean over all of their equal shares, so every process adapts alike.
+    Works for any feed-forward `PPO`: π_old's log-probs are the ones stored in the buffer, π_θ
+    is the model now (after an update, the policy that update produced), read under the action
+    masks the actions were drawn with. With several processes, the mean over all of their
+    equal shares, so every process adapts alike.
     """
     buffer = trainer.buffer
     batch = buffer.log_probs.numel()  # this process's share of the rollout, T·N/K samples
     obs = buffer.obs.reshape(batch, *buffer.obs.shape[2:])
     actions = buffer.actions.reshape(batch, *buffer.actions.shape[2:])
-    new_log_probs, _, _ = trainer.model.evaluate_actions(obs, actions)
+    masks = None if buffer.action_masks is None else buffer.action_masks.reshape(batch, -1)
+    new_log_probs, _, _ = trainer.model.evaluate_actions(obs, actions, masks)
     return trainer.world.mean_of(float(kl_estimate(new_log_probs - buffer.log_probs.reshape(batch), "k3")))
 
 
@@ -276,7 +278,6 @@ class KLAdaptiveSeedBatch(SeedBatchPPO):
             saved = state.get("adapted", {})
             if self.adapted_name in saved:
                 self.adapted[member] = float(saved[self.adapted_name])
-
 
 
 class SeedBatchPenalty(KLAdaptiveSeedBatch):
