@@ -119,7 +119,9 @@ class StepsEnvs:
     device: torch.device
 
     def bind_envs(self, envs: VecEnv, env_id: str) -> None:
-        """Keep the envs after `check_spaces`."""
+        """Keep the envs after `check_spaces`, and after checking they live on the trainer's device."""
+        if torch.device(envs.device).type != self.device.type:
+            raise ConfigError(f"the envs live on {envs.device} but device = {self.config.device!r}")
         self.envs = envs
         observation_space, action_space = envs.single_observation_space, envs.single_action_space
         check_spaces(observation_space, action_space, env_id)
@@ -152,8 +154,6 @@ class PPO(BaseTrainer, StepsEnvs, ProcessShare):
         torch.manual_seed(config.seed)  # the same initial weights in every process
         self.device = resolve_device(config.device)
         self.local_num_envs = self.local_copies(config, envs.num_envs)
-        if torch.device(envs.device).type != self.device.type:
-            raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
         self.bind_envs(envs, config.env_id)
         observation_space, action_space = self.observation_space, self.action_space
         check_network(config, observation_space, action_space)
@@ -175,7 +175,7 @@ class PPO(BaseTrainer, StepsEnvs, ProcessShare):
             else None
         )
         self.buffer = self.build_buffer(obs_shape, tuple(action_space.shape),
-                                        torch.float32 if self.continuous else torch.int64)
+                                        torch.float32 if self.continuous else torch.int64, self.model)
         self.clip_coef = config.clip_coef  # ε; a variant may adapt it between updates
 
         self.global_step = 0  # environment steps of the whole run, all processes together
@@ -189,14 +189,14 @@ class PPO(BaseTrainer, StepsEnvs, ProcessShare):
                               "networks; use ppo.trainers.recurrent.RecurrentPPO (ppo-train picks it)")
         return ActorCritic.from_config(self.config, observation_space, action_space)
 
-    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
-                     action_dtype: torch.dtype) -> RolloutBuffer:
-        """The rollout buffer; uint8 images stay uint8 in it (the CNN scales them), and an env's action
-        masks are kept per step."""
-        images = isinstance(self.model.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: torch.dtype,
+                     network: ActorCritic) -> RolloutBuffer:
+        """The rollout buffer of every copy this trainer steps; uint8 images stay uint8 in it (the CNN
+        of `network`, one run's, scales them), and an env's action masks are kept per step."""
+        images = isinstance(network.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
         obs_dtype = torch.uint8 if images and self.obs_normalizer is None else torch.float32
         mask_size = None if self.mask_space is None else self.mask_space.shape[0]
-        return RolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape, action_dtype,
+        return RolloutBuffer(self.config.num_steps, self.envs.num_envs, obs_shape, action_shape, action_dtype,
                              self.device, obs_dtype=obs_dtype, mask_size=mask_size)
 
     @property

@@ -62,10 +62,11 @@ class RecurrentPPO(PPO):
                               "train it in one process")
         return RecurrentActorCritic.from_config(self.config, observation_space, action_space)
 
-    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
-                     action_dtype: torch.dtype) -> SequenceRolloutBuffer:
-        return SequenceRolloutBuffer(self.config.num_steps, self.local_num_envs, obs_shape, action_shape,
-                                     action_dtype, self.device, (self.model.num_cores, self.model.state_width),
+    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: torch.dtype,
+                     network: RecurrentActorCritic) -> SequenceRolloutBuffer:
+        """The sequence buffer of every copy this trainer steps, with room for `network`'s state (K, S_w)."""
+        return SequenceRolloutBuffer(self.config.num_steps, self.envs.num_envs, obs_shape, action_shape,
+                                     action_dtype, self.device, (network.num_cores, network.state_width),
                                      self.config.sequence_length)
 
     def _start_episodes(self) -> None:
@@ -152,9 +153,7 @@ class SeedBatchRecurrent(SeedBatchPPO):
     def stack(self, members: list) -> StackedRecurrentActorCritic:
         return StackedRecurrentActorCritic(members)
 
-    def build_buffer(self, obs_shape, action_shape, action_dtype, member: RecurrentActorCritic) -> SequenceRolloutBuffer:
-        return SequenceRolloutBuffer(self.config.num_steps, self.envs.num_envs, obs_shape, action_shape, action_dtype,
-                                     self.device, (member.num_cores, member.state_width), self.config.sequence_length)
+    build_buffer = RecurrentPPO.build_buffer
 
     def _start_episodes(self) -> None:
         """Fresh episodes, and a zero state every copy starts from (S·N, K, S_w)."""
@@ -233,8 +232,7 @@ class SeedBatchRecurrent(SeedBatchPPO):
 
     def load_member_states(self, states) -> None:
         super().load_member_states(states)
-        if all(state.get("envs") is not None for state in states) and callable(
-                getattr(self.envs, "load_member_state_dict", None)):
+        if self.continues_member_episodes(states):
             for member, state in enumerate(states):
                 columns = slice(member * self.member_envs, (member + 1) * self.member_envs)
                 self.recurrent_state[columns] = state["recurrent_state"].to(self.device)

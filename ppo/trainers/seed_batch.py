@@ -60,15 +60,12 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
 import torch
 from torch.func import vmap
 
 from ppo.algorithm.losses import clipped_surrogate_loss, explained_variance, normalize_advantages, transition_loss
-from ppo.algorithm.storage import RolloutBuffer
 from ppo.algorithm.update import MinibatchLoss, run_member_update, update_settings
 from ppo.config import ConfigError, PPOConfig
-from ppo.models.encoders import ImageEncoder
 from ppo.models.networks import ActorCritic, spaces_to_dict
 from ppo.models.normalize import ObservationNormalizer, PerRun, RewardScaler
 from ppo.models.stacked_networks import stack_networks
@@ -128,8 +125,6 @@ class SeedBatchPPO(PPO):
         if envs.num_envs != S * config.num_envs:
             raise ConfigError(f"the envs have {envs.num_envs} copies but {S} seeds × num_envs = {config.num_envs} "
                               f"need {S * config.num_envs}")
-        if torch.device(envs.device).type != self.device.type:
-            raise ConfigError(f"the envs live on {envs.device} but device = {config.device!r}")
         self.bind_envs(envs, config.env_id)
         self.member_envs = self.local_num_envs = N = config.num_envs
         observation_space, action_space = self.observation_space, self.action_space
@@ -172,15 +167,6 @@ class SeedBatchPPO(PPO):
     def stack(self, members: list) -> torch.nn.Module:
         """The members as one batched network (ppo.models.stacked_networks)."""
         return stack_networks(members)
-
-    def build_buffer(self, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: torch.dtype,
-                     member: ActorCritic) -> RolloutBuffer:
-        """PPO's buffer (uint8 images kept as uint8, the masks per step) for all S·N copies."""
-        images = isinstance(member.actor_body, ImageEncoder) and self.obs_box.dtype == np.uint8
-        obs_dtype = torch.uint8 if images and self.obs_normalizer is None else torch.float32
-        mask_size = None if self.mask_space is None else self.mask_space.shape[0]
-        return RolloutBuffer(self.config.num_steps, self.envs.num_envs, obs_shape, action_shape, action_dtype,
-                             self.device, obs_dtype=obs_dtype, mask_size=mask_size)
 
     # ------------------------------------------------------------------ the member axis
     def reset_seed(self) -> list[int]:
@@ -431,8 +417,7 @@ class SeedBatchPPO(PPO):
                 if rng is not None:
                     self.action_generators[member].set_state(rng)
                 self.shuffle_generators[member].set_state(state["shuffle_rng"])
-            loads = callable(getattr(self.envs, "load_member_state_dict", None))
-            if not (loads and all(state.get("envs") is not None for state in states)):
+            if not self.continues_member_episodes(states):
                 self._start_episodes()  # normalised with the loaded statistics
                 return
             for member, state in enumerate(states):
@@ -448,6 +433,11 @@ class SeedBatchPPO(PPO):
         except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
             raise CheckpointError(f"checkpoint does not match this seed batch ({str(error).splitlines()[0][:160]})") \
                 from None
+
+    def continues_member_episodes(self, states: Sequence[dict]) -> bool:
+        """Whether the members' episodes go on here: every one's envs were saved and these envs load them."""
+        return all(state.get("envs") is not None for state in states) and callable(
+            getattr(self.envs, "load_member_state_dict", None))
 
     @classmethod
     def saved_member_settings(cls, state: dict, path) -> dict:
