@@ -52,6 +52,7 @@ class FrameStackVecEnv:
             raise ValueError(f"frame_stack = {num_frames!r} must be a positive integer")
         self.envs, self.num_frames = envs, num_frames
         self.num_envs, self.device = envs.num_envs, envs.device
+        self.env_id = getattr(envs, "env_id", None)
         self.member_num_envs = member_num_envs or envs.num_envs
         self.single_observation_space = stacked_space(envs.single_observation_space, num_frames)
         self.single_action_space = envs.single_action_space

@@ -41,6 +41,7 @@ class StackedVecEnv:
         self.single_observation_space = first.single_observation_space
         self.single_action_space = first.single_action_space
         self.device = first.device
+        self.env_id = getattr(first, "env_id", None)
 
     def reset(self, seed: int | Sequence[int] | None = None) -> torch.Tensor:
         seeds = seed if isinstance(seed, Sequence) else [seed] * self.num_members

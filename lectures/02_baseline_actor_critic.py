@@ -33,9 +33,9 @@ no better than the returns' mean.
 
 **Prerequisites.** Lecture 1.
 
-**Library.** `ppo/models/networks.py` (`ActorCritic`), `ppo/models/stacked_networks.py` and
-`ppo/parallel/optim.py` (`StackedActorCritic`, `StackedAdam`: many independent networks as one
-batched computation, with one Adam each), `ppo/trainers/ppo.py` (`collect_rollout` and
+**Library.** `ppo/models/networks.py` (`ActorCritic`), `ppo/models/member_networks.py` and
+`ppo/parallel/optim.py` (`MemberNetworks`, `StackedAdam`: many independent networks as one
+batched computation, with their own Adams), `ppo/trainers/ppo.py` (`collect_rollout` and
 `compute_advantages`, for the variance measurement), `ppo/algorithm/losses.py` (`value_loss`,
 `explained_variance`), `experiments/commands/statistics.py` (IQM and bootstrap intervals).
 """
@@ -53,8 +53,9 @@ from experiments.commands.train import training_envs
 from ppo.config import PPOConfig
 from ppo.algorithm.losses import explained_variance
 from ppo.models.networks import ActorCritic
-from ppo.parallel.optim import StackedAdam
-from ppo.models.stacked_networks import StackedActorCritic
+from ppo.algorithm.distributions import CategoricalDistribution
+from ppo.models.member_networks import MemberNetworks, stacked_parameters
+from ppo.parallel.optim import FlatAdam, StackedAdam
 from ppo.trainers.ppo import PPO
 
 lecture = Lecture("02_baseline_actor_critic", __doc__)
@@ -91,9 +92,10 @@ actor's update. Each loss has its own Adam: the actor's at the learning rate bei
 compared, the critic's at 0.01. Without the learned baseline the critic is trained
 too, but its V is not used.
 
-Every (learning rate, weight, seed) is one independent run; `StackedActorCritic`
-stacks all of them into one batched network, and `StackedAdam` gives each its own Adam
-(one per learning rate). A seed's runs, one per weight, start from the same network;
+Every (learning rate, weight, seed) is one independent run; `MemberNetworks`
+(`ppo/models/member_networks.py`) evaluates all of them as one batched network (the
+network's own methods mapped over the runs with `torch.func.vmap`), and `StackedAdam`
+steps each run's own Adams, one for its actor and one for its critic. A seed's runs, one per weight, start from the same network;
 each run plays its own CartPole copies. All runs draw their actions from one random
 stream, so a run's episodes depend on the whole batch: the lecture gives the same
 numbers every time, but a run's numbers change when the batch changes (another grid,
@@ -102,21 +104,29 @@ other seeds).
 
 
 # %%
-def stacked_runs(learning_rate: float) -> tuple[StackedActorCritic, StackedAdam, StackedAdam]:
+def stacked_runs(learning_rate: float) -> tuple[MemberNetworks, StackedAdam, StackedAdam]:
     """The runs of one learning rate: member k·S + i is weight WEIGHT_NAMES[k] on seed SEEDS[i]."""
     members = []
     for _ in WEIGHT_NAMES:
         for seed in SEEDS:
             torch.manual_seed(seed)  # seed i's two members start equal
             members.append(ActorCritic(OBSERVATION_SPACE, ACTION_SPACE, hidden_sizes=(64, 64), shared=False))
-    model = StackedActorCritic(members)
-    named = list(zip(model.names, model.parameters_in_member_order()))
-    actor = [parameter for name, parameter in named if not name.startswith(CRITIC_PARAMETERS)]
-    critic = [parameter for name, parameter in named if name.startswith(CRITIC_PARAMETERS)]
-    return model, StackedAdam(actor, learning_rate), StackedAdam(critic, CRITIC_LEARNING_RATE)
+
+    def own_adam(member: ActorCritic, critic: bool, rate: float) -> FlatAdam:
+        return FlatAdam([parameter for name, parameter in member.named_parameters()
+                         if name.startswith(CRITIC_PARAMETERS) == critic], lr=rate)
+
+    actor = StackedAdam([own_adam(member, False, learning_rate) for member in members])
+    critic = StackedAdam([own_adam(member, True, CRITIC_LEARNING_RATE) for member in members])
+    return MemberNetworks(members, stacked_parameters(members[0], [actor, critic])), actor, critic
 
 
-def play_episodes(models: list[StackedActorCritic], envs) -> dict[str, torch.Tensor]:
+def logits(network: ActorCritic, obs: torch.Tensor) -> torch.Tensor:
+    """The policy's logits z for a batch of observations (one network: `MemberNetworks.map` runs it for each)."""
+    return network.policy_head.logits(network.actor_body(obs))
+
+
+def play_episodes(models: list[MemberNetworks], envs) -> dict[str, torch.Tensor]:
     """One whole episode in each of the E copies of every member. Tensors are (T, M, E, ...):
     T the longest episode, M the members of all models in order; `alive` marks the steps
     that belong to an episode."""
@@ -126,7 +136,7 @@ def play_episodes(models: list[StackedActorCritic], envs) -> dict[str, torch.Ten
     steps = {"obs": [], "actions": [], "rewards": [], "alive": []}
     while alive.any():
         with torch.no_grad():
-            actions = torch.cat([model.distribution(part).sample()
+            actions = torch.cat([CategoricalDistribution(model.map(logits, part)).sample()
                                  for model, part in zip(models, obs.split(members))])
         result = envs.step(actions.flatten())
         steps["obs"].append(obs)
@@ -148,7 +158,7 @@ def rewards_to_go(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return returns
 
 
-def reinforce_losses(model: StackedActorCritic, episodes: dict, returns: torch.Tensor, weight_names: list[str]):
+def reinforce_losses(model: MemberNetworks, episodes: dict, returns: torch.Tensor, weight_names: list[str]):
     """Each member's actor loss L(θ) and critic loss L(w), both (M,), for its (T, M, E) episodes;
     member m's weight is weight_names[m]."""
     def as_samples(x: torch.Tensor) -> torch.Tensor:  # (T, M, E, ...) → (M, T·E, ...)
@@ -156,18 +166,18 @@ def reinforce_losses(model: StackedActorCritic, episodes: dict, returns: torch.T
 
     obs, actions = (as_samples(episodes[key]) for key in ("obs", "actions"))
     returns, alive = as_samples(returns), as_samples(episodes["alive"]).float()
-    values = model.value(obs)  # (M, T·E)
+    values = model.map(lambda network, member_obs: network.value(member_obs), obs)  # (M, T·E)
     learned = torch.tensor([float(name == "R − V") for name in weight_names]).unsqueeze(1)
     constant = torch.tensor([float(name == "R − mean R") for name in weight_names]).unsqueeze(1)
     mean_return = (returns * alive).sum(1, keepdim=True) / alive.sum(1, keepdim=True)  # over the member's batch
     weights = returns - learned * values.detach() - constant * mean_return
-    log_probs = model.distribution(obs).log_prob(actions)
+    log_probs = CategoricalDistribution(model.map(logits, obs)).log_prob(actions)
     actor_loss = -(log_probs * weights * alive).sum(1) / EPISODES_PER_UPDATE
     critic_loss = 0.5 * ((values - returns).pow(2) * alive).sum(1) / alive.sum(1)
     return actor_loss, critic_loss
 
 
-def train_all() -> tuple[torch.Tensor, list[StackedActorCritic]]:
+def train_all() -> tuple[torch.Tensor, list[MemberNetworks]]:
     """Every run at once; returns the mean undiscounted return of each update's episodes,
     (updates, learning rates, weights, seeds), and the trained stacks."""
     runs = [stacked_runs(learning_rate) for learning_rate in LEARNING_RATES]
@@ -408,7 +418,7 @@ untrained_network = ActorCritic(OBSERVATION_SPACE, ACTION_SPACE, hidden_sizes=(6
 trained_member = WEIGHT_NAMES.index("R − V") * len(SEEDS)  # the first seed's run with the baseline
 rows = [
     gradient_variance(untrained_network.state_dict(), "untrained"),
-    gradient_variance(trained_models[best_rate[1]].member_state_dict(trained_member),
+    gradient_variance(trained_models[best_rate[1]].members[trained_member].state_dict(),
                       f"trained, seed {SEEDS[0]}"),
 ]
 print_table(rows, title=f"Policy-gradient variance over {VARIANCE_BATCHES} rollouts of "

@@ -139,7 +139,7 @@ We run the same update — same rollout, same minibatch order — once for each 
 the saved state in between. A large learning rate (1e-3, four times the library's
 default) and K = 10 epochs on 1,024 samples make the policy want to move far, so the
 clip has work to do; that is why this start departs from the library's CartPole preset
-(the settings that `experiments/commands/presets.py` names for an environment, which
+(the settings that `ppo/presets.py` names for an environment, which
 the training command applies; lecture 6 introduces it), which is set to learn quickly over a whole run, not to stress one update. After each update we compare the new policy with
 the one that collected the data on every sample of the rollout.
 

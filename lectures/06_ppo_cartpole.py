@@ -21,7 +21,7 @@ the three lines of the loop above.
 
 **Prerequisites.** Lectures 1–5.
 
-**Library.** `ppo/config.py` (every hyperparameter), `experiments/commands/presets.py` (the
+**Library.** `ppo/config.py` (every hyperparameter), `ppo/presets.py` (the
 per-environment settings `ppo-train` starts from), `ppo/trainers/ppo.py` (the loop),
 `ppo/runs/logger.py` (metrics.csv and TensorBoard), `ppo/runs/plotting.py`, `ppo/runs/evaluation.py`;
 `envs/classic/cartpole.py` (CartPole as batched tensor code, the training backend here).
@@ -41,7 +41,6 @@ from experiments.commands.train import build_parser, training_envs
 from ppo.config import PPOConfig
 from ppo.runs.evaluation import evaluate_policy, load_policy
 from ppo.runs.plotting import plot_learning_curve
-from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.ppo import PPO
 
 lecture = Lecture("06_ppo_cartpole", __doc__)
@@ -51,7 +50,7 @@ lecture = Lecture("06_ppo_cartpole", __doc__)
 ## The configuration
 
 `ppo-train` does not use the library's defaults for CartPole on the batched torch
-backend: it uses a *preset* (`experiments/commands/presets.py`), and so does this lecture.
+backend: it uses a *preset* (`ppo/presets.py`), and so does this lecture.
 `build_config` assembles a config the way the command does — dataclass defaults, then
 the env's preset, then the flags given — so the run below is exactly the one the
 printed shell command starts (the lecture parses that command with `ppo-train`'s own
@@ -77,7 +76,7 @@ that noise to unit size and the entropy bonus pushes towards randomness, so each
 can move the policy a full step in a random direction; without them, near-zero
 advantages give smaller updates. Smaller is not still: the training section shows what a solved run does next. How
 much this costs depends on the rest of the configuration (learning rate, epochs, how
-long the run goes on after solving); the preset's comment in `experiments/commands/presets.py`
+long the run goes on after solving); the preset's comment in `ppo/presets.py`
 records the measurements over seeds it was chosen by. Exercise: rerun the seed study at
 the end with `norm_adv=True, ent_coef=0.01` and longer `total_timesteps`, and watch the
 last-20 return after it first reaches 500.
@@ -272,7 +271,7 @@ print(f"greedy evaluation, {EVAL_EPISODES} episodes of gymnasium CartPole-v1: "
 A single run can be lucky. The same configuration with other seeds (new initial
 weights, new episodes, new minibatch orders) shows whether the result belongs to the
 method or to seed 21. Ten seeds, 21–30, none of which the preset was tuned on, train
-as one batched computation (`ppo/trainers/seed_batch.py`, `SeedBatchPPO`; lecture 7 uses it for
+as one batched computation (`PPO(config, envs, seeds=SEEDS)`, `ppo/trainers/seed_batch.py`; lecture 7 uses it for
 its sweeps). Member s of the batch draws the same random numbers as the single run with
 seed s and starts from the same weights, but it is not the same run: the batched matrix
 products round differently from one network's, and in a system this sensitive those
@@ -298,18 +297,18 @@ seed_curves = {seed: [] for seed in SEEDS}
 member_weights = []  # seed 21's weights in the batch after every iteration
 
 
-def keep_recent_returns(batch: SeedBatchPPO, metrics: list[dict]) -> None:
+def keep_recent_returns(batch: PPO, metrics: list[dict]) -> None:
     for seed, row in zip(SEEDS, metrics):
         seed_curves[seed].append((batch.global_step, row["episode_return_recent"]))
-    member_weights.append(flat_weights(batch.model.member_state_dict(SEEDS.index(SEED))))
+    member_weights.append(flat_weights(batch.members[SEEDS.index(SEED)].model.state_dict()))
 
 
 seed_config = config.replace(tensorboard=False)
 seed_dirs = [lecture.path(f"seeds/seed{seed}") for seed in SEEDS]
 for old_file in (path for folder in seed_dirs if folder.exists() for path in folder.iterdir() if path.is_file()):
     old_file.unlink()  # fresh runs every time
-SeedBatchPPO(seed_config, SEEDS, make_seed_batch_env(config.env_id, len(SEEDS), config.num_envs, "torch"),
-             run_dirs=seed_dirs, progress=False).train(keep_recent_returns)
+PPO(seed_config, make_seed_batch_env(config.env_id, len(SEEDS), config.num_envs, "torch"), seeds=SEEDS,
+    run_dirs=seed_dirs, progress=False).train(keep_recent_returns)
 weight_gaps = [float((single - member).abs().max()) for single, member in zip(single_weights, member_weights)]
 print(f"seed {SEED}, single run against its batch member: largest |weight difference| after iteration "
       + ", ".join(f"{iteration} {weight_gaps[iteration - 1]:.1e}" for iteration in (1, 5, 9, len(weight_gaps))

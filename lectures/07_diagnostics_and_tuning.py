@@ -41,8 +41,8 @@ what the short sweep's ranking of the larger step is worth at the full budget.
 
 **Library.** `ppo/trainers/ppo.py` (`PPO.update` computes the diagnostics), `ppo/algorithm/losses.py`
 (`kl_estimate`, `clip_fraction`, `explained_variance`), `ppo/runs/logger.py` (the same
-numbers in metrics.csv and TensorBoard); `ppo/trainers/seed_batch.py` (`SeedBatchPPO`: the ten
-seeds of one setting trained as one batched computation), `experiments/commands/presets.py`
+numbers in metrics.csv and TensorBoard); `ppo/trainers/seed_batch.py` (`PPO(config, envs, seeds=...)`: the ten
+seeds of one setting trained as one batched computation), `ppo/presets.py`
 (the CartPole preset), `experiments/commands/statistics.py` (interquartile mean and
 stratified-bootstrap intervals, from the `rliable` package), `experiments/commands/plot.py`
 (`mean_curve`: the mean over seeds with a t-interval; `ppo-plot` draws the same plots
@@ -59,10 +59,10 @@ from experiments.commands.plot import mean_curve
 from experiments.commands.presets import build_config
 from experiments.commands.statistics import interval_estimates
 from ppo.config import PPOConfig
-from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("07_diagnostics_and_tuning", __doc__)
-# The preset was tuned on seeds 1–20 (experiments/commands/presets.py): these ten are seeds it never saw.
+# The preset was tuned on seeds 1–20 (ppo/presets.py): these ten are seeds it never saw.
 SEEDS = lecture.choose(full=list(range(21, 31)), quick=[21, 22, 23, 24])
 PRESET = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
 BASE = PRESET.replace(total_timesteps=lecture.choose(full=PRESET.total_timesteps, quick=2 * 2048))
@@ -95,7 +95,7 @@ print(f"preset: {BASE.num_envs} envs × {BASE.num_steps} steps, {BASE.num_miniba
 """
 ## Ten seeds at a time
 
-One setting = one `SeedBatchPPO(config, SEEDS, envs)`: the ten runs of that config, one
+One setting = one `PPO(config, envs, seeds=SEEDS)`: the ten runs of that config, one
 per seed, trained as one batched computation: the ten networks are evaluated by one
 batched matrix product per layer instead of ten Python loops, on the one torch thread
 every lecture runs on. Member s of the batch draws the same random numbers as the run
@@ -124,12 +124,12 @@ def run(config: PPOConfig) -> dict[int, list[dict]]:
     """Train `config` over SEEDS; every iteration's metrics of every seed, by seed."""
     histories = {seed: [] for seed in SEEDS}
 
-    def keep(batch: SeedBatchPPO, metrics: list[dict]) -> None:
+    def keep(batch: PPO, metrics: list[dict]) -> None:
         for seed, row in zip(SEEDS, metrics):
             histories[seed].append({"step": batch.global_step, **row})
 
     envs = make_seed_batch_env(config.env_id, len(SEEDS), config.num_envs, "torch")
-    SeedBatchPPO(config, SEEDS, envs, progress=False).train(keep)
+    PPO(config, envs, seeds=SEEDS, progress=False).train(keep)
     return histories
 
 

@@ -38,8 +38,8 @@ penalty keeps the policy close to. Those two sentences are all the two sections 
 
 **Prerequisites.** Lectures 3–7 (lecture 7 for the confidence intervals).
 
-**Library.** `ppo/config.py` (the switches), `experiments/commands/presets.py` (the CartPole
-preset), `ppo/trainers/seed_batch.py` (`SeedBatchPPO`: ten seeds as one batched computation),
+**Library.** `ppo/config.py` (the switches), `ppo/presets.py` (the CartPole
+preset), `ppo/trainers/seed_batch.py` (`PPO(config, envs, seeds=...)`: ten seeds as one batched computation),
 `experiments/commands/statistics.py` (IQM and bootstrap intervals), `ppo/trainers/ppo.py`,
 `ppo/algorithm/advantages.py` (terminated vs truncated), `ppo/algorithm/losses.py`, `ppo/algorithm/storage.py` (the
 rollout buffer). The tests that pin each detail down: `tests/test_gae.py`,
@@ -61,11 +61,10 @@ from experiments.commands.train import training_envs
 from ppo.algorithm.advantages import compute_gae
 from ppo.algorithm.losses import clip_fraction, clipped_surrogate_loss, kl_estimate, normalize_advantages, value_loss
 from ppo.models.networks import ActorCritic
-from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.ppo import PPO
 
 lecture = Lecture("08_implementation_details", __doc__)
-# The preset was tuned on seeds 1–20 (experiments/commands/presets.py): the ablations run on others.
+# The preset was tuned on seeds 1–20 (ppo/presets.py): the ablations run on others.
 SEEDS = lecture.choose(full=list(range(101, 111)), quick=[101, 102])
 CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
 BASE = CANONICAL.replace(total_timesteps=lecture.choose(full=CANONICAL.total_timesteps // 2,
@@ -109,7 +108,7 @@ in the base runs, 0.6% of the episode ends in the run shown here (5.0% in the la
 quarter). Defect 2 below shows what the rule
 does to one episode.
 
-Each setting is ten runs, one per seed, trained as one `SeedBatchPPO` (lecture 7).
+Each setting is ten runs, one per seed, trained as one seed batch (lecture 7).
 Two scores per run, both from its training return (the mean of its last 20 episodes):
 the **final return**, averaged over the last quarter of the run, and the **mean return
 over the run**, which also counts how fast it learned. Each setting gets the IQM of
@@ -133,13 +132,13 @@ gradient_steps = {name: BASE.replace(**change).num_minibatches * BASE.replace(**
 base_rollouts = []  # seed SEEDS[0]'s rollouts of the base run, kept for defect 7
 
 
-def run(config, keep_rollouts: bool = False) -> tuple[dict[int, list[dict]], SeedBatchPPO]:
+def run(config, keep_rollouts: bool = False) -> tuple[dict[int, list[dict]], PPO]:
     """Train `config` over SEEDS as one batch: every iteration's metrics of every seed, and
     the share of episode ends that were time-limit cuts, per seed."""
     histories = {seed: [] for seed in SEEDS}
     N = config.num_envs
 
-    def keep(batch: SeedBatchPPO, metrics: list[dict]) -> None:
+    def keep(batch: PPO, metrics: list[dict]) -> None:
         buffer = batch.buffer
         for member, (seed, row) in enumerate(zip(SEEDS, metrics)):
             columns = slice(member * N, (member + 1) * N)  # member s owns env copies s·N … (s+1)·N − 1
@@ -151,7 +150,7 @@ def run(config, keep_rollouts: bool = False) -> tuple[dict[int, list[dict]], See
                                   buffer.log_probs[:, :N].reshape(-1).clone()))
 
     envs = make_seed_batch_env(config.env_id, len(SEEDS), config.num_envs, "torch")
-    batch = SeedBatchPPO(config, SEEDS, envs, progress=False)
+    batch = PPO(config, envs, seeds=SEEDS, progress=False)
     batch.train(keep)
     return histories, batch
 
@@ -289,7 +288,7 @@ seeds 101–110):
   critic explains less of the return's variance (0.794 against 0.980, the line under
   the figures). With
   returns in the hundreds, keeping V within 0.2 of its old value per update holds the
-  critic back (the preset's comment in `experiments/commands/presets.py` says the same).
+  critic back (the preset's comment in `ppo/presets.py` says the same).
   Andrychowicz et al. (2021) found PPO-style value clipping hurt on MuJoCo at every
   threshold they tried and recommend against it.
 * **Advantage whitening helps** at this budget, and clearly: its intervals lie above
@@ -298,7 +297,7 @@ seeds 101–110):
   only in the second half of the run, from step 45,056 on. The preset turns it off all
   the same, and this lecture cannot say whether it should: that choice rests on runs at
   the preset's full budget (100,000 steps, of which 98,304 run),
-  which its comment in `experiments/commands/presets.py` records (once every episode lasts 500
+  which its comment in `ppo/presets.py` records (once every episode lasts 500
   steps, whitening scales the advantages' noise to unit size and the policy drifts
   away from the solution), and this lecture, at half that budget, does not test them.
   Lecture 6's exercise is the place to. Andrychowicz et al. (2021) found per-minibatch

@@ -1,6 +1,6 @@
 # %% [markdown]
 """
-# Lecture 9 — Variants: PPO-Penalty and adaptive clipping
+# Lecture 9 — Variants: PPO-Penalty, adaptive clipping and dual-clip
 
 **What it teaches.** PPO-Clip controls the step size with a fixed ε. The PPO paper
 (Schulman et al. 2017, section 4) also proposed a penalty on the KL divergence instead
@@ -20,17 +20,22 @@ you have to guess (ε) with a KL you have to choose (d_targ). This lecture runs 
 three on CartPole over ten seeds and asks what the feedback achieves: does it hold the
 KL of each update near d_targ, and does it change the return?
 
+A third variant bounds the clip from below instead: *dual-clip PPO* (Ye et al. 2020),
+for samples with a negative advantage whose ratio has run far past 1 + ε.
+
 **What it shows.** The penalised objective and its slope at a few ratios, next to the
-clipped one; learning curves with 95% bands, the KL of each update against the target
+clipped one, and the dual clip's bound on a sample with Â < 0; learning curves with 95% bands, the KL of each update against the target
 band, and how β and ε move (plot); per-seed summaries with IQM and bootstrap
 intervals (table).
 
 **Prerequisites.** Lectures 4–7 (lecture 4 for the KL penalty of the TRPO bound).
 
 **Library.** `ppo/trainers/variants.py` — `kl_penalty_loss`, the update rules
-`update_kl_coefficient` and `update_clip_coefficient`, and the trainers `PPOPenalty` and
-`AdaptiveClipPPO`, each a subclass of `ppo.trainers.ppo.PPO` that overrides the policy loss
-or the ε it reads, and adapts after every update. Tests: `tests/test_variants.py`.
+`update_kl_coefficient` and `update_clip_coefficient`, and the trainers `PPOPenalty`,
+`AdaptiveClipPPO` and `DualClipPPO`, each a subclass of `ppo.trainers.ppo.PPO` that
+overrides the policy loss or the ε it reads (and adapts after every update,
+`after_update`); `ppo/algorithm/losses.py` (`dual_clip_surrogate_objective`).
+Tests: `tests/test_variants.py`, `tests/test_dual_clip.py`.
 `experiments/commands/statistics.py` (`interval_estimates`) and `experiments/commands/plot.py`
 (`mean_curve`) for the statistics over seeds.
 """
@@ -46,9 +51,9 @@ from experiments.commands.plot import mean_curve
 from experiments.commands.presets import build_config
 from experiments.commands.statistics import interval_estimates
 from experiments.commands.train import training_envs
-from ppo.algorithm.losses import clipped_surrogate_loss
+from ppo.algorithm.losses import clipped_surrogate_loss, dual_clip_surrogate_loss
 from ppo.trainers.ppo import PPO
-from ppo.trainers.variants import KL_TOLERANCE, AdaptiveClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
+from ppo.trainers.variants import KL_TOLERANCE, AdaptiveClipPPO, DualClipPPO, PPOPenalty, kl_penalty_loss, rollout_kl
 
 lecture = Lecture("09_variants", __doc__)
 # The CartPole preset was tuned on seeds 1–20 and lecture 7 reports on 21–30: these ten are new to both.
@@ -90,22 +95,27 @@ def objective_and_slope(ratio: float, loss_of_log_ratio) -> tuple[float, float]:
     return float(objective.detach()), float(slope)
 
 
+def objective_table(objectives: dict, ratios: tuple[float, ...], title: str) -> dict[tuple[str, float], float]:
+    """Print each objective and its slope at each ratio; return {(objective, ratio): slope}."""
+    slopes, rows = {}, []
+    for ratio in ratios:
+        row = {"r": ratio}
+        for name, loss in objectives.items():
+            value, slope = objective_and_slope(ratio, loss)
+            slopes[name, ratio] = slope
+            row[name] = f"{value:+.3f} (slope {slope:+.2f})"
+        rows.append(row)
+    print_table(rows, title=title)
+    return slopes
+
+
 one = torch.ones(1, dtype=torch.float64)
 zero = torch.zeros(1, dtype=torch.float64)
 OBJECTIVES = {"PPO-Clip ε=0.2": lambda log_ratio: clipped_surrogate_loss(log_ratio, zero, one, 0.2)}
 for beta in (0.0, 1.0, 10.0):
     OBJECTIVES[f"penalty β={beta:g}"] = lambda log_ratio, beta=beta: kl_penalty_loss(log_ratio, zero, one, beta)
 RATIOS = (0.5, 0.8, 1.0, 1.2, 2.0)
-slopes = {}
-rows = []
-for ratio in RATIOS:
-    row = {"r": ratio}
-    for name, loss in OBJECTIVES.items():
-        value, slope = objective_and_slope(ratio, loss)
-        slopes[name, ratio] = slope
-        row[name] = f"{value:+.3f} (slope {slope:+.2f})"
-    rows.append(row)
-print_table(rows, title="Objective −L at one sample with Â = +1, and its slope ∂(−L)/∂r")
+slopes = objective_table(OBJECTIVES, RATIOS, "Objective −L at one sample with Â = +1, and its slope ∂(−L)/∂r")
 
 # %% tags=["claims"]
 lecture.claim("PPO-Clip's slope is 0 once r passes 1 + ε (r = 2)", slopes["PPO-Clip ε=0.2", 2.0] == 0.0,
@@ -117,6 +127,73 @@ lecture.claim("with β = 10 the slope points back towards r = 1 from either side
               "above the surrogate's 1 at r = 0.5)",
               slopes["penalty β=10", 2.0] < 0 and slopes["penalty β=10", 0.5] > 1,
               measured=f"slope {slopes['penalty β=10', 2.0]:+.2f} at r = 2, {slopes['penalty β=10', 0.5]:+.2f} at r = 0.5")
+
+# %% [markdown]
+"""
+## A bound from below: dual-clip PPO
+
+The clip is pessimistic in one direction only. For a sample with Â < 0 (an action that
+did worse than expected) PPO-Clip's objective is min(r Â, clip(r, 1 − ε, 1 + ε) Â),
+and once r > 1 + ε the first term is the smaller one: the objective is r Â, which
+falls without bound as r grows. An action the new policy already likes far more than
+the old one did (r = 10, say) keeps its full slope Â, and a few such samples can
+dominate a minibatch. Dual-clip PPO (Ye et al. 2020, who trained agents for a
+multi-player game with it) adds a floor c·Â, c > 1 (3 in their paper and here):
+
+    Â ≥ 0:  min( r Â, clip(r, 1 − ε, 1 + ε) Â )                       (PPO-Clip's)
+    Â < 0:  max( min( r Â, clip(r, 1 − ε, 1 + ε) Â ),  c · Â )
+
+so for Â < 0 and r > c the objective is the constant c·Â and the sample sends no
+gradient. Below r = c, and for every Â ≥ 0, it is PPO-Clip exactly. Take one sample
+with Â = −1:
+"""
+
+# %%
+minus_one = -torch.ones(1, dtype=torch.float64)
+DUAL_RATIOS = (0.5, 1.0, 2.0, 3.5, 10.0)
+DUAL_OBJECTIVES = {"PPO-Clip ε=0.2": lambda log_ratio: clipped_surrogate_loss(log_ratio, zero, minus_one, 0.2),
+                   "dual-clip c=3": lambda log_ratio: dual_clip_surrogate_loss(log_ratio, zero, minus_one, 0.2, 3.0)}
+dual_slopes = objective_table(DUAL_OBJECTIVES, DUAL_RATIOS,
+                              "Objective −L at one sample with Â = −1, and its slope ∂(−L)/∂r")
+
+# %% tags=["claims"]
+lecture.claim("for Â < 0, PPO-Clip's slope stays −1 however far r runs past 1 + ε (r = 3.5 and 10)",
+              all(math.isclose(dual_slopes["PPO-Clip ε=0.2", r], -1.0, abs_tol=1e-9) for r in (3.5, 10.0)),
+              measured=f"slopes {dual_slopes['PPO-Clip ε=0.2', 3.5]:+.2f} and {dual_slopes['PPO-Clip ε=0.2', 10.0]:+.2f}")
+lecture.claim("the dual clip's slope is 0 past r = c and PPO-Clip's below it",
+              dual_slopes["dual-clip c=3", 3.5] == dual_slopes["dual-clip c=3", 10.0] == 0.0
+              and all(math.isclose(dual_slopes["dual-clip c=3", r], dual_slopes["PPO-Clip ε=0.2", r], abs_tol=1e-12)
+                      for r in (0.5, 1.0, 2.0)),
+              measured=", ".join(f"r = {r:g}: {dual_slopes['dual-clip c=3', r]:+.2f}" for r in DUAL_RATIOS))
+
+# %% [markdown]
+"""
+Dual-clip is written in the library as a variant is meant to be added: one class,
+`DualClipPPO` in `ppo/trainers/variants.py`, whose `policy_loss` is the objective above
+and whose one setting, c, is declared with its default, its meaning and the values it
+allows (`settings = {"dual_clip": Setting(3.0, ..., above=1.0)}`), and one
+registration (`@register_algorithm("dual-clip", ...)`). From those alone it trains as
+`ppo-train --algorithm dual-clip --dual-clip 3`, on a recurrent network too, a batch of
+seeds with `--seeds`, and resumes with its c. Its trainer logs `dual_clip_fraction`,
+the share of samples held at the bound. One run on the CartPole preset (seed 31, the
+first of the seeds below) shows how seldom the bound binds there: ratios rarely reach
+3 within an update of four minibatches. It was built for long updates on data from
+older policies, where ratios run away. `tests/test_dual_clip.py` checks the objective
+and its gradient by hand and that the preset still solves CartPole with it.
+"""
+
+# %%
+dual_run = DualClipPPO(BASE.replace(seed=SEEDS[0]), training_envs(BASE), progress=False)
+dual_metrics = []
+dual_run.train(callback=lambda ppo, metrics: dual_metrics.append(metrics))
+held = [row["dual_clip_fraction"] for row in dual_metrics]
+print(f"dual-clip PPO, seed {SEEDS[0]}, {dual_run.global_step:,} steps: mean return of the last 20 episodes "
+      f"{dual_metrics[-1]['episode_return_recent']:.1f}; share of samples held at c·Â: largest {max(held):.2e}, "
+      f"non-zero in {sum(value > 0 for value in held)} of {len(held)} updates")
+
+# %% tags=["claims"]
+lecture.claim("on the CartPole preset the dual clip holds fewer than one sample in a hundred in every update",
+              max(held) < 0.01, measured=f"largest share {max(held):.2e}")
 
 # %% [markdown]
 """
@@ -134,8 +211,8 @@ The variants report, per iteration, the coefficient the update used (`beta` or
 for PPO-Clip the callback measures the same KL with the same function,
 `ppo.trainers.variants.rollout_kl`. The thirty runs here are single runs, one after another,
 so each is exactly the run `ppo-train --algorithm penalty --seed N` makes; `--seeds` would
-train each variant's ten as one seed batch (`SeedBatchPenalty`, `SeedBatchAdaptiveClip`),
-the same experiment within float32 rounding.
+train each variant's ten as one seed batch (`PPOPenalty(config, envs, seeds=SEEDS)`: the
+same class with a member axis), the same experiment within float32 rounding.
 """
 
 # %%

@@ -21,7 +21,7 @@ scales around it:
 * **Normalisation.** Observations are rescaled by running mean and std; rewards are
   divided by the running std of the discounted return. Pendulum's costs run to −16 per
   step, so raw returns are large, and the critic must chase them.
-* **The Pendulum preset** of `experiments/commands/presets.py`, and an ablation over ten seeds: the
+* **The Pendulum preset** of `ppo/presets.py`, and an ablation over ten seeds: the
   observation normalisation, the reward scaling and the value clipping each switched
   alone, evaluated greedily on gymnasium's Pendulum-v1, with bootstrap intervals.
 
@@ -29,9 +29,9 @@ scales around it:
 
 **Library.** `ppo/models/networks.py` (`GaussianHead`, `ActorCritic.greedy_action`),
 `ppo/trainers/ppo.py` (`PPO.env_action`, `collect_rollout`), `ppo/models/normalize.py`
-(`ObservationNormalizer`, `RewardScaler`), `experiments/commands/presets.py` (`PRESETS["Pendulum-v1"]`),
+(`ObservationNormalizer`, `RewardScaler`), `ppo/presets.py` (`PRESETS["Pendulum-v1"]`),
 `ppo/runs/evaluation.py` (frozen statistics at evaluation), `envs/classic/pendulum.py` (the
-batched torch Pendulum that trains here), `ppo/trainers/seed_batch.py` (`SeedBatchPPO`: ten seeds
+batched torch Pendulum that trains here), `ppo/trainers/seed_batch.py` (`PPO(config, envs, seeds=...)`: ten seeds
 as one batched computation), `experiments/commands/statistics.py` (`interval_estimates`). Tests: `tests/test_networks.py`,
 `tests/test_normalize.py`, `tests/test_continuous.py`.
 """
@@ -58,7 +58,6 @@ from ppo.config import PPOConfig
 from ppo.runs.evaluation import Policy, evaluate_policy, load_policy
 from ppo.models.networks import ActorCritic, GaussianHead
 from ppo.models.normalize import ObservationNormalizer, RewardScaler
-from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.ppo import PPO
 
 lecture = Lecture("10_continuous_control", __doc__)
@@ -368,7 +367,7 @@ lecture.claim("in raw units the critic would need more updates than the preset's
 ## 4. The preset
 
 `build_config({"env_id": "Pendulum-v1"})` starts from the PPOConfig defaults and applies
-the row `PRESETS["Pendulum-v1"]` (its comment in `experiments/commands/presets.py` records what
+the row `PRESETS["Pendulum-v1"]` (its comment in `ppo/presets.py` records what
 it was measured to reach, and on which seeds). The table lists every setting the
 preset changes; the runs below use it with TensorBoard files off and one departure: about
 half its budget, `total_timesteps` 100,000 instead of 200,000, so that section 5's forty
@@ -394,7 +393,7 @@ print(f"backend chosen by 'auto': {BASE.env_backend} (the batched Pendulum of en
 
 Four settings over ten seeds: the preset, and the preset with one of observation
 normalisation, reward scaling and value clipping switched (off where the preset has it
-on, on where it has it off). Each setting is one `SeedBatchPPO`: the ten runs trained
+on, on where it has it off). Each setting is one seed batch: the ten runs trained
 as one batched computation, each writing an ordinary run folder. The seeds, 401–410, are
 none of those the preset's comment says it was tuned on. Each final policy is evaluated greedily (its mean action,
 clipped to the bounds) on gymnasium's own Pendulum-v1 through `load_policy`, with the
@@ -437,12 +436,12 @@ for name, change in SETTINGS.items():
     folders = [runs_folder / name.split(" (")[0].replace(" ", "_") / f"seed_{seed}" for seed in SEEDS]
     histories = {seed: [] for seed in SEEDS}
 
-    def keep(batch: SeedBatchPPO, metrics: list[dict]) -> None:
+    def keep(batch: PPO, metrics: list[dict]) -> None:
         for seed, row in zip(SEEDS, metrics):
             histories[seed].append({"step": batch.global_step, **row})
 
-    SeedBatchPPO(config, SEEDS, make_seed_batch_env(ENV_ID, len(SEEDS), config.num_envs, "torch"), folders,
-                 progress=False).train(keep)
+    PPO(config, make_seed_batch_env(ENV_ID, len(SEEDS), config.num_envs, "torch"), seeds=SEEDS, run_dirs=folders,
+        progress=False).train(keep)
     evaluations = [float(evaluate_policy(load_policy(folder), gymnasium_env_factory(ENV_ID), episodes=EVAL_EPISODES).mean())
                    for folder in folders]
     results[name] = {"folders": folders, "histories": histories, "eval": evaluations}

@@ -31,7 +31,7 @@ object that steps the environments changes.
 **Library.** `envs/classic/` (`make_torch_vec_env`, `base.py` for the shared episode
 bookkeeping, `cartpole.py` for the physics), `ppo/vec_env.py` (the `VecEnv` interface the trainer steps),
 `envs/gymnasium_vec_env.py` (`GymnasiumVecEnv`), `envs/factory.py` (backend choice),
-`experiments/commands/presets.py` (`BACKEND_PRESETS`),
+`ppo/presets.py` (`PRESETS`),
 `experiments/benchmarks/environments.py` (`benchmark_stepping`; the command-line benchmark that
 also compares each backend's shipped defaults over many seeds).
 """
@@ -49,8 +49,9 @@ from envs.classic import make_torch_vec_env
 from envs.factory import gymnasium_env_factory, make_vec_env
 from experiments.benchmarks.environments import benchmark_stepping
 from experiments.studies.iteration_profile import PARTS, time_env_steps, time_iteration
-from experiments.commands.presets import BACKEND_PRESETS, build_config
+from experiments.commands.presets import build_config
 from experiments.commands.train import training_envs
+from ppo.presets import PRESETS
 from ppo.runs.evaluation import Policy, evaluate_policy
 from ppo.trainers.ppo import PPO
 
@@ -172,7 +173,7 @@ every step, and the bookkeeping. (`experiments/studies/iteration_profile.py` hol
 and `python -m experiments.studies.iteration_profile --env-id ENV` prints the same split for any env.)
 
 Both backends run the configuration tuned for the torch CartPole,
-`BACKEND_PRESETS[("CartPole-v1", "torch")]`, printed below: many copies, short
+`PRESETS["CartPole-v1"]` (one row for both backends), printed below: many copies, short
 rollouts, few large minibatches. With the same configuration the two rows differ in one
 thing only, so the difference between them is what the environment costs.
 """
@@ -180,7 +181,7 @@ thing only, so the difference between them is what the environment costs.
 
 # %%
 CONFIG = build_config({"env_id": ENV_ID, "env_backend": "torch", "seed": 1, "tensorboard": False})
-print(f"torch preset {BACKEND_PRESETS[(ENV_ID, 'torch')]}")
+print(f"CartPole preset {PRESETS[ENV_ID]}")
 print(f"→ {CONFIG.num_envs} envs × {CONFIG.num_steps} steps = {CONFIG.batch_size} samples per iteration, "
       f"{CONFIG.update_epochs} epochs × {CONFIG.num_minibatches} minibatches of {CONFIG.minibatch_size}")
 

@@ -28,7 +28,7 @@ explained variance):
   that collected the data.
 
 **The bugs.** Each one is a line of PPO code written wrong, planted as a small
-subclass of `SeedBatchPPO` (or one changed setting) below:
+subclass of `PPO` (or one changed setting) below:
 
 1. **wrong sign** — the advantage with its sign flipped (Â = V − R), i.e. gradient
    ascent on the policy loss;
@@ -43,9 +43,10 @@ subclass of `SeedBatchPPO` (or one changed setting) below:
 
 **Prerequisites.** Lectures 5–8 (lecture 7 for the diagnostics, lecture 8 for defects 3 and 4).
 
-**Library.** `ppo/algorithm/update.py` (the diagnostics), `ppo/trainers/seed_batch.py` (`SeedBatchPPO`,
-which the bugs subclass), `ppo/algorithm/losses.py`, `ppo/runs/logger.py` (the same numbers in
-metrics.csv and TensorBoard), `experiments/commands/presets.py` (the CartPole preset). The
+**Library.** `ppo/algorithm/update.py` (the diagnostics), `ppo/trainers/ppo.py` (`PPO`, which the
+bugs subclass), `ppo/trainers/seed_batch.py` (how a batch of seeds runs a subclass's hooks),
+`ppo/algorithm/losses.py`, `ppo/runs/logger.py` (the same numbers in
+metrics.csv and TensorBoard), `ppo/presets.py` (the CartPole preset). The
 library's own tests pin the correct behaviour down: a ratio of 1 on the first
 minibatch (`tests/test_trainer.py`, `tests/test_update.py`).
 """
@@ -59,8 +60,7 @@ import torch
 from _common import Lecture, plt, print_table
 from envs.factory import make_seed_batch_env
 from experiments.commands.presets import build_config
-from ppo.trainers.seed_batch import SeedBatchPPO
-from ppo.algorithm.update import MinibatchLoss
+from ppo.trainers.ppo import PPO
 
 lecture = Lecture("14_debugging_a_run", __doc__)
 CANONICAL = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False})
@@ -78,35 +78,35 @@ print(f"canonical CartPole (the preset): {CONFIG.num_envs} envs × {CONFIG.num_s
 """
 ## The bugs, as code
 
-Every bug is a few lines: a subclass of `SeedBatchPPO` that overrides the one method
-where the mistake lives, or a changed setting. `SeedBatchPPO._member_loss` is one
-member's loss on its minibatch (vmapped over the seeds) and `minibatch_loss` the
-method that computes log π_θ and hands the update its loss and its log-ratio; the
-diagnostics are computed from that log-ratio, exactly as the mistaken code would log
-them.
+Every bug is a few lines: a subclass of `PPO` that overrides the one method where the
+mistake lives, or a changed setting. `transitions_loss` is the loss of a minibatch's
+transitions from log π_θ, H and V recomputed; `minibatch_loss` is the method that
+recomputes them and hands the update its loss and its log-ratio; the diagnostics are
+computed from that log-ratio, exactly as the mistaken code would log them. Each class is
+written for one run, and `PPO(config, envs, seeds=...)` trains its five seeds as one
+batch: the batch calls the subclass's own override for every member.
 """
 
 
 # %%
-class WrongSign(SeedBatchPPO):
+class WrongSign(PPO):
     """Â with its sign flipped: the policy is pushed away from the actions that did well."""
 
-    def _member_loss(self, new_log_probs, entropy, new_values, minibatch):
-        return super()._member_loss(new_log_probs, entropy, new_values,
-                                    {**minibatch, "advantages": -minibatch["advantages"]})
+    def transitions_loss(self, new_log_probs, entropy, new_values, minibatch):
+        return super().transitions_loss(new_log_probs, entropy, new_values,
+                                        {**minibatch, "advantages": -minibatch["advantages"]})
 
 
-class RecomputedOldLogProb(SeedBatchPPO):
+class RecomputedOldLogProb(PPO):
     """log π_old taken from the current network at every minibatch: r_t(θ) = 1 always."""
 
     def minibatch_loss(self, minibatch):
-        new_log_probs, entropy, new_values = self.model.evaluate_actions(minibatch["obs"], minibatch["actions"])
-        recomputed = {**minibatch, "log_probs": new_log_probs.detach()}  # should be the rollout's log-probs
-        losses, terms = self._member_losses(new_log_probs, entropy, new_values, recomputed)
-        return MinibatchLoss(loss=losses, log_ratio=new_log_probs.detach() - recomputed["log_probs"], terms=terms)
+        new_log_probs, entropy, new_values, transitions = self.evaluate_samples(minibatch)
+        recomputed = {**transitions, "log_probs": new_log_probs.detach()}  # should be the rollout's log-probs
+        return self.transitions_loss(new_log_probs, entropy, new_values, recomputed)
 
 
-class RatioToReference(SeedBatchPPO):
+class RatioToReference(PPO):
     """The ratio against a frozen copy of the initial policy instead of π_old (lecture 8, defect 4)."""
 
     def __init__(self, *args, **kwargs):
@@ -124,8 +124,8 @@ RECOMPUTED = "log π_old recomputed each minibatch"
 BUGS = {  # name: (trainer class, change to the preset)
     "wrong sign": (WrongSign, {}),
     RECOMPUTED: (RecomputedOldLogProb, {}),
-    "too-large step (lr × 30)": (SeedBatchPPO, dict(learning_rate=30 * CONFIG.learning_rate)),
-    "shared trunk, raw returns": (SeedBatchPPO, dict(shared_network=True)),
+    "too-large step (lr × 30)": (PPO, dict(learning_rate=30 * CONFIG.learning_rate)),
+    "shared trunk, raw returns": (PPO, dict(shared_network=True)),
     "ratio against the reference": (RatioToReference, {}),
 }
 DIAGNOSTICS = {  # metrics.csv column: axis label
@@ -140,16 +140,15 @@ DIAGNOSTICS = {  # metrics.csv column: axis label
 }
 
 
-def recording_return_variance(trainer_class: type[SeedBatchPPO]) -> type[SeedBatchPPO]:
-    """`trainer_class` that also logs Var[R] of each seed's rollout returns, the denominator of
-    explained variance (not among the trainer's diagnostics)."""
+def recording_return_variance(trainer_class: type[PPO]) -> type[PPO]:
+    """`trainer_class` that also logs Var[R] of the rollout's returns, the denominator of
+    explained variance (not among the trainer's diagnostics), after each update of each run."""
 
     class Recording(trainer_class):
-        def update(self, advantages, returns):
-            rows = super().update(advantages, returns)
-            for row, member_returns in zip(rows, self._member_major(returns)):
-                row["return_variance"] = float(member_returns.var(unbiased=False))
-            return rows
+        def after_update(self, samples):
+            metrics = super().after_update(samples)
+            metrics["return_variance"] = float(samples["returns"].var(unbiased=False))
+            return metrics
 
     return Recording
 
@@ -159,7 +158,7 @@ def train(trainer_class, change: dict, seeds: list[int]) -> dict[str, torch.Tens
     (iterations, seeds) tensor."""
     config = CONFIG.replace(**change)
     envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch")
-    batch = recording_return_variance(trainer_class)(config, seeds, envs, progress=False)
+    batch = recording_return_variance(trainer_class)(config, envs, seeds=seeds, progress=False)
     batch.train()
     if batch.diverged:
         print(f"  diverged members (stopped, their last values kept): {batch.diverged}")
@@ -167,7 +166,7 @@ def train(trainer_class, change: dict, seeds: list[int]) -> dict[str, torch.Tens
             for name in [*DIAGNOSTICS, "episode_return_mean", "gradient_steps", "return_variance"]}
 
 
-runs = {CORRECT: train(SeedBatchPPO, {}, SEEDS)}
+runs = {CORRECT: train(PPO, {}, SEEDS)}
 print(f"trained {CORRECT}")
 for name, (trainer_class, change) in BUGS.items():
     runs[name] = train(trainer_class, change, SEEDS)

@@ -21,10 +21,11 @@ trained state holds.
 
 **Library.** `envs/partially_observable.py` (CartPoleNoVel-v1), `envs/cue_memory.py`
 (CueMemory-v0), `envs/frame_stack.py` (`FrameStackVecEnv`, `frame_stack` in PPOConfig),
-`ppo/models/recurrent_networks.py` (`RecurrentActorCritic`), `ppo/trainers/recurrent.py`
-(`RecurrentPPO`), `ppo/algorithm/sequence_storage.py`; tests in `tests/test_recurrent.py`,
+`ppo/models/recurrent_networks.py` (`RecurrentActorCritic`), `ppo/trainers/ppo.py`
+(`PPO`, which trains a recurrent network when the config names a cell; `RecurrentPPO` is its
+old name), `ppo/algorithm/sequence_storage.py`; tests in `tests/test_recurrent.py`,
 `tests/test_frame_stack.py`, `tests/test_cue_memory.py`; `ppo/trainers/seed_batch.py`
-(`SeedBatchPPO`) and `experiments/commands/statistics.py` (`interval_estimates`) for the seeds.
+(`PPO(config, envs, seeds=...)`) and `experiments/commands/statistics.py` (`interval_estimates`) for the seeds.
 """
 
 # %%
@@ -42,8 +43,8 @@ from experiments.commands.presets import build_config
 from experiments.commands.statistics import interval_estimates
 from experiments.commands.train import training_envs
 from ppo.runs.evaluation import Policy, evaluate_policy, load_policy
+from ppo.trainers.ppo import PPO
 from ppo.trainers.recurrent import RecurrentPPO
-from ppo.trainers.seed_batch import SeedBatchPPO
 
 lecture = Lecture("15_memory", __doc__)
 
@@ -96,7 +97,7 @@ print(f"random policy, {visited.shape[1]:,} states, {int(upright.sum()):,} with 
 
 # %% [markdown]
 """
-Now train. Ten seeds of the MLP train as one batched computation (`SeedBatchPPO`,
+Now train. Ten seeds of the MLP train as one batched computation (a seed batch,
 lecture 6), each evaluated greedily on gymnasium's CartPoleNoVel-v1 (the same
 `evaluate_policy` as `ppo-eval`); lecture 6 trained the same preset on full CartPole.
 An episode lasts at most 500 steps: in the run shown the MLP's seeds score 37 to 48.
@@ -114,12 +115,12 @@ def train_seed_batch(config, label: str) -> tuple[dict, list]:
         old.unlink()  # fresh runs every time
     curves = {seed: [] for seed in SEEDS}
 
-    def keep(batch: SeedBatchPPO, metrics: list[dict]) -> None:
+    def keep(batch: PPO, metrics: list[dict]) -> None:
         for seed, row in zip(SEEDS, metrics):
             curves[seed].append((batch.global_step, row["episode_return_recent"]))
 
     envs = make_seed_batch_env(config.env_id, len(SEEDS), config.num_envs, "torch", frame_stack=config.frame_stack)
-    SeedBatchPPO(config, SEEDS, envs, run_dirs=folders, progress=False).train(keep)
+    PPO(config, envs, seeds=SEEDS, run_dirs=folders, progress=False).train(keep)
     return curves, folders
 
 
@@ -298,7 +299,7 @@ with x_t the hidden layers' output for o_t:
     π(a | o_≤t) = softmax(head(h_t))
 
 `recurrent = "lstm"` swaps the cell for an LSTM (a state (h, c) and four gates). What the
-trainer (`ppo/trainers/recurrent.py`, `RecurrentPPO`) must get right, each with the test
+trainer (`ppo/trainers/ppo.py`, `PPO` on a recurrent config) must get right, each with the test
 in `tests/test_recurrent.py` that fails when it is wrong:
 
 * **the state resets where an episode starts** — at the first reset and at every
@@ -318,8 +319,8 @@ the T = 32 steps of a sequence in Python, once per minibatch and epoch, so the G
 4 epochs of one minibatch (all 64 sequences) instead of 6 epochs of 4 — 128 steps of the
 cell per iteration instead of 768. (The SB3 zoo's recurrent settings for this env run 20 epochs of one minibatch of
 8 sequences on 8 envs: many more passes per sample, and several times slower here.)
-Each seed here is a `RecurrentPPO` run of its own (`ppo-train --seeds` would stack them
-as one `SeedBatchRecurrent`), and a GRU iteration costs more than the MLP's, so the
+Each seed here is a recurrent `PPO` run of its own (`ppo-train --seeds` would stack them
+as one batch), and a GRU iteration costs more than the MLP's, so the
 lecture trains fewer of them: three.
 """
 

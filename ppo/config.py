@@ -8,7 +8,7 @@ language-model side. A concept has one name and one meaning on both sides:
 
 The defaults of `PPOConfig` are CleanRL's for discrete actions (4 envs × 128 steps,
 4 minibatches × 4 epochs, lr 2.5e-4 annealed, γ 0.99, λ 0.95, ε 0.2, ...). The commands
-start from an environment's preset (`experiments/commands/presets.py`) and apply the flags last.
+start from an environment's preset (`ppo/presets.py`) and apply the flags last.
 
 Derived sizes:
     batch_size     = num_envs · num_steps            samples per rollout

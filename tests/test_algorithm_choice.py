@@ -1,5 +1,5 @@
-"""`ppo-train --algorithm clip|penalty|adaptive-clip`: the trainer each names, its own
-settings, its run folder and its resume (ppo.trainers.choice)."""
+"""`ppo-train --algorithm clip|penalty|adaptive-clip|dual-clip`: the trainer each names, its own
+settings, its run folder and its resume (ppo.trainers.choice, ppo.trainers.registry)."""
 
 import csv
 import json
@@ -13,7 +13,7 @@ from ppo.config import ConfigError, PPOConfig
 from ppo.trainers.choice import build_trainer, trainer_class
 from ppo.trainers.ppo import PPO
 from ppo.trainers.recurrent import RecurrentPPO
-from ppo.trainers.variants import AdaptiveClipPPO, PPOPenalty
+from ppo.trainers.variants import AdaptiveClipPPO, DualClipPPO, PPOPenalty
 
 TINY_RUN = ["--env-id", "CartPole-v1", "--env-backend", "torch", "--num-envs", "4", "--num-steps", "32",
             "--no-progress", "--no-tensorboard", "--eval-episodes", "0"]  # 128 steps an iteration
@@ -25,15 +25,14 @@ def rows(run_dir) -> list[dict[str, str]]:
 
 
 def test_each_algorithm_names_its_trainer():
-    config = PPOConfig(env_id="CartPole-v1")
-    assert trainer_class(config) is PPO
-    assert trainer_class(config, "penalty") is PPOPenalty
-    assert trainer_class(config, "adaptive-clip") is AdaptiveClipPPO
-    assert trainer_class(config.replace(recurrent="gru")) is RecurrentPPO
+    assert trainer_class() is PPO
+    assert trainer_class("penalty") is PPOPenalty
+    assert trainer_class("adaptive-clip") is AdaptiveClipPPO
+    assert trainer_class("dual-clip") is DualClipPPO
 
 
 @pytest.mark.parametrize("algorithm, settings, message", [
-    ("nope", {}, "algorithm = 'nope': choose one of clip, penalty, adaptive-clip"),
+    ("nope", {}, "algorithm = 'nope': choose one of clip, penalty, adaptive-clip, dual-clip"),
     ("clip", {"kl_target": 0.02}, "kl_target = 0.02 is a setting of algorithm penalty or adaptive-clip, not of 'clip'"),
     ("adaptive-clip", {"initial_beta": 2.0}, "initial_beta = 2.0 is a setting of algorithm penalty, not of"),
 ])
@@ -43,9 +42,17 @@ def test_an_unknown_algorithm_or_a_setting_of_another_is_refused(algorithm, sett
         build_trainer(config, make_vec_env("CartPole-v1", 2, "torch"), algorithm, settings, progress=False)
 
 
-def test_a_variant_of_a_recurrent_network_is_refused():
-    with pytest.raises(ConfigError, match="algorithm = 'penalty' trains feed-forward networks"):
-        trainer_class(PPOConfig(env_id="CartPole-v1", recurrent="gru"), "penalty")
+@pytest.mark.parametrize("algorithm", ["penalty", "adaptive-clip", "dual-clip"])
+def test_every_variant_trains_a_recurrent_network(algorithm):
+    """A variant is PPO with its loss and rule: on a GRU it replays the rollout's sequences, so the
+    first minibatch's ratio is 1 (up to rounding), and the rule reads the KL of the replayed policy."""
+    config = PPOConfig(env_id="CartPoleNoVel-v1", recurrent="gru", num_envs=4, num_steps=16, total_timesteps=128,
+                       tensorboard=False)
+    trainer = build_trainer(config, make_vec_env(config.env_id, 4, "torch"), algorithm, progress=False)
+    rows = [trainer.train_iteration() for _ in range(2)]
+    assert all(row["first_minibatch_ratio_error"] < 1e-5 for row in rows)
+    if algorithm != "dual-clip":
+        assert all(row["kl_after_update"] > 0 for row in rows)
 
 
 def test_penalty_from_the_command_line_trains_ppo_penalty_with_its_settings(tmp_path):
@@ -93,9 +100,11 @@ def test_a_variants_run_resumes_as_the_same_trainer_bit_for_bit(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--kl-target", "0.02", "--learning-rate", "1e-3,2e-3"], "kl_target = 0.02 is a setting of algorithm penalty"),
     (["--algorithm", "penalty", "--initial-beta", "-1", "--seeds", "1-2"], "initial_beta = -1.0 must be a finite"),
-    (["--algorithm", "adaptive-clip", "--max-clip", "1.5"], "clip bounds [0.02, 1.5] must satisfy"),
+    (["--algorithm", "adaptive-clip", "--max-clip", "1.5"], "max_clip = 1.5 must be a finite number > 0 and < 1"),
+    (["--algorithm", "adaptive-clip", "--min-clip", "0.3", "--max-clip", "0.1"], "clip bounds [0.3, 0.1] must satisfy"),
     (["--kl-target", "0.02"], "kl_target = 0.02 is a setting of algorithm penalty or adaptive-clip"),
-    (["--algorithm", "adaptive-clip", "--recurrent", "lstm"], "algorithm = 'adaptive-clip' trains feed-forward"),
+    (["--dual-clip", "2"], "dual_clip = 2.0 is a setting of algorithm dual-clip, not of 'clip'"),
+    (["--algorithm", "dual-clip", "--dual-clip", "0.9"], "dual_clip = 0.9 must be a finite number > 1"),
     (["--algorithm", "penalty", "--initial-beta", "0"], "initial_beta = 0.0 must be a finite number > 0"),
 ])
 def test_refused_algorithm_settings_leave_nothing_behind(argv, message, tmp_path, monkeypatch, capsys):
@@ -124,7 +133,7 @@ def test_the_folder_name_says_the_algorithm_and_its_settings(tmp_path, monkeypat
 
 
 def test_seeds_of_a_variant_train_as_one_batch_each_member_its_own_variant_run(tmp_path, capsys):
-    """`--algorithm penalty --seeds 1-2` trains one SeedBatchPenalty: each member adapts its own β
+    """`--algorithm penalty --seeds 1-2` trains one batch of PPOPenalty: each member adapts its own β
     as `--seed N` alone does, lands within float32 rounding of that run's losses, and its
     folder is that run's (named alike, recorded as PPOPenalty)."""
     batch, alone = tmp_path / "batch", tmp_path / "alone"

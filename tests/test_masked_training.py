@@ -12,7 +12,6 @@ from ppo.config import ConfigError, PPOConfig
 from ppo.runs.evaluation import load_policy
 from envs.stacked_vec_env import StackedVecEnv
 from ppo.trainers.ppo import PPO, check_spaces
-from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.vec_env import StepResult
 
 # as tests/test_trainer.py: a few float32 ulps of 1.0 from batch-shape-dependent rounding
@@ -153,12 +152,12 @@ def test_spaces_the_trainer_cannot_take_are_refused_in_one_line(observation_spac
     (MaskedImageVecEnv, PPOConfig(**{**MASKED, "env_id": "MaskedImage"})),
 ])
 def test_a_seed_batch_of_masked_and_image_runs_is_each_seeds_own_run(make_envs, config):
-    """The stack maps each member's network over its own copies (VmappedActorCritic): one iteration of
+    """The stack maps each member's network over its own copies (MemberNetworks): one iteration of
     member s lands within float32 rounding of seed s's single run, with the same draws and steps."""
     seeds = [5, 2]
     envs = StackedVecEnv([make_envs(config.num_envs) for _ in seeds])
-    batch = SeedBatchPPO(config, seeds, envs, progress=False)
-    assert type(batch.model).__name__ == "VmappedActorCritic"
+    batch = PPO(config, envs, seeds=seeds, progress=False)
+    assert type(batch.model).__name__ == "MemberNetworks"
     batch_metrics = batch.train_iteration()
     for member, seed in enumerate(seeds):
         single = PPO(config.replace(seed=seed), make_envs(config.num_envs), progress=False)

@@ -1,4 +1,4 @@
-"""What a run with the shipped defaults uses is what --help and --list-presets say it uses.
+"""What a run with the shipped defaults uses is what --help and --list-presets say it uses, and a script gets it too.
 
 Every gymnasium classic-control task has a preset, on the batched torch backend by
 default, the same on gymnasium's backend, within the SB3 zoo's budget for the task
@@ -12,11 +12,14 @@ import re
 
 import pytest
 
-from envs.factory import gymnasium_env_factory
+from envs.factory import EnvError, gymnasium_env_factory, make_vec_env
+from experiments.commands import presets as command_presets
 from experiments.commands import train
 from experiments.benchmarks.continuous import CLASSIC_CONTROL, SUCCESS_THRESHOLD, ZOO_FIGURE
 from experiments.commands.presets import PRESETS, build_config, format_presets
-from ppo.config import PPOConfig
+from ppo import presets
+from ppo.config import ConfigError, PPOConfig
+from ppo.presets import preset_config, preset_for, preset_overrides
 from ppo.trainers.ppo import PPO
 
 # The SB3 zoo's training budget for each task (its benchmark table), in env steps.
@@ -32,6 +35,120 @@ def test_every_classic_control_task_has_a_preset_on_the_torch_backend_and_the_sa
     assert on_gymnasium.replace(env_backend="torch") == config  # no silent fallback to other settings
     if env_id in ZOO_BUDGET:
         assert config.total_timesteps <= ZOO_BUDGET[env_id]
+
+
+# What build_config returned for each preset before the presets moved into the core (ppo.presets) and the
+# CartPole row stopped depending on the backend: the values that differ from the PPOConfig defaults, on every
+# backend alike. A preset row that changes must change here too, with its comment's measurements.
+FROZEN_ROWS = {
+    "Acrobot-v1": {},
+    "CartPole-v1": {"update_epochs": 6, "learning_rate": 0.005, "norm_adv": False, "value_clip_coef": None,
+                    "ent_coef": 0.0, "num_envs": 64, "num_steps": 32, "total_timesteps": 100000},
+    "CartPoleNoVel-v1": {"target_kl": 0.03, "learning_rate": 0.002, "norm_adv": False, "value_clip_coef": None,
+                         "ent_coef": 0.003, "num_envs": 64, "num_steps": 32, "total_timesteps": 300000,
+                         "recurrent": "gru", "recurrent_hidden_size": 128, "sequence_length": 16,
+                         "normalize_obs": True},
+    "HalfCheetah-v5": {"update_epochs": 10, "num_minibatches": 32, "learning_rate": 0.0003, "ent_coef": 0.0,
+                       "num_envs": 1, "num_steps": 2048, "total_timesteps": 1000000, "normalize_obs": True,
+                       "normalize_reward": True},
+    "Hopper-v5": {"update_epochs": 10, "num_minibatches": 32, "learning_rate": 0.0003, "ent_coef": 0.0,
+                  "num_envs": 1, "num_steps": 2048, "total_timesteps": 1000000, "normalize_obs": True,
+                  "normalize_reward": True},
+    "LunarLander-v3": {"num_minibatches": 256, "learning_rate": 0.0003, "anneal_lr": False, "gamma": 0.999,
+                       "gae_lambda": 0.98, "value_clip_coef": None, "num_envs": 16, "num_steps": 1024,
+                       "total_timesteps": 1000000},
+    "MinAtar/Breakout-v1": {"num_minibatches": 8, "learning_rate": 0.001, "num_envs": 128, "num_steps": 32,
+                            "total_timesteps": 10000000, "shared_network": True},
+    "MinAtar/SpaceInvaders-v1": {"num_minibatches": 8, "learning_rate": 0.001, "num_envs": 128, "num_steps": 32,
+                                 "total_timesteps": 10000000, "shared_network": True},
+    "MountainCar-v0": {"learning_rate": 0.001, "gae_lambda": 0.98, "value_clip_coef": None, "ent_coef": 0.0,
+                       "num_envs": 64, "num_steps": 16, "total_timesteps": 1000000, "normalize_obs": True,
+                       "normalize_reward": True},
+    "MountainCarContinuous-v0": {"update_epochs": 10, "learning_rate": 0.0003, "value_clip_coef": None,
+                                 "ent_coef": 0.0, "num_envs": 64, "num_steps": 64, "total_timesteps": 200000,
+                                 "normalize_obs": True, "normalize_reward": True},
+    "Pendulum-v1": {"update_epochs": 10, "num_minibatches": 8, "learning_rate": 0.002, "gamma": 0.95, "num_envs": 8,
+                    "num_steps": 256, "total_timesteps": 200000, "normalize_obs": True, "normalize_reward": True},
+    "PendulumNoVel-v1": {"update_epochs": 10, "learning_rate": 0.002, "gamma": 0.95, "num_envs": 16,
+                         "total_timesteps": 200000, "recurrent": "gru", "normalize_obs": True,
+                         "normalize_reward": True},
+}
+GYMNASIUM_ONLY = {"HalfCheetah-v5", "Hopper-v5", "LunarLander-v3"}  # no batched torch version: auto is gymnasium
+
+
+def frozen_config(row: str, env_id: str, backend: str) -> dict:
+    return {**PPOConfig().to_dict(), **FROZEN_ROWS[row], "env_id": env_id, "env_backend": backend}
+
+
+@pytest.mark.parametrize("env_id", sorted(FROZEN_ROWS))
+def test_every_preset_gives_the_config_it_gave_before_on_every_backend(env_id):
+    assert sorted(PRESETS) == sorted(FROZEN_ROWS)
+    auto = "gymnasium" if env_id in GYMNASIUM_ONLY else "torch"
+    assert build_config({"env_id": env_id}).to_dict() == frozen_config(env_id, env_id, auto)
+    for backend in ("gymnasium",) if env_id in GYMNASIUM_ONLY else ("torch", "gymnasium"):
+        config = build_config({"env_id": env_id, "env_backend": backend})
+        assert config.to_dict() == frozen_config(env_id, env_id, backend)
+    if env_id in GYMNASIUM_ONLY:
+        with pytest.raises(EnvError, match="has no batched torch version"):
+            build_config({"env_id": env_id, "env_backend": "torch"})
+
+
+def test_a_preset_named_for_another_env_or_none_gives_the_config_it_gave_before():
+    assert build_config({"env_id": "CartPoleNoVel-v1"}, "CartPole-v1").to_dict() == frozen_config(
+        "CartPole-v1", "CartPoleNoVel-v1", "torch")
+    assert build_config({"env_id": "Acrobot-v1", "env_backend": "gymnasium"}, "Pendulum-v1").to_dict() == frozen_config(
+        "Pendulum-v1", "Acrobot-v1", "gymnasium")
+    assert build_config({}, "none").to_dict() == frozen_config("Acrobot-v1", "CartPole-v1", "torch")  # no row at all
+    assert build_config({"env_id": "Acrobot-v1"}, None) == build_config({"env_id": "Acrobot-v1"}, "none")
+
+
+@pytest.mark.parametrize("env_id", sorted(FROZEN_ROWS))
+def test_a_script_gets_ppo_train_s_config_from_the_core_with_the_backend_left_to_the_envs(env_id):
+    config = preset_config(env_id)
+    assert config.env_backend == "auto"
+    assert config.replace(env_backend=build_config({"env_id": env_id}).env_backend) == build_config({"env_id": env_id})
+
+
+def test_make_vec_env_resolves_the_auto_backend_a_preset_config_leaves():
+    config = preset_config("CartPole-v1", num_envs=2)
+    envs, batched = make_vec_env(config.env_id, 2, config.env_backend), make_vec_env(config.env_id, 2, "torch")
+    assert type(envs) is type(batched)
+    envs.close(), batched.close()
+
+
+def test_preset_config_layers_the_defaults_the_row_and_the_values_given():
+    assert preset_config("CartPole-v1", learning_rate=0.1, env_backend="gymnasium").to_dict() == {
+        **frozen_config("CartPole-v1", "CartPole-v1", "gymnasium"), "learning_rate": 0.1}
+    assert preset_config("CartPoleNoVel-v1", preset="CartPole-v1") == PPOConfig(
+        **{**presets.CARTPOLE_BATCHED, "env_id": "CartPoleNoVel-v1"})
+    assert preset_config("Acrobot-v1", preset="none") == preset_config("Acrobot-v1", None) == PPOConfig(env_id="Acrobot-v1")
+    assert preset_config() == preset_config("CartPole-v1")
+    assert preset_config(env_id="Pendulum-v1", seed=3).seed == 3
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"preset": "Cartpole-v1"}, "preset = 'Cartpole-v1' is not one of: none, Acrobot-v1, CartPole-v1"),
+    ({"learning_rat": 1e-3}, "unknown config field(s) learning_rat"),
+    ({"learning_rate": -1e-3}, "learning_rate = -0.001 must be a finite number > 0"),
+    ({"num_minibatches": 3}, "num_envs * num_steps = 2048 is not divisible by num_minibatches = 3"),
+])
+def test_preset_config_refuses_in_one_line(values, message):
+    with pytest.raises(ConfigError) as refused:
+        preset_config("CartPole-v1", **values)
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_the_preset_for_an_env_and_a_copy_of_its_row():
+    assert preset_for("CartPole-v1") == "CartPole-v1" and preset_for("NoPreset-v0") is None
+    assert preset_for("CartPole-v1", "none") is None and preset_for("CartPole-v1", "Pendulum-v1") == "Pendulum-v1"
+    row = preset_overrides("CartPole-v1")
+    row["learning_rate"] = 1.0
+    assert presets.PRESETS["CartPole-v1"]["learning_rate"] == 5e-3 and preset_overrides(None) == {}
+
+
+def test_the_command_layer_serves_the_core_s_presets():
+    for name in ("PRESETS", "CARTPOLE_BATCHED", "MINATAR", "CLEANRL_CONTINUOUS", "preset_names", "preset_overrides"):
+        assert getattr(command_presets, name) is getattr(presets, name), name
 
 
 def test_list_presets_names_every_env_with_its_backends(capsys):

@@ -66,3 +66,19 @@ def test_the_action_generator_is_saved_and_restored_with_the_checkpoint():
         expected = trainer.model.act(trainer.next_obs, None, trainer.action_generator)[0]
         assert torch.equal(resumed.model.act(resumed.next_obs, None, resumed.action_generator)[0], expected)
     assert torch.equal(resumed.action_generator.get_state(), trainer.action_generator.get_state())
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "MinAtar/Breakout-v1"])
+def test_a_seeds_initial_weights_do_not_depend_on_the_thread_count(env_id):
+    """The orthogonal initialisation (a QR per layer) runs on one thread whatever the run trains with."""
+    config = PPOConfig(env_id=env_id, num_envs=2, num_steps=16, num_minibatches=2, total_timesteps=32)
+    threads = torch.get_num_threads()
+    weights = []
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            trainer = PPO(config, make_vec_env(env_id, 2, "torch"), progress=False)
+            weights.append(trainer.optimizer.flat_params.clone())
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(weights[0], weights[1])

@@ -5,7 +5,8 @@ and the guide, from `ppo-train` to `ppo-plot runs/`, in order in one fresh folde
 The documents are the README and the guide's pages (docs/book/guide/), in the order of the
 guide's table of contents; a command shown on several of them counts once.
 The Python blocks share one working folder, as a reader's session would: the first trains into
-runs/cartpole-api, the next two load it, the last trains and loads the language model.
+runs/cartpole-api, the next two train from a preset and a batch of seeds, the two after them load
+runs/cartpole-api, the last trains and loads the language model.
 The SFT model's cache goes to a temporary folder, so the test does not depend on (or
 fill) the reader's cache; the small model there trains in seconds.
 """
@@ -84,8 +85,9 @@ def test_the_python_api_examples_run(tmp_path: Path):
                                 capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S)
         assert result.returncode == 0, f"Python API example {number} failed:\n{example}\n{result.stderr[-3000:]}"
         outputs.append(result.stdout)
-    trained, batched, acted, evaluated, language_model = outputs
+    trained, from_preset, batched, acted, evaluated, language_model = outputs
     assert "stopped after" in trained
+    assert "64 envs × 32 steps, lr 0.005, backend auto" in from_preset and "after 20,480 steps" in from_preset
     assert "mean of the last 20 episodes per seed:" in batched
     assert all((tmp_path / "runs" / "cartpole-batch" / f"seed{seed}" / "checkpoint.pt").is_file() for seed in (1, 2, 3, 4))
     assert (tmp_path / "runs" / "cartpole-api" / "checkpoint.pt").is_file()

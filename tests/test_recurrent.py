@@ -26,8 +26,7 @@ from ppo.parallel.optim import FlatAdam
 from ppo.models.recurrent_networks import RecurrentActorCritic
 from ppo.trainers.choice import resume_run
 from envs.factory import make_seed_batch_env, make_vec_env
-from ppo.trainers.recurrent import RecurrentPPO, SeedBatchRecurrent, columns
-from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.recurrent import RecurrentPPO, columns
 from ppo.trainers.ppo import PPO
 from ppo.vec_env import StepResult
 
@@ -566,14 +565,14 @@ def test_evaluation_carries_the_state_through_each_episode_and_zeroes_it_at_the_
 
 # ---------------------------------------------------------------- what refuses recurrence
 
-def test_feed_forward_trainers_refuse_a_recurrent_config_in_one_line():
+def test_ppo_is_recurrent_ppo_on_a_recurrent_config_and_refuses_it_under_torchrun():
     config = PPOConfig(**SMALL)
-    with pytest.raises(ConfigError, match="recurrent = 'gru'.*RecurrentPPO"):
-        PPO(config, PositionsOnly(8), progress=False)
-    with pytest.raises(ConfigError, match="recurrent = 'gru'.*SeedBatchRecurrent"):
-        SeedBatchPPO(config, [1, 2], PositionsOnly(16), progress=False)
+    trainer = PPO(config, PositionsOnly(8), progress=False)
+    assert trainer.recurrent and trainer.buffer.sequence_states.shape[1] == 8
+    with pytest.raises(ConfigError, match="recurrent = 'none': RecurrentPPO needs a recurrent core"):
+        RecurrentPPO(config.replace(recurrent="none"), PositionsOnly(8), progress=False)
     with pytest.raises(ConfigError, match="recurrent = 'gru' is not supported under torchrun"):
-        RecurrentPPO(config.replace(num_envs=8), PositionsOnly(4), progress=False, world=World(rank=0, size=2))
+        PPO(config.replace(num_envs=8), PositionsOnly(4), progress=False, world=World(rank=0, size=2))
 
 
 @pytest.mark.parametrize("cell, overrides", [
@@ -581,12 +580,13 @@ def test_feed_forward_trainers_refuse_a_recurrent_config_in_one_line():
     ("lstm", {"shared_network": True}),  # one core per member
 ])
 def test_a_recurrent_seed_batch_is_each_seeds_own_run(cell, overrides):
-    """Member s of SeedBatchRecurrent (cores s·K … s·K + K − 1 of one kernel) draws its run's actions,
-    replays its run's sequences, and lands within float32 rounding of RecurrentPPO with seed s."""
+    """Member s of a recurrent seed batch (the members' networks mapped by vmap, the GRU's own kernel
+    included) draws its run's actions, replays its run's sequences, and lands within float32 rounding
+    of PPO with seed s."""
     config = PPOConfig(**{**SMALL, "env_id": "CartPoleNoVel-v1", "recurrent": cell, **overrides})
     seeds = [4, 1]
-    batch = SeedBatchRecurrent(config, seeds, make_seed_batch_env(config.env_id, 2, config.num_envs, "torch"),
-                               progress=False)
+    batch = PPO(config, make_seed_batch_env(config.env_id, 2, config.num_envs, "torch"), seeds=seeds,
+                progress=False)
     rows = [batch.train_iteration() for _ in range(2)]
     for member, seed in enumerate(seeds):
         single = RecurrentPPO(config.replace(seed=seed), make_vec_env(config.env_id, config.num_envs, "torch"),
@@ -610,23 +610,23 @@ def test_a_recurrent_seed_batch_resumes_bit_for_bit_and_its_members_alone(tmp_pa
     def envs(batch_config, count):
         return make_seed_batch_env(batch_config.env_id, count, batch_config.num_envs, "torch")
 
-    whole = SeedBatchRecurrent(config, seeds, envs(config, 2), [tmp_path / "whole" / str(s) for s in seeds],
-                               progress=False)
+    whole = PPO(config, envs(config, 2), seeds=seeds, run_dirs=[tmp_path / "whole" / str(s) for s in seeds],
+                progress=False)
     whole.train()
     folders = [tmp_path / "parts" / str(seed) for seed in seeds]
-    SeedBatchRecurrent(config, seeds, envs(config, 2), folders, progress=False).train(
+    PPO(config, envs(config, 2), seeds=seeds, run_dirs=folders, progress=False).train(
         lambda batch, metrics: batch.iteration == 2)
-    resumed = SeedBatchRecurrent.resume(folders, envs, progress=False)
+    resumed = PPO.resume(folders, envs, progress=False)
     resumed.train()
     assert torch.equal(resumed.optimizer.flat_params, whole.optimizer.flat_params)
-    assert load_checkpoint(folders[0])["trainer"]["class"] == "RecurrentPPO"
+    assert load_checkpoint(folders[0])["trainer"]["class"] == "PPO"
     alone = resume_run(folders[0], lambda member: make_vec_env(member.env_id, member.num_envs, "torch"),
                        progress=False)
-    assert type(alone) is RecurrentPPO and alone.iteration == 4
+    assert type(alone) is PPO and alone.recurrent and alone.iteration == 4
 
 
 def test_ppo_train_trains_recurrent_seeds_as_one_batch(tmp_path, capsys):
-    """`--recurrent gru --seeds 1,2` trains one SeedBatchRecurrent; each folder is a RecurrentPPO run's."""
+    """`--recurrent gru --seeds 1,2` trains one seed batch; each folder is a recurrent PPO run's."""
     code = train.main(["--env-id", "CartPole-v1", "--recurrent", "gru", "--seeds", "1,2", "--num-envs", "4",
                        "--num-steps", "16", "--total-timesteps", "128", "--eval-episodes", "1", "--run-dir",
                        str(tmp_path / "runs"), "--no-progress", "--no-tensorboard"])
@@ -634,7 +634,7 @@ def test_ppo_train_trains_recurrent_seeds_as_one_batch(tmp_path, capsys):
     assert "one after another" not in capsys.readouterr().out
     folders = sorted((tmp_path / "runs").glob("CartPole-v1__*"))
     assert [folder.name.rsplit("__", 1)[1] for folder in folders] == ["seed1", "seed2"]
-    assert all(load_checkpoint(folder)["trainer"]["class"] == "RecurrentPPO" for folder in folders)
+    assert all(load_checkpoint(folder)["trainer"]["class"] == "PPO" for folder in folders)
 
 
 def test_ppo_train_trains_evaluates_and_resumes_a_recurrent_run(tmp_path, capsys):
@@ -643,6 +643,6 @@ def test_ppo_train_trains_evaluates_and_resumes_a_recurrent_run(tmp_path, capsys
              "--total-timesteps", "256", "--eval-episodes", "4", "--no-tensorboard", "--no-progress"]
     assert train.main([*flags, "--run-dir", str(run_dir)]) == 0
     assert "mean return" in capsys.readouterr().out
-    assert load_checkpoint(run_dir)["trainer"]["class"] == "RecurrentPPO"
+    assert load_checkpoint(run_dir)["trainer"]["class"] == "PPO"
     assert train.main(["--resume", str(run_dir), "--total-timesteps", "512", "--no-progress"]) == 0
     assert load_checkpoint(run_dir)["global_step"] == 512

@@ -18,7 +18,7 @@ from ppo.config import ConfigError
 from ppo.parallel.optim import FlatAdam, StackedAdam
 from ppo.runs.checkpoint import CheckpointError
 from ppo.runs.logger import read_metrics
-from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO, parse_seeds
+from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatch, parse_seeds
 from ppo.trainers.ppo import PPO
 
 COMPARED = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm",
@@ -31,7 +31,7 @@ def _config(env_id="CartPole-v1", **overrides):
 
 def _batch(config, seeds, run_dirs=None):
     envs = make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch")
-    return SeedBatchPPO(config, seeds, envs, run_dirs=run_dirs, progress=False)
+    return PPO(config, envs, seeds=seeds, run_dirs=run_dirs, progress=False)
 
 
 def _single(config, seed, run_dir=None):
@@ -100,8 +100,8 @@ def test_every_member_draws_decides_and_steps_as_its_own_run_for_many_iterations
     for _ in range(config.num_iterations):
         rows = batch.train_iteration()
         trace.append([(rows[member], batch.optimizer.flat_params[member].clone(),
-                       batch.optimizer.member_state_dict(member), batch.shuffle_generators[member].get_state(),
-                       batch.action_generators[member].get_state()) for member in range(len(seeds))])
+                       batch.members[member].optimizer.state_dict(), batch.shuffle_generator[member].get_state(),
+                       batch.action_generator[member].get_state()) for member in range(len(seeds))])
     decisions = set()
     for member, seed in enumerate(seeds):
         single = _single(config, seed)
@@ -124,10 +124,12 @@ def test_every_member_draws_decides_and_steps_as_its_own_run_for_many_iterations
 
 def test_stacked_adam_is_one_flat_adam_per_member_and_skips_inactive_ones():
     torch.manual_seed(0)
-    rows = [torch.randn(5, requires_grad=True) for _ in range(3)]
-    singles = [FlatAdam([torch.nn.Parameter(row.detach().clone())], lr=0.1) for row in rows]
-    stacked = torch.nn.Parameter(torch.stack([row.detach() for row in rows]))
-    optimizer = StackedAdam([stacked], lr=0.1)
+    rows = [torch.randn(5) for _ in range(3)]
+    singles = [FlatAdam([torch.nn.Parameter(row.clone())], lr=0.1) for row in rows]
+    members = [FlatAdam([torch.nn.Parameter(row.clone())], lr=0.1) for row in rows]
+    optimizer = StackedAdam(members)
+    stacked = optimizer.parameters()[0]  # (3, 5), row s: member s's parameter
+    assert torch.equal(stacked.detach(), torch.stack(rows))
     for step, active in enumerate([None, [True, False, True], [False, True, True]]):
         gradients = torch.randn(3, 5) * 10
         optimizer.zero_grad()
@@ -144,6 +146,9 @@ def test_stacked_adam_is_one_flat_adam_per_member_and_skips_inactive_ones():
             assert float(single.clip_grad_norm(1.0)) == pytest.approx(float(norms[member]), rel=1e-6)
             single.step()
             assert torch.allclose(optimizer.flat_params[member], single.flat_params, atol=1e-7), (step, member)
+            # each member's own FlatAdam reads its row: its network's parameters and its checkpoint
+            assert torch.equal(members[member].parameters[0].detach(), optimizer.flat_params[member])
+            assert torch.equal(members[member].state_dict()["exp_avg"], optimizer.exp_avg[member])
     assert optimizer.steps == [single.steps for single in singles] == [2, 2, 3]
 
 
@@ -199,8 +204,8 @@ def test_a_seed_batch_resumes_bit_for_bit(tmp_path, env_id, overrides):
     whole.train()
     folders = [tmp_path / "parts" / str(seed) for seed in seeds]
     _batch(config, seeds, folders).train(lambda batch, metrics: batch.iteration == 2)
-    resumed = SeedBatchPPO.resume(folders, _batch_envs, progress=False)
-    assert resumed.iteration == 2 and resumed.seeds == seeds
+    resumed = SeedBatch.resume(folders, _batch_envs, progress=False)  # the class the checkpoints name
+    assert resumed.iteration == 2 and resumed.seeds == seeds and isinstance(resumed, PPO)
     resumed.train()
     assert torch.equal(resumed.optimizer.flat_params, whole.optimizer.flat_params)
     assert torch.equal(resumed.optimizer.exp_avg_sq, whole.optimizer.exp_avg_sq)
@@ -217,11 +222,11 @@ def test_a_seed_batch_refuses_members_saved_apart(tmp_path):
     _batch(config, [1, 2], folders).train(lambda batch, metrics: batch.iteration == 2)
     _single(config, 2, folders[1]).train(lambda trainer, metrics: trainer.iteration == 1)  # seed 2 again, alone
     with pytest.raises(CheckpointError, match=r"stands at iteration 1, .* at 2: resume each alone"):
-        SeedBatchPPO.resume(folders, _batch_envs, progress=False)
+        PPO.resume(folders, _batch_envs, progress=False)
     other = _config(total_timesteps=4 * 4 * 64, num_envs=4, num_steps=64, learning_rate=1e-3)
     _batch(other, [3], [tmp_path / "3"]).train(lambda batch, metrics: batch.iteration == 2)
     with pytest.raises(CheckpointError, match="differs from .* in learning_rate"):
-        SeedBatchPPO.resume([folders[0], tmp_path / "3"], _batch_envs, progress=False)
+        PPO.resume([folders[0], tmp_path / "3"], _batch_envs, progress=False)
 
 
 @pytest.mark.slow  # full tier: the default tier checks every member step by step
@@ -256,7 +261,7 @@ def test_a_diverging_member_stops_alone_and_the_others_go_on_bit_for_bit(tmp_pat
                     if batch.iteration == 2 else None)
     folders = [tmp_path / f"seed{seed}" for seed in seeds]
     faulty = _batch(config, seeds, folders)
-    correct_loss = faulty.minibatch_loss
+    correct_loss = faulty.member_losses
 
     def loss_with_a_fault(minibatch):
         result = correct_loss(minibatch)
@@ -264,7 +269,7 @@ def test_a_diverging_member_stops_alone_and_the_others_go_on_bit_for_bit(tmp_pat
             result.loss = result.loss * torch.tensor([1.0, math.nan, 1.0])
         return result
 
-    faulty.minibatch_loss = loss_with_a_fault
+    faulty.member_losses = loss_with_a_fault
     faulty.train()
     assert faulty.iteration == 5 and list(faulty.diverged) == [1]
     assert faulty.diverged[1] == {"seed": 2, "iteration": 3, "quantity": "policy_loss", "value": "nan"}
@@ -303,27 +308,45 @@ def test_sixteen_batched_cartpole_seeds_solve_it(tmp_path):
     assert len(scores) == 16 and sum(score >= 475 for score in scores) >= 15
 
 
-def test_the_layer_by_layer_stack_reads_integer_and_multi_axis_observations_as_one_network_does():
-    """An MLP flattens a (3, 2) uint8 observation and reads it as numbers (MLPEncoder); its stack does the same."""
+def _member_networks(members):
+    from ppo.models.member_networks import MemberNetworks
+
+    optimizer = StackedAdam([FlatAdam(member.parameters(), lr=1e-3) for member in members])
+    names = [name for name, _ in members[0].named_parameters()]
+    return MemberNetworks(members, dict(zip(names, optimizer.parameters())))
+
+
+def test_member_networks_compute_each_members_own_network_on_its_block_of_copies():
+    """An MLP on (3, 2) uint8 observations (flattened, read as numbers) and a shared trunk: the stack of
+    two members called on 2·5 copies gives, in each block, what that member's own network gives, and
+    an action drawn with each member's generator is the one its network draws with that generator."""
     import gymnasium as gym
 
     from ppo.models.networks import ActorCritic
-    from ppo.models.stacked_networks import StackedActorCritic, stack_networks
 
     space, actions = gym.spaces.Box(0, 255, (3, 2), dtype=np.uint8), gym.spaces.Discrete(4)
-    members = []
-    for seed in (1, 2):
-        torch.manual_seed(seed)
-        members.append(ActorCritic(space, actions, encoder="mlp"))
-    stack = stack_networks(members)
-    assert isinstance(stack, StackedActorCritic)
-    obs = torch.randint(0, 256, (2, 5, 3, 2), dtype=torch.uint8)
-    values = stack.value(obs)
-    log_probs, _, _ = stack.evaluate_actions(obs, torch.zeros(2, 5, dtype=torch.int64))
-    for member, network in enumerate(members):
-        assert torch.allclose(values[member], network.value(obs[member]), atol=1e-5)
-        assert torch.allclose(log_probs[member], network.evaluate_actions(obs[member], torch.zeros(5).long())[0],
-                              atol=1e-5)
+    for shared in (False, True):
+        members = []
+        for seed in (1, 2):
+            torch.manual_seed(seed)
+            members.append(ActorCritic(space, actions, encoder="mlp", shared=shared))
+        stack = _member_networks(members)
+        obs = torch.randint(0, 256, (10, 3, 2), dtype=torch.uint8)
+        chosen = torch.randint(0, 4, (10,))
+        values = stack.value(obs)
+        log_probs, entropy, _ = stack.evaluate_actions(obs, chosen)
+        drawn = stack.act(obs, None, [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)])
+        for member, network in enumerate(members):
+            block = slice(5 * member, 5 * member + 5)
+            assert torch.allclose(values[block], network.value(obs[block]), atol=1e-6)
+            own_log_probs, own_entropy, _ = network.evaluate_actions(obs[block], chosen[block])
+            assert torch.allclose(log_probs[block], own_log_probs, atol=1e-6)
+            assert torch.allclose(entropy[block], own_entropy, atol=1e-6)
+            own = network.act(obs[block], None, torch.Generator().manual_seed(7 + member))
+            assert torch.equal(drawn[0][block], own[0])
+            assert torch.allclose(drawn[1][block], own[1], atol=1e-6)
+        with pytest.raises(ValueError, match="called on its S·N copies"):
+            stack.value(obs[:7])
 
 
 def test_a_seed_batch_refuses_to_resume_a_member_that_diverged_and_what_it_does_not_have(tmp_path):
@@ -333,7 +356,7 @@ def test_a_seed_batch_refuses_to_resume_a_member_that_diverged_and_what_it_does_
     batch.train(lambda batch, metrics: batch.iteration == 1)
     (folders[1] / DIVERGED_NAME).write_text("{}")
     with pytest.raises(CheckpointError, match="diverged .diverged.json.: resume the other runs"):
-        SeedBatchPPO.resume(folders, _batch_envs, progress=False)
+        PPO.resume(folders, _batch_envs, progress=False)
     with pytest.raises(TypeError, match="one checkpoint per member"):
         batch.state_dict()
     with pytest.raises(TypeError, match="recent_returns_by_member"):

@@ -107,9 +107,9 @@ def test_a_sweep_outlives_diverging_runs(tmp_path, capsys, monkeypatch):
     iteration 2. Every setting still trains, the table has a row for each and counts the
     diverged runs as failures, and each diverged folder keeps its last good checkpoint (none
     for a run that diverged in its first iteration), gets diverged.json and no evaluation."""
-    from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatchPPO
+    from ppo.trainers.seed_batch import DIVERGED_NAME, SeedBatch
 
-    correct_loss = SeedBatchPPO.minibatch_loss
+    correct_loss = SeedBatch.member_losses
 
     def loss_with_a_fault(batch, minibatch):
         result = correct_loss(batch, minibatch)
@@ -117,7 +117,7 @@ def test_a_sweep_outlives_diverging_runs(tmp_path, capsys, monkeypatch):
             result.loss = result.loss * torch.tensor([1.0, math.nan])  # seed 2 only
         return result
 
-    monkeypatch.setattr(SeedBatchPPO, "minibatch_loss", loss_with_a_fault)
+    monkeypatch.setattr(SeedBatch, "member_losses", loss_with_a_fault)
     exit_code = main(["--learning-rate", "5e-3,1e-2,1e30", "--seeds", "1-2", "--total-timesteps", "4096",
                       "--checkpoint-every", "1", "--eval-episodes", "2", "--run-dir", str(tmp_path), "--no-progress",
                       "--no-tensorboard"])

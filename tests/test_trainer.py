@@ -55,10 +55,20 @@ def test_truncation_flag_reaches_the_buffer():
     # truncation separate; with the classic mistake it becomes a termination.
     config = PPOConfig(env_id="Pendulum-v1", env_backend="gymnasium", num_envs=2, num_steps=200, num_minibatches=2, total_timesteps=400)
     trainer = make_trainer(config, progress=False)
+    results = []
+    step = trainer.envs.step
+    trainer.envs.step = lambda actions: results.append(step(actions)) or results[-1]
     trainer.collect_rollout()
     assert trainer.buffer.truncated[-1].all() and not trainer.buffer.terminated.any()
     # the final observation kept for bootstrapping is not the reset observation that follows
+    assert torch.equal(trainer.buffer.final_obs[-1], results[-1].final_obs)
     assert not torch.equal(trainer.buffer.final_obs[-1], trainer.next_obs)
+    # and the value GAE bootstraps from is that observation's: V(s_T), not V of the reset one
+    with torch.inference_mode():
+        _, final_values = trainer.bootstrap_values()
+        torch.testing.assert_close(final_values[-1], trainer.model.value(results[-1].final_obs))
+        assert not torch.allclose(final_values[-1], trainer.model.value(trainer.next_obs))
+    assert not final_values[:-1].any()  # no episode was cut before the last step
     trainer = make_trainer(config.replace(bootstrap_truncated=False), progress=False)
     trainer.collect_rollout()
     assert trainer.buffer.terminated[-1].all() and not trainer.buffer.truncated.any()

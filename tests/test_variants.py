@@ -1,4 +1,4 @@
-"""PPO-Penalty and adaptive clipping: the penalised loss and the KL feedback rules by hand."""
+"""PPO-Penalty, adaptive clipping and dual-clip: the losses and the KL feedback rules by hand, and as trainers."""
 
 import json
 import math
@@ -18,11 +18,8 @@ from ppo.trainers.variants import (
     TOO_FAR,
     AdaptiveClipPPO,
     PPOPenalty,
-    SeedBatchAdaptiveClip,
-    SeedBatchPenalty,
     kl_feedback,
     kl_penalty_loss,
-    rollout_kl,
     unclipped_surrogate_loss,
     update_clip_coefficient,
     update_kl_coefficient,
@@ -98,7 +95,7 @@ def test_clip_coefficient_moves_opposite_to_beta_and_stays_in_bounds():
 def test_rollout_kl_is_zero_before_the_policy_moves():
     trainer = PPOPenalty(PPOConfig(**SMALL), small_envs(), progress=False)
     trainer.collect_rollout()
-    assert trainer.rollout_kl() == pytest.approx(0.0, abs=1e-7)
+    assert trainer.rollout_kl(trainer.update_samples(*trainer.compute_advantages())) == pytest.approx(0.0, abs=1e-7)
 
 
 def test_penalty_trainer_applies_the_beta_rule_after_every_update():
@@ -203,55 +200,55 @@ BATCH_CONFIG = dict(env_id="CartPole-v1", num_envs=4, num_steps=64, num_minibatc
                     total_timesteps=4 * 4 * 64, tensorboard=False, checkpoint_every=0)
 
 
-@pytest.mark.parametrize("batch_class, single_class, settings, adapted", [
-    (SeedBatchPenalty, PPOPenalty, {"kl_target": 0.001, "initial_beta": 0.5}, "beta"),
-    (SeedBatchAdaptiveClip, AdaptiveClipPPO, {"kl_target": 0.001, "min_clip": 0.05, "max_clip": 0.4}, "clip_coef"),
+@pytest.mark.parametrize("variant, settings, adapted", [
+    (PPOPenalty, {"kl_target": 0.001, "initial_beta": 0.5}, "beta"),
+    (AdaptiveClipPPO, {"kl_target": 0.001, "min_clip": 0.05, "max_clip": 0.4}, "clip_coef"),
 ])
-def test_a_variant_seed_batch_is_each_seeds_own_variant_run(batch_class, single_class, settings, adapted):
+def test_a_variant_seed_batch_is_each_seeds_own_variant_run(variant, settings, adapted):
     """Member s uses, measures and adapts its own β or ε: after each of three iterations its
     coefficient is its single run's, and its losses and weights agree within float32 rounding."""
     config = PPOConfig(**BATCH_CONFIG)
     seeds = [6, 1]
-    batch = batch_class(config, seeds, _batch_envs(config, len(seeds)), progress=False, **settings)
-    singles = [single_class(config.replace(seed=seed), training_envs(config.replace(env_backend="torch")),
-                            progress=False, **settings) for seed in seeds]
+    batch = variant(config, _batch_envs(config, len(seeds)), seeds=seeds, progress=False, **settings)
+    singles = [variant(config.replace(seed=seed), training_envs(config.replace(env_backend="torch")),
+                       progress=False, **settings) for seed in seeds]
+    initial = [getattr(member, adapted) for member in batch.members]
     for _ in range(3):
         rows = batch.train_iteration()
         for member, single in enumerate(singles):
             metrics = single.train_iteration()
             assert rows[member][adapted] == metrics[adapted]  # the value the update used
-            assert batch.adapted[member] == getattr(single, adapted)  # and where the rule moved it
+            assert getattr(batch.members[member], adapted) == getattr(single, adapted)  # and where the rule moved it
             for name in ("policy_loss", "kl_after_update", "clip_fraction"):
                 assert rows[member][name] == pytest.approx(metrics[name], rel=1e-3, abs=1e-6), (member, name)
-    assert batch.adapted != [batch.initial_value()] * 2  # the rule moved the coefficients
+    assert [getattr(member, adapted) for member in batch.members] != initial  # the rule moved the coefficients
     for member, single in enumerate(singles):
         assert float((batch.optimizer.flat_params[member] - single.optimizer.flat_params).abs().max()) < 1e-4
 
 
-@pytest.mark.parametrize("batch_class, single_class, settings", [
-    (SeedBatchPenalty, PPOPenalty, {"kl_target": 0.002, "initial_beta": 2.0}),
-    (SeedBatchAdaptiveClip, AdaptiveClipPPO, {"kl_target": 0.002, "min_clip": 0.05, "max_clip": 0.4}),
+@pytest.mark.parametrize("variant, settings, adapted", [
+    (PPOPenalty, {"kl_target": 0.002, "initial_beta": 2.0}, "beta"),
+    (AdaptiveClipPPO, {"kl_target": 0.002, "min_clip": 0.05, "max_clip": 0.4}, "clip_coef"),
 ])
-def test_a_variant_seed_batch_resumes_bit_for_bit_and_its_members_resume_alone(tmp_path, batch_class, single_class,
-                                                                              settings):
+def test_a_variant_seed_batch_resumes_bit_for_bit_and_its_members_resume_alone(tmp_path, variant, settings, adapted):
     config = PPOConfig(**BATCH_CONFIG)
     seeds = [3, 8]
-    whole = batch_class(config, seeds, _batch_envs(config, 2), [tmp_path / "whole" / str(s) for s in seeds],
-                        progress=False, **settings)
+    whole = variant(config, _batch_envs(config, 2), seeds=seeds, run_dirs=[tmp_path / "whole" / str(s) for s in seeds],
+                    progress=False, **settings)
     whole.train()
     folders = [tmp_path / "parts" / str(seed) for seed in seeds]
-    batch_class(config, seeds, _batch_envs(config, 2), folders, progress=False, **settings).train(
+    variant(config, _batch_envs(config, 2), seeds=seeds, run_dirs=folders, progress=False, **settings).train(
         lambda batch, metrics: batch.iteration == 2)
-    resumed = batch_class.resume(folders, _batch_envs, progress=False)
+    resumed = variant.resume(folders, _batch_envs, progress=False)
     assert resumed.iteration == 2 and {name: getattr(resumed, name) for name in settings} == settings
     resumed.train()
     assert torch.equal(resumed.optimizer.flat_params, whole.optimizer.flat_params)
-    assert resumed.adapted == whole.adapted
-    alone = single_class.resume(folders[1], lambda member_config: training_envs(member_config.replace(
+    assert [getattr(m, adapted) for m in resumed.members] == [getattr(m, adapted) for m in whole.members]
+    alone = variant.resume(folders[1], lambda member_config: training_envs(member_config.replace(
         env_backend="torch")), progress=False)  # a member's folder is its variant run's
-    assert type(alone) is single_class and alone.iteration == 4
-    assert getattr(alone, resumed.adapted_name) == resumed.adapted[1]
-    assert json.loads((folders[1] / "config.json").read_text())["trainer"]["class"] == single_class.__name__
+    assert type(alone) is variant and alone.iteration == 4
+    assert getattr(alone, adapted) == getattr(resumed.members[1], adapted)
+    assert json.loads((folders[1] / "config.json").read_text())["trainer"]["class"] == variant.__name__
 
 
 def test_rollout_kl_reads_the_policy_under_the_masks_the_actions_were_drawn_with():
@@ -263,4 +260,4 @@ def test_rollout_kl_reads_the_policy_under_the_masks_the_actions_were_drawn_with
                        total_timesteps=8 * 32 * 2)
     trainer = PPOPenalty(config, MaskedChoiceVecEnv(8), progress=False)
     trainer.collect_rollout()
-    assert abs(rollout_kl(trainer)) < 1e-6
+    assert abs(trainer.rollout_kl(trainer.update_samples(*trainer.compute_advantages()))) < 1e-6

@@ -22,6 +22,7 @@ extensions = [
     "sphinx-mathjax-offline",  # MathJax 3 copied into _static/mathjax: no CDN
     "plain_docstrings",  # the docstrings' indented blocks kept line for line
     "package_modules",  # an API page lists every module of its package
+    "metrics_columns_table",  # the run folder's page: every metrics.csv column, from ppo.runs.metrics_columns
     "lecture_pages",  # lectures/NN_name.ipynb copied into lectures/ of the book's sources
 ]
 

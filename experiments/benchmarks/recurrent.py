@@ -42,7 +42,7 @@ def config_for(args, recurrent: str, env_id: str = "CartPole-v1", backend: str =
 
 def steps_per_second(config: PPOConfig, iterations: int) -> float:
     """Environment steps per second of `iterations` training iterations of a fresh trainer."""
-    trainer = trainer_class(config)(config, make_vec_env(config.env_id, config.num_envs, config.env_backend),
+    trainer = trainer_class()(config, make_vec_env(config.env_id, config.num_envs, config.env_backend),
                                     progress=False)
     started = time.perf_counter()
     for _ in range(iterations):

@@ -4,7 +4,7 @@ For each env and seed the two trainers take turns, each as a whole process of it
 (`python -m ...`), timed from start to exit, each followed by a greedy evaluation of 100
 episodes inside that process:
 
-  library      `ppo-train --env-id ENV --seed S` with the env's preset (experiments.commands.presets),
+  library      `ppo-train --env-id ENV --seed S` with the env's preset (ppo.presets),
                at the preset's budget; with --same-steps also at the zoo's budget
   sb3-contrib  RecurrentPPO('MlpLstmPolicy') with the settings of the zoo's published agent
                for the env (ZOO below: the rl-baselines3-zoo 'ppo_lstm' rows, with obs
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from experiments.benchmarks.environments import run_command
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
-from experiments.commands.presets import preset_overrides
+from ppo.presets import preset_overrides
 from ppo.runs.evaluation import EVAL_SEED_OFFSET
 
 PROG = "python -m experiments.benchmarks.recurrent_zoo"
@@ -96,7 +96,7 @@ def library_run(env_id: str, seed: int, total_timesteps: int | None, folder: Pat
         command += ["--total-timesteps", str(total_timesteps)]
     seconds, _ = run_command(command)
     evaluation = json.loads((run_dir / "eval.json").read_text())
-    steps = total_timesteps or preset_overrides(env_id, "torch")["total_timesteps"]
+    steps = total_timesteps or preset_overrides(env_id)["total_timesteps"]
     return {"seconds": seconds, "mean_return": evaluation["mean_return"], "steps": steps}
 
 
@@ -116,7 +116,7 @@ def benchmark(env_ids: list[str], library_seeds: list[int], sb3_seeds: list[int]
     with tempfile.TemporaryDirectory() as folder:
         for env_id in env_ids:
             budgets = [None]
-            if same_steps and preset_overrides(env_id, "torch")["total_timesteps"] != ZOO[env_id]["n_timesteps"]:
+            if same_steps and preset_overrides(env_id)["total_timesteps"] != ZOO[env_id]["n_timesteps"]:
                 budgets.append(ZOO[env_id]["n_timesteps"])
             for i, seed in enumerate(library_seeds):
                 for budget in budgets if i < len(sb3_seeds) else [None]:

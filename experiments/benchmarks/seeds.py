@@ -5,7 +5,7 @@
 
 Both sides train in this process, without run folders (no logging, no checkpoints), on
 the torch backend: the sequential side is `PPO` once per seed with the preset's
-`num_threads`; the batched side is `SeedBatchPPO` with `--threads` threads (default 1). Sequential times are measured on the first min(S, --sequential-cap) seeds
+`num_threads`; the batched side is `PPO(config, envs, seeds=...)` with `--threads` threads (default 1). Sequential times are measured on the first min(S, --sequential-cap) seeds
 and scaled to S. Prints one row per S: wall seconds of each side, their ratio, and how
 many seeds reached a mean training return ≥ --threshold.
 """
@@ -20,15 +20,14 @@ import torch
 from envs.factory import make_seed_batch_env, make_vec_env
 from experiments.commands.cli import configure_process
 from experiments.commands.presets import build_config
-from ppo.trainers.seed_batch import SeedBatchPPO
 from ppo.trainers.ppo import PPO
 
 
 def time_batch(config, seeds, threads: int) -> tuple[float, list[float]]:
     configure_process(config.num_threads)
     started = time.perf_counter()
-    batch = SeedBatchPPO(config, seeds, make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch",
-                                                            config.device), progress=False)
+    batch = PPO(config, make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch", config.device),
+                seeds=seeds, progress=False)
     torch.set_num_threads(threads)
     batch.train()
     return time.perf_counter() - started, batch.recent_returns_by_member()

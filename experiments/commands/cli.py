@@ -21,6 +21,7 @@ from typing import Callable, NoReturn
 import torch
 
 from envs.factory import EnvError
+from experiments.commands.flag_values import int_list_item, join_negative_values
 from ppo.trainers.base import TrainingDiverged
 from ppo.runs.checkpoint import CheckpointError
 from ppo.config import ConfigError, field_help
@@ -38,6 +39,10 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(join_negative_values(args, self), namespace)
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message}", file=sys.stderr)
@@ -100,7 +105,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, .
             kwargs["action"] = argparse.BooleanOptionalAction
             help_text += f" (default: {'on' if default else 'off'})"
         elif typing.get_origin(hint) is tuple:
-            kwargs.update(type=int, nargs="+", metavar="N")
+            kwargs.update(type=int_list_item(flag, default), nargs="+", metavar="N")
             help_text += f" (default: {' '.join(map(str, default))})"
         elif hint == (float | None):
             kwargs.update(type=_optional_float, metavar="FLOAT|none")

@@ -8,6 +8,10 @@ package registers them) is played for at most UNLIMITED_ENV_STEP_LIMIT = 1,000 s
 episode length of gymnax's MinAtar games, on which the published PPO figures for MinAtar
 were measured; without a limit a policy that never loses would never finish its
 evaluation. The limit played under is written into the result file.
+
+An env id 'MODULE:ENV_ID' (an environment of the user's own) imports MODULE here again, as
+training did (envs.factory.registered_env_id). A policy is played only on an env with the
+spaces it was trained on (ppo.runs.evaluation.same_space).
 """
 
 from __future__ import annotations
@@ -15,11 +19,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 import torch
 
-from envs.factory import gymnasium_env_factory
+from envs.factory import env_spec, gymnasium_env_factory
 from experiments.commands.cli import check_writable_file
 from ppo.config import ConfigError, PPOConfig
 from ppo.runs.evaluation import evaluate_policy, load_policy
@@ -47,7 +50,7 @@ def episode_step_limit(env_id: str, max_episode_steps: int | None = None) -> int
     check_max_episode_steps(max_episode_steps)
     if max_episode_steps is not None:
         return int(max_episode_steps)
-    return gym.spec(env_id).max_episode_steps or UNLIMITED_ENV_STEP_LIMIT
+    return env_spec(env_id).max_episode_steps or UNLIMITED_ENV_STEP_LIMIT
 
 
 def evaluation_env_factory(env_id: str, frame_stack: int = 1, max_episode_steps: int | None = None, **kwargs):
@@ -55,7 +58,7 @@ def evaluation_env_factory(env_id: str, frame_stack: int = 1, max_episode_steps:
     end within `episode_step_limit(env_id, max_episode_steps)` steps (truncated there). The
     env's own limit adds no wrapper, so CartPole-v1 keeps gymnasium's vectorised version."""
     step_limit = episode_step_limit(env_id, max_episode_steps)
-    if step_limit != gym.spec(env_id).max_episode_steps:
+    if step_limit != env_spec(env_id).max_episode_steps:
         kwargs["max_episode_steps"] = step_limit
     return gymnasium_env_factory(env_id, frame_stack=frame_stack, **kwargs)
 
@@ -113,8 +116,12 @@ def record_run(run_dir: Path, greedy: bool = True, seed: int | None = None,
     step_limit = episode_step_limit(policy.config.env_id, max_episode_steps)
     folder = run_dir if run_dir.is_dir() else run_dir.parent
     prepare_headless_rendering()  # before the first env is made: MuJoCo reads MUJOCO_GL when it is imported
-    make_env = evaluation_env_factory(policy.config.env_id, policy.config.frame_stack, step_limit,
-                                      render_mode="rgb_array")
+    try:
+        make_env = evaluation_env_factory(policy.config.env_id, policy.config.frame_stack, step_limit,
+                                          render_mode="rgb_array")
+    except TypeError as error:  # an env of the user's own whose constructor takes no render_mode
+        raise ConfigError(f"{policy.config.env_id} cannot be recorded: making it with render_mode='rgb_array' "
+                          f"failed ({str(error).splitlines()[0]})") from None
     result = record_episode(policy, make_env, folder / RECORDING_NAME, seed=seed, greedy=greedy)
     print(f"recorded one {'greedy' if greedy else 'sampled'} episode of {policy.config.env_id} "
           f"(return {result['return']:.1f}, {result['frames']} frames): {result['path']}")

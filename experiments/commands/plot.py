@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments.commands.cli import OneLineArgumentParser, check_writable_folder, run_with_user_errors
+from experiments.commands.run_folder import env_folder_name
 from experiments.commands.statistics import (DEFAULT_REPS, STEP_COLUMN, TIME_COLUMN, Run, format_summary_table, group_runs,
                                     load_run, performance_profiles, scores_by_group, setting_key, summarize_groups)
 from ppo.config import ConfigError, PPOConfig
@@ -319,10 +320,6 @@ def profile_taus(scores: dict[str, np.ndarray], threshold: float | None = None,
 
 AGGREGATE_COLUMNS = ["runs", "scored", "from_training", "iqm", "iqm_low", "iqm_high", "mean", "mean_low", "mean_high",
                      "threshold", "successes", "reached", "median_time_to_threshold", "median_steps_to_threshold"]
-
-
-def env_folder_name(env_id: str) -> str:
-    return env_id.replace("/", "_")
 
 
 def compare(runs: list[Run], out: Path, threshold: float | None = None, metric: str = "episode_return_recent",

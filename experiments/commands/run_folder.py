@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from envs.factory import resolve_backend
+from envs.factory import resolve_backend, split_env_id
 from experiments.commands.presets import PRESETS
 from ppo.config import ConfigError, PPOConfig
 from ppo.runs.checkpoint import CheckpointError
@@ -95,6 +95,12 @@ def format_value(value) -> str:
     return str(value).replace("/", "_")
 
 
+def env_folder_name(env_id: str) -> str:
+    """The env's part of a folder name: the registered id, without the MODULE of 'MODULE:ENV_ID'
+    ('walkmod:RandomWalk-v0' → 'RandomWalk-v0'), '/' as '_' ('MinAtar/Breakout-v1' → 'MinAtar_Breakout-v1')."""
+    return split_env_id(env_id)[1].replace("/", "_")
+
+
 def named_fields(config: PPOConfig, defaults: PPOConfig, swept: list[str]) -> list[str]:
     """The fields a run folder's name shows: those swept and those that differ from the defaults."""
     ours, theirs = config.to_dict(), defaults.to_dict()
@@ -115,7 +121,7 @@ def run_folder_name(config: PPOConfig, defaults: PPOConfig, swept: list[str] = (
     own += [f"{name.replace('_', '')}{format_value(value)}" for name, value in sorted((settings or {}).items())]
     parts = [f"{ABBREVIATIONS.get(name, name.replace('_', ''))}{format_value(getattr(config, name))}"
              for name in named_fields(config, defaults, list(swept))]
-    return "__".join([config.env_id.replace("/", "_"), *own, *parts, f"seed{config.seed}",
+    return "__".join([env_folder_name(config.env_id), *own, *parts, f"seed{config.seed}",
                       *([f"procs{processes}"] if processes > 1 else [])])
 
 

@@ -5,7 +5,7 @@
 
 Every flag given as a comma list is swept: the grid is the product of the lists, in the
 order of the flags in `--help`. Each setting trains all its seeds as one batched
-computation (`ppo.trainers.choice.build_seed_batch`: PPO with a member axis, for every
+computation (`ppo.trainers.choice.build_seed_batch`: the trainer with a member axis, for every
 `--algorithm`, network, observation and action space a single run takes, recurrent
 networks included). Every run gets an ordinary run folder named after what differs from
 the defaults, e.g. `runs/CartPole-v1__lr3e-3__clip0.1__seed4`. At the end one table
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from envs.factory import make_seed_batch_env
+from envs.factory import EnvError, env_spec, make_seed_batch_env
 from experiments.commands.cli import INTERRUPTED_EXIT_CODE, GracefulStop, SweepValues, configure_process
 from experiments.commands.evaluation import evaluate_run
 from experiments.commands.presets import build_config
@@ -36,7 +36,7 @@ from ppo.config import ConfigError, PPOConfig
 from ppo.runs.plotting import plot_learning_curve
 from ppo.trainers.choice import build_seed_batch
 from ppo.trainers.ppo import resolve_device
-from ppo.trainers.seed_batch import SeedBatchPPO
+from ppo.trainers.seed_batch import SeedBatch
 
 def expand_grid(flags: dict) -> list[dict]:
     """Every combination of the SweepValues in `flags` (other flags are left out); [{}] if none."""
@@ -56,8 +56,8 @@ def success_threshold(env_id: str, given: float | None) -> float | None:
     if given is not None:
         return given
     try:
-        return gym.spec(env_id).reward_threshold
-    except gym.error.Error:
+        return env_spec(env_id).reward_threshold
+    except (gym.error.Error, EnvError):
         return None
 
 
@@ -115,7 +115,7 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
 Outcome = tuple[list[float], dict[int, dict], int]  # per seed the last training return, the diverged, steps each
 
 
-def _train_seed_batch(prog: str, batch: SeedBatchPPO, run_dirs: list[Path]) -> Outcome | None:
+def _train_seed_batch(prog: str, batch: SeedBatch, run_dirs: list[Path]) -> Outcome | None:
     """Train the seed batch; None when it was stopped (its checkpoints are saved)."""
     with GracefulStop(prog) as stop:
         batch.train(callback=stop.callback)

@@ -43,7 +43,7 @@ from experiments.commands.sweep import run_sweep
 from ppo.config import ConfigError, PPOConfig
 from ppo.parallel.distributed import close_world, init_world
 from ppo.runs.plotting import plot_learning_curve
-from ppo.trainers.choice import ALGORITHMS, build_trainer, check_settings, resume_run, setting_defaults
+from ppo.trainers.choice import ALGORITHMS, SUMMARIES, algorithms_taking, build_trainer, check_settings, resume_run
 from ppo.trainers.ppo import resolve_device
 from ppo.trainers.seed_batch import parse_seeds
 
@@ -52,8 +52,23 @@ DEFAULT_EVAL_EPISODES = 100
 RUN_SETTINGS_NAME = "run.json"  # the command's settings that are not PPOConfig fields: {"eval_episodes": N}
 
 
-ALGORITHM_SETTINGS = ("kl_target", "initial_beta", "min_clip", "max_clip")  # the flags of ppo.trainers.choice's settings
 HELP_FLAGS = ("-h", "--help")
+
+
+def algorithm_settings() -> dict[str, object]:
+    """{setting name: its Setting} of every registered algorithm (ppo.trainers.registry): each is a flag."""
+    return {name: setting for trainer in ALGORITHMS.values() for name, setting in trainer.settings.items()}
+
+
+def add_algorithm_flags(parser: argparse.ArgumentParser) -> None:
+    """--algorithm, and one flag per setting of the registered algorithms, with their meaning and defaults."""
+    group = parser.add_argument_group("algorithm (ppo.trainers.registry; each setting belongs to the algorithms named)")
+    group.add_argument("--algorithm", choices=list(ALGORITHMS), default=None,
+                       help="; ".join(f"{name}: {summary}" for name, summary in SUMMARIES.items()))
+    for name, setting in algorithm_settings().items():
+        group.add_argument(f"--{name.replace('_', '-')}", type=float, default=None, metavar=name.split("_")[-1].upper(),
+                           help=f"{' and '.join(algorithms_taking(name))}: {setting.help} (default {setting.default:g}; "
+                           f"{setting.allowed})")
 
 
 def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
@@ -72,10 +87,10 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
                      "(default: runs). A run holds its folder while it trains: a second command on it is refused, "
                      "and a folder left by a killed run is taken over")
     run.add_argument("--seeds", default=None, metavar="SEEDS",
-                     help="train several seeds, e.g. 1-16 or 1,3,5 (or 1-4,9): as one batched computation where "
-                     "a seed batch can stack them (PPO-Clip, feed-forward, vector observations), else one after "
-                     "another; each gets its own run folder. Any hyperparameter given as a comma list (--learning-rate 1e-3,3e-3) "
-                     "is swept: every combination, over every seed, then one summary table per setting")
+                     help="train several seeds, e.g. 1-16 or 1,3,5 (or 1-4,9), as one batched computation (every "
+                     "--algorithm, network and space a single run takes); each gets its own run folder. Any "
+                     "hyperparameter given as a comma list (--learning-rate 1e-3,3e-3) is swept: every combination, "
+                     "over every seed, then one summary table per setting")
     run.add_argument("--success-threshold", type=float, default=None, metavar="RETURN",
                      help="the final evaluation that counts as solved in a sweep's summary table "
                      "(default: the env's gymnasium reward_threshold, 475 for CartPole-v1)")
@@ -90,21 +105,7 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
                      "On the torch backend the run continues exactly as if never stopped; gymnasium envs "
                      "start fresh episodes")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    algorithm = parser.add_argument_group("algorithm (ppo.trainers.choice)")
-    algorithm.add_argument("--algorithm", choices=list(ALGORITHMS), default=None,
-                           help="clip: PPO-Clip (the default); penalty: PPO-Penalty, the unclipped surrogate minus "
-                           "β·KL with β adapted after each update; adaptive-clip: PPO-Clip whose ε is halved or doubled "
-                           "after each update to keep the KL near --kl-target")
-    penalty, adaptive = setting_defaults("penalty"), setting_defaults("adaptive-clip")
-    algorithm.add_argument("--kl-target", type=float, default=None, metavar="KL",
-                           help=f"penalty and adaptive-clip: the KL d_targ they adapt toward (default "
-                           f"{penalty['kl_target']}); not --target-kl, PPO-Clip's early stop")
-    algorithm.add_argument("--initial-beta", type=float, default=None, metavar="BETA",
-                           help=f"penalty: β of the first update (default {penalty['initial_beta']})")
-    algorithm.add_argument("--min-clip", type=float, default=None, metavar="EPS",
-                           help=f"adaptive-clip: the smallest ε (default {adaptive['min_clip']})")
-    algorithm.add_argument("--max-clip", type=float, default=None, metavar="EPS",
-                           help=f"adaptive-clip: the largest ε (default {adaptive['max_clip']})")
+    add_algorithm_flags(parser)
     add_dataclass_flags(parser.add_argument_group("hyperparameters (PPOConfig; a comma list sweeps a flag)"), PPOConfig,
                         shown_defaults=shown, sweepable=True)
     return parser
@@ -154,7 +155,7 @@ def parse_request(argv: list[str]) -> TrainRequest:
     if args.eval_episodes is not None and args.eval_episodes < 0:
         raise ConfigError(f"eval_episodes = {args.eval_episodes} must be ≥ 0")
     flags = given_flags(args, PPOConfig)
-    settings = {name: getattr(args, name) for name in ALGORITHM_SETTINGS if getattr(args, name) is not None}
+    settings = {name: getattr(args, name) for name in algorithm_settings() if getattr(args, name) is not None}
     request = TrainRequest(args, flags, _seeds(args, flags), args.algorithm or "clip", settings)
     if request.is_batch:
         if args.resume is not None:
@@ -234,7 +235,7 @@ def _fresh_trainer(request: TrainRequest, world, claims: RunFolderClaims):
     checked before the run folder is claimed, so a refused command leaves no folder."""
     args, flags = request.args, request.flags
     config = build_config(flags, args.preset or "auto")
-    configure_process(config.num_threads)  # before the weights are drawn: the orthogonal init depends on it
+    configure_process(config.num_threads)
     trainer = build_trainer(config, training_envs(config, world), request.algorithm, request.settings,
                             progress=not args.no_progress, world=world)
     default = Path("runs") / run_folder_name(config, _defaults(flags, args.preset), preset=args.preset,

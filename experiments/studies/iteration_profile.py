@@ -66,7 +66,7 @@ def time_iteration(trainer, stepping: list[float]) -> dict[str, float]:
 def profile(config, iterations: int, warmup: int) -> dict:
     """{part: median ms per iteration}, with the timed iterations' env steps per second."""
     envs = make_vec_env(config.env_id, config.num_envs, config.env_backend)
-    trainer = trainer_class(config)(config, envs, progress=False)
+    trainer = trainer_class()(config, envs, progress=False)
     stepping = time_env_steps(trainer.envs)
     for _ in range(warmup):
         trainer.train_iteration()

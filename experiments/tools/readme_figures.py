@@ -43,10 +43,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 GUIDE = REPO_ROOT / "docs" / "book" / "guide"
 DOCUMENTS = (README, REPO_ROOT / "docs" / "book" / "benchmarks.md",
-             *(GUIDE / f"{page}.md" for page in ("index", "installing", "training", "run-folder", "seeds-and-sweeps",
-                                                 "comparing-runs", "fast-environments", "classic-control",
+             *(GUIDE / f"{page}.md" for page in ("index", "installing", "training", "own-environments", "run-folder",
+                                                 "seeds-and-sweeps", "comparing-runs", "fast-environments", "classic-control",
                                                  "continuous-control", "memory", "images-and-minatar",
-                                                 "language-model", "scaling-out", "python-api", "design", "layout",
+                                                 "language-model", "scaling-out", "python-api", "extending", "design", "layout",
                                                  "lectures", "tests")))
 FIGURES_DIR = REPO_ROOT / "docs" / "figures"
 MEASURED_HERE = "measured by experiments.tools.readme_figures"
@@ -392,24 +392,22 @@ def _flat(state: dict) -> "torch.Tensor":
 
 
 def _batch_against_singles(config, folder: Path) -> dict:
-    """Train ROUNDING_SEEDS as one SeedBatchPPO and each alone as PPO; per iteration and seed,
+    """Train ROUNDING_SEEDS as one seed batch of PPO and each alone as PPO; per iteration and seed,
     max |θ_batch − θ_single| and max |θ_single|, the gradient steps each side took (an early stop
     shows as fewer), and each side's final greedy evaluation (100 episodes, as ppo-eval)."""
     from envs.factory import make_seed_batch_env, make_vec_env
     from experiments.commands.evaluate import evaluate_run
-    from ppo.trainers.seed_batch import SeedBatchPPO
     from ppo.trainers.ppo import PPO
 
     seeds = list(ROUNDING_SEEDS)
     batch_states, batch_steps = [], []
 
     def on_batch(trainer, metrics):
-        batch_states.append([_flat(trainer.model.member_state_dict(m)) for m in range(len(seeds))])
+        batch_states.append([_flat(member.model.state_dict()) for member in trainer.members])
         batch_steps.append([row["gradient_steps"] for row in metrics])
 
-    batch = SeedBatchPPO(config, seeds, make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch",
-                                                            config.device),
-                         run_dirs=[folder / f"batch{seed}" for seed in seeds], progress=False)
+    batch = PPO(config, make_seed_batch_env(config.env_id, len(seeds), config.num_envs, "torch", config.device),
+                seeds=seeds, run_dirs=[folder / f"batch{seed}" for seed in seeds], progress=False)
     batch.train(on_batch)
     per_seed = []
     for member, seed in enumerate(seeds):

@@ -50,7 +50,7 @@ FORBIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
         "predict_surrogate_gradient": ("ppo.algorithm.losses.clipped_surrogate_loss",),
     },
     "lecture_06": {
-        "update_sizes": ("ppo.config", "experiments.commands.presets"),
+        "update_sizes": ("ppo.config", "ppo.presets", "experiments.commands.presets"),
         "learning_rate": ("ppo.parallel.optim.linear_annealing", "ppo.trainers.base"),
         "finished_episode_returns": ("ppo.trainers.ppo",),
     },

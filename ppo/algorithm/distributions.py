@@ -131,6 +131,17 @@ def sample_action(dist, generator: torch.Generator | None = None) -> torch.Tenso
         return torch.normal(normal.loc, normal.scale, generator=generator)
 
 
+def sample_from_noise(dist, noise: torch.Tensor) -> torch.Tensor:
+    """a ~ π(· | s) from noise drawn beforehand (`ppo.models.networks.ActorCritic.action_noise`):
+    the uniforms U of the Gumbel-max trick for the categorical kinds, ε ~ N(0, 1) for a Gaussian,
+    a = μ + σ ε. With the noise `sample_action` would draw from a generator, the same actions
+    bit for bit (torch.normal(μ, σ) is μ + σ·ε with ε drawn by the same kernel)."""
+    if isinstance(dist, GUMBEL_SAMPLED):
+        return dist.sample(noise)
+    normal = dist.base_dist
+    return (normal.loc + normal.scale * noise).detach()
+
+
 def diagonal_gaussian(mean: torch.Tensor, log_std: torch.Tensor) -> Distribution:
     """N(μ, diag σ²) with σ = exp(log_std) broadcast over the batch; log_prob and entropy sum over dims.
 

@@ -77,6 +77,50 @@ def clipped_surrogate_objective(
     return torch.min(unclipped, clipped)
 
 
+def dual_clip_surrogate_objective(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_coef: float,
+    dual_clip: float,
+) -> torch.Tensor:
+    """Per sample, dual-clip PPO's objective (Ye et al. 2020), with c = dual_clip > 1:
+
+        Â_t ≥ 0:  min( r_t Â_t, clip(r_t, 1 − ε, 1 + ε) Â_t )
+        Â_t < 0:  max( min( r_t Â_t, clip(r_t, 1 − ε, 1 + ε) Â_t ),  c · Â_t )
+
+    For Â_t < 0 the clipped objective equals r_t Â_t once r_t > 1 + ε, unbounded below as r_t
+    grows; the second max holds it at c·Â_t for r_t > c, where the sample's gradient is 0.
+    """
+    clipped = clipped_surrogate_objective(new_log_probs, old_log_probs, advantages, clip_coef)
+    return torch.where(advantages < 0, torch.max(clipped, dual_clip * advantages), clipped)
+
+
+def dual_clip_surrogate_loss(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_coef: float,
+    dual_clip: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """L_policy = −E[ dual-clip objective ] (`dual_clip_surrogate_objective`)."""
+    return -masked_mean(dual_clip_surrogate_objective(new_log_probs, old_log_probs, advantages, clip_coef, dual_clip),
+                        mask)
+
+
+def dual_clip_fraction(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    dual_clip: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Share of samples held at the dual-clip bound: E[ 1{Â_t < 0 and r_t(θ) > c} ]."""
+    held = (advantages < 0) & (torch.exp(new_log_probs - old_log_probs) > dual_clip)
+    return masked_mean(held.to(new_log_probs.dtype), mask)
+
+
 def value_loss(
     new_values: torch.Tensor,
     old_values: torch.Tensor,

@@ -1,10 +1,10 @@
 """Rollout storage for a recurrent policy: the feed-forward buffer plus what replaying needs.
 
 Per step t and env n, as `RolloutBuffer` (ppo.algorithm.storage): o_t, a_t, log π_old(a_t | o_≤t),
-V_old(o_≤t), r_t, terminated, truncated, the final observation of an episode cut at t; and
+V_old(o_≤t), r_t, terminated, truncated, and V_old(final obs | the state after o_t) where the
+episode was truncated at t; and
 
     episode_starts[t, n]   o_t is an episode's first observation (the state was zeroed before it)
-    final_values[t, n]     V_old(final obs | the state after o_t), where the episode was truncated at t
 
 Per sequence (env n's steps cL … cL + L − 1 of this rollout, L = sequence_length, which
 divides T; L = T by default, one sequence per env):
@@ -15,8 +15,8 @@ divides T; L = T by default, one sequence per env):
 Every sequence has the same length L, and episodes that end inside it reset the state
 there, so the update needs no padding: it replays sequence (c, n) from sequence_states[c, n],
 zeroing the state where episode_starts is set, and recomputes exactly the rollout's
-log-probs and values. The final values are computed during the rollout,
-because V(final obs) needs the state the episode ended with, which only the rollout has.
+log-probs and values. (The final values are computed during the rollout for every policy;
+a recurrent one needs the state the episode ended with, which only the rollout has.)
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ class SequenceRolloutBuffer(RolloutBuffer):
         if num_steps % self.sequence_length:
             raise ValueError(f"sequence_length = {sequence_length} does not divide num_steps = {num_steps}")
         self.episode_starts = torch.zeros(num_steps, num_envs, dtype=torch.bool, device=device)  # (T, N)
-        self.final_values = torch.zeros(num_steps, num_envs, device=device)  # (T, N)
         self.sequence_states = torch.zeros(num_steps // self.sequence_length, num_envs, *state_shape,
                                            device=device)  # (T / L, N, K, S)
 
@@ -47,10 +46,8 @@ class SequenceRolloutBuffer(RolloutBuffer):
         return self.sequence_states[0]
 
     def reset(self) -> None:
-        """Begin a rollout: no final values yet (only truncated steps write one); every row of
-        sequence_states is written by `keep_state` as its sequence begins."""
+        """Begin a rollout (every row of sequence_states is written by `keep_state` as its sequence begins)."""
         super().reset()
-        self.final_values.zero_()
 
     def keep_state(self, state: torch.Tensor) -> None:
         """Before the step about to be stored: if it begins a sequence, keep the state (N, K, S) envs enter it with."""

@@ -7,7 +7,10 @@ Observations keep their shape ((T, N, C, H, W) for images) and, by default, are 
 float32; a uint8 image run stores them as uint8 (`obs_dtype`), a quarter of the memory,
 scaled by the encoder when read (ppo.models.encoders). With an action mask (`mask_size` logits),
 the mask each action was drawn under is stored beside it, so the update recomputes
-log π_θ(a_t | s_t) and the entropy under the same mask.
+log π_θ(a_t | s_t) and the entropy under the same mask. Where a time limit cut an episode at
+step t, its last observation s_{t+1} is kept in `final_obs[t]` and its value V(s_{t+1}) in
+`final_values[t]` (the trainer computes it, ppo.trainers.ppo.PPO.bootstrap_values), which
+GAE bootstraps from (ppo.algorithm.advantages.successor_values).
 """
 
 from __future__ import annotations
@@ -43,11 +46,12 @@ class RolloutBuffer:
         self.terminated = zeros(T, N, dtype=torch.bool)
         self.truncated = zeros(T, N, dtype=torch.bool)
         self.final_obs = zeros(T, N, *obs_shape, dtype=obs_dtype)  # (T, N, *obs_shape) last obs of an episode cut at t
+        self.final_values = zeros(T, N)  # V(last obs) of an episode cut at t by a time limit, else 0
         # (T, N, logits) the valid actions a_t was drawn from (True = valid), if the env masks actions
         self.action_masks = None if mask_size is None else zeros(T, N, mask_size, dtype=torch.bool)
         self.step = 0
 
-    def add(self, obs, action, log_prob, value, reward, terminated, truncated, final_obs, action_mask=None) -> None:
+    def add(self, obs, action, log_prob, value, reward, terminated, truncated, action_mask=None) -> None:
         t = self.step
         if self.action_masks is not None:
             self.action_masks[t] = action_mask
@@ -58,11 +62,12 @@ class RolloutBuffer:
         self.rewards[t] = reward
         self.terminated[t] = terminated
         self.truncated[t] = truncated
-        self.final_obs[t] = final_obs
         self.step += 1
 
     def reset(self) -> None:
+        """Begin a rollout: no final values yet (only the truncated steps write one)."""
         self.step = 0
+        self.final_values.zero_()
 
     @property
     def full(self) -> bool:

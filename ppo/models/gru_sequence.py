@@ -43,12 +43,20 @@ def gru_step(input_gates: torch.Tensor, state: torch.Tensor, weight_hh: torch.Te
 
 
 class GRUSequence(torch.autograd.Function):
-    """h_0 … h_{T−1} of K GRU cores (the module docstring); differentiable in x̂, h_{−1}, W_hh and b_hh."""
+    """h_0 … h_{T−1} of K GRU cores (the module docstring); differentiable in x̂, h_{−1}, W_hh and b_hh.
+
+    `apply` returns (h, and what the backward reuses: p, (r, z), n, ĥ_n, not differentiable);
+    h (K, T, B, H) is the result. The forward is kept apart from its context (`setup_context`),
+    so torch.func.vmap maps it over a stack of networks (`generate_vmap_rule`): a seed batch
+    replays every member's sequences with this very arithmetic (ppo.models.member_networks).
+    """
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx, input_gates: torch.Tensor, kept: torch.Tensor, state: torch.Tensor, weight_hh: torch.Tensor,
-                bias_hh: torch.Tensor) -> torch.Tensor:
-        """input_gates (K, T, B, 3H), kept m (T, 1, B, 1), state h_{−1} (K, B, H) → h (K, T, B, H)."""
+    def forward(input_gates: torch.Tensor, kept: torch.Tensor, state: torch.Tensor, weight_hh: torch.Tensor,
+                bias_hh: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """input_gates (K, T, B, 3H), kept m (T, 1, B, 1), state h_{−1} (K, B, H) → h (K, T, B, H), and the gates."""
         previous, states, gates = [], [], []
         h = state
         for t in range(input_gates.shape[1]):
@@ -57,15 +65,18 @@ class GRUSequence(torch.autograd.Function):
             h, step_gates = gru_step(input_gates[:, t], h, weight_hh, bias_hh)
             states.append(h)
             gates.append(step_gates)
-        states = torch.stack(states, dim=1)
-        if any(ctx.needs_input_grad):
-            previous = torch.stack(previous, dim=1)
-            reset_update, candidate, hidden_n = (torch.stack(gate, dim=1) for gate in zip(*gates))
-            ctx.save_for_backward(kept, weight_hh, previous, reset_update, candidate, hidden_n)
-        return states
+        reset_update, candidate, hidden_n = (torch.stack(gate, dim=1) for gate in zip(*gates))
+        return torch.stack(states, dim=1), torch.stack(previous, dim=1), reset_update, candidate, hidden_n
 
     @staticmethod
-    def backward(ctx, grad_states: torch.Tensor):
+    def setup_context(ctx, inputs, output) -> None:
+        kept, weight_hh = inputs[1], inputs[3]
+        _, previous, reset_update, candidate, hidden_n = output
+        ctx.mark_non_differentiable(previous, reset_update, candidate, hidden_n)
+        ctx.save_for_backward(kept, weight_hh, previous, reset_update, candidate, hidden_n)
+
+    @staticmethod
+    def backward(ctx, grad_states: torch.Tensor, *_gates_have_no_gradient):
         kept, weight_hh, previous, reset_update, candidate, hidden_n = ctx.saved_tensors
         K, T, B, H = previous.shape
         reset, update = reset_update[..., :H], reset_update[..., H:]

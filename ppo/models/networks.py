@@ -44,6 +44,7 @@ from ppo.algorithm.distributions import (  # noqa: F401  (re-exported: other mod
     diagonal_gaussian,
     mask_logits,
     sample_action,
+    sample_from_noise,
 )
 from ppo.models.encoders import (  # noqa: F401  (re-exported)
     ACTIVATION_LAYERS,
@@ -68,6 +69,11 @@ class CategoricalHead(nn.Module):
         logits = self.logits(features)
         return (logits if mask is None else mask_logits(logits, mask)).argmax(dim=-1)
 
+    def noise(self, rows: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The uniforms U (rows, n) sampling draws: the Gumbel-max trick's, one per logit."""
+        weight = self.logits.weight
+        return torch.rand((rows, weight.shape[0]), dtype=weight.dtype, device=weight.device, generator=generator)
+
 
 class MultiCategoricalHead(nn.Module):
     """MultiDiscrete(nvec) actions: Σ nvec logits → k independent categoricals; greedy = each one's argmax."""
@@ -82,6 +88,12 @@ class MultiCategoricalHead(nn.Module):
 
     def greedy(self, features: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         return self.forward(features, mask).mode()
+
+    def noise(self, rows: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The uniforms (rows, Σ nvec) sampling draws: each categorical's in turn."""
+        weight = self.logits.weight
+        return torch.cat([torch.rand((rows, size), dtype=weight.dtype, device=weight.device, generator=generator)
+                          for size in self.nvec], dim=-1)
 
 
 class GaussianHead(nn.Module):
@@ -101,6 +113,11 @@ class GaussianHead(nn.Module):
 
     def greedy(self, features: torch.Tensor) -> torch.Tensor:
         return self.mean(features)
+
+    def noise(self, rows: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """ε ~ N(0, 1) (rows, d): sampling takes a = μ + σ ε."""
+        return torch.randn((rows, self.log_std.shape[0]), dtype=self.log_std.dtype, device=self.log_std.device,
+                           generator=generator)
 
 
 def spaces_to_dict(observation_space: gym.Space, action_space: gym.Space) -> dict:
@@ -209,9 +226,8 @@ class ActorCritic(nn.Module):
         return self.policy_head(features) if mask is None else self.policy_head(features, mask)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the policy head's output z: the logits, or the Gaussian mean μ; V(s)): the network as a
-        function of its parameters, which a stack of networks maps over its members
-        (ppo.models.stacked_networks). π(· | s) is z's distribution (and σ = exp(log_std))."""
+        """(the policy head's output z: the logits, or the Gaussian mean μ; V(s)) in one call.
+        π(· | s) is z's distribution (and σ = exp(log_std))."""
         features = self.actor_body(obs)
         head = self.policy_head
         policy_output = head.mean(features) if isinstance(head, GaussianHead) else head.logits(features)
@@ -224,16 +240,23 @@ class ActorCritic(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.value_head(self.critic_body(obs)).squeeze(-1)  # (B,)
 
-    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None, generator: torch.Generator | None = None
-            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample a ~ π(· | s) from `generator` (the global one when None); return (action,
-        log π(a | s), V(s)) for a rollout step."""
+    def act(self, obs: torch.Tensor, mask: torch.Tensor | None = None, generator: torch.Generator | None = None,
+            noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample a ~ π(· | s) from `generator` (the global one when None), or from `noise` drawn
+        beforehand with `action_noise`; return (action, log π(a | s), V(s)) for a rollout step."""
+        if noise is None:
+            noise = self.action_noise(obs.shape[0], generator)
         features = self.actor_body(obs)
         dist = self._policy(features, mask)
-        action = sample_action(dist, generator)
+        action = sample_from_noise(dist, noise)
         critic_features = features if self.shared else self.critic_body(obs)
         value = self.value_head(critic_features).squeeze(-1)
         return action, dist.log_prob(action), value
+
+    def action_noise(self, rows: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The random numbers sampling `rows` actions draws from `generator` (a seed batch draws them
+        outside the batched network, member by member: ppo.models.member_networks)."""
+        return self.policy_head.noise(rows, generator)
 
     def evaluate_actions(
         self, obs: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor | None = None

@@ -43,7 +43,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from ppo.algorithm.distributions import sample_action
+from ppo.algorithm.distributions import sample_from_noise
 from ppo.models.gru_sequence import GRUSequence, gru_step
 from ppo.models.networks import ActorCritic, init_layer, make_policy_head, mlp, network_settings, observation_dim
 
@@ -103,12 +103,13 @@ def core_sequence(cell: str, input_gates: torch.Tensor, kept: torch.Tensor, stat
     """T steps of K cores, the state multiplied by m_t before step t: x̂ (K, T, B, G·H),
     m (T, 1, B, 1) (or (T, K, B, 1), one per core), state (K, B, S) → the state after every step (K, T, B, S).
 
-    A GRU runs as ppo.models.gru_sequence.GRUSequence (the same arithmetic, backpropagation
-    written by hand); an LSTM as a loop over `core_step`, differentiated by autograd.
+    With gradients, a GRU runs as ppo.models.gru_sequence.GRUSequence (the same arithmetic,
+    backpropagation written by hand); an LSTM, and a GRU without gradients, as a loop over
+    `core_step`, which autograd differentiates.
     """
-    if cell == "gru":
-        return GRUSequence.apply(input_gates, kept, state, weight_hh, bias_hh)
-    states = []
+    if cell == "gru" and torch.is_grad_enabled():
+        return GRUSequence.apply(input_gates, kept, state, weight_hh, bias_hh)[0]
+    states = []  # without gradients (the rollout) the loop alone, the same arithmetic
     for t in range(input_gates.shape[1]):
         state = core_step(cell, input_gates[:, t], state * kept[t], weight_hh, bias_hh)
         states.append(state)
@@ -186,13 +187,19 @@ class RecurrentActorCritic(nn.Module):
 
     # ------------------------------------------------------------------ what the trainer and evaluation call
     def act(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor,
-            generator: torch.Generator | None = None):
+            generator: torch.Generator | None = None, noise: torch.Tensor | None = None):
         """One rollout step for B envs: a ~ π(· | o_≤t), drawn from `generator` (the global one
-        when None); returns (action, log π(a), V, new state)."""
+        when None) or from `noise` drawn beforehand; returns (action, log π(a), V, new state)."""
+        if noise is None:
+            noise = self.action_noise(obs.shape[0], generator)
         actor, critic, state = self.unroll(obs.unsqueeze(0), state, episode_start.unsqueeze(0))
         dist = self.policy_head(actor[0])
-        action = sample_action(dist, generator)
+        action = sample_from_noise(dist, noise)
         return action, dist.log_prob(action), self.value_head(critic[0]).squeeze(-1), state
+
+    def action_noise(self, rows: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The random numbers sampling `rows` actions draws (as ActorCritic.action_noise)."""
+        return self.policy_head.noise(rows, generator)
 
     def value(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
         """V(o_≤t) for one step of B envs (B,); the state is not advanced."""

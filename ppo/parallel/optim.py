@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -142,6 +142,22 @@ class FlatAdam:
             part = slice(group.start, group.end)
             self.flat_params[part].addcdiv_(self.exp_avg[part], denominator[part], value=-group.lr / bias_correction1)
 
+    def rebase(self, params: torch.Tensor, grads: torch.Tensor, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor) -> None:
+        """Move θ, g, m and v into the given vectors (their values copied in), and every parameter's
+        `.data` and `.grad` with them: a seed batch lays its members' vectors out as the rows of one
+        matrix (StackedAdam), and each member's network goes on reading its own row."""
+        for new, old in ((params, self.flat_params), (grads, self.flat_grads), (exp_avg, self.exp_avg),
+                         (exp_avg_sq, self.exp_avg_sq)):
+            new.copy_(old)
+        self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq = params, grads, exp_avg, exp_avg_sq
+        offset = 0
+        for p in self.parameters:
+            size = p.numel()
+            p.data = params[offset : offset + size].view_as(p)
+            p.grad = grads[offset : offset + size].view_as(p)
+            offset += size
+        self._grad_views = [p.grad for p in self.parameters]
+
     def state_dict(self) -> dict:
         return {
             "lr": [group.lr for group in self.groups],
@@ -186,50 +202,68 @@ def _unique(parameters: Iterable[nn.Parameter], seen: set[int]) -> list[nn.Param
 
 
 class StackedAdam:
-    """S independent Adams, one per member of a stack of identical networks.
+    """The Adams of S members (one FlatAdam each, of identical networks) stepped as one.
 
-    `parameters` are stacked tensors whose leading axis indexes the S members
-    (`ppo.models.stacked_networks.StackedActorCritic.parameters_in_member_order()`). They are
-    re-pointed into one (S, P) matrix whose row s is member s's flat parameter vector, in
-    the order FlatAdam lays out one member's parameters; gradients likewise. Adam acts
-    element by element, so one step on the matrix is S FlatAdam steps, with
+    Each member's flat vectors θ_s, g_s, m_s, v_s become row s of one (S, P) matrix
+    (`FlatAdam.rebase`: the member's network reads its row), and `parameters()` gives every
+    parameter of the network stacked along a leading member axis, (S, ...), as views into
+    that matrix: what the members' batched network (ppo.models.member_networks) computes
+    with, and where their gradients land. Adam acts element by element, so one step on
+    the matrix is S FlatAdam steps, with
 
         g_s ← g_s · min(1, c / (‖g_s‖₂ + 10⁻⁶))       each member's own global norm
 
-    and each member its own step count t_s: a member left out of a step (`active[s]`
-    False, an update it ended early) keeps its θ, m, v and t. Rows with the same t
-    are updated with FlatAdam's very arithmetic (Python-float bias corrections), so a
-    member's step equals its own run's.
+    and each member its own step count t_s (kept by its FlatAdam): a member left out of a
+    step (`active[s]` False, an update it ended early) keeps its θ, m, v and t. Rows with the
+    same t are updated with FlatAdam's very arithmetic (Python-float bias corrections), so a
+    member's step equals its own run's; its FlatAdam's `state_dict` is what its run saves.
     """
 
-    def __init__(self, parameters: Iterable[nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8):
-        self.parameters = list(parameters)
-        first = self.parameters[0]
-        self.num_members = first.shape[0]
-        if any(p.shape[0] != self.num_members or p.dtype != first.dtype or p.device != first.device
-               for p in self.parameters):
-            raise ValueError("StackedAdam needs parameters with one leading member axis, dtype and device")
-        self.lr = float(lr)
-        self.beta1, self.beta2 = betas
-        self.eps = eps
-        sizes = [p[0].numel() for p in self.parameters]
-        self.flat_params = torch.empty(self.num_members, sum(sizes), dtype=first.dtype, device=first.device)
-        self.flat_grads = torch.zeros_like(self.flat_params)
+    def __init__(self, members: Sequence[FlatAdam]):
+        first = members[0]
+        if any(len(member.groups) != 1 for member in members):
+            raise ValueError("StackedAdam steps members with one learning rate each (one parameter group)")
+        if any(member.flat_params.shape != first.flat_params.shape or member.flat_params.dtype != first.flat_params.dtype
+               or member.flat_params.device != first.flat_params.device for member in members):
+            raise ValueError("StackedAdam needs members of one parameter count, dtype and device")
+        self.members = list(members)
+        self.num_members = len(members)
+        self.beta1, self.beta2, self.eps = first.beta1, first.beta2, first.eps
+        matrices = [torch.stack([getattr(member, name) for member in members])
+                    for name in ("flat_params", "flat_grads", "exp_avg", "exp_avg_sq")]
+        self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq = matrices
+        for row, member in enumerate(members):
+            member.rebase(*(matrix[row] for matrix in matrices))
+        self._stacked = []
         offset = 0
-        for p, size in zip(self.parameters, sizes):
-            columns = slice(offset, offset + size)
-            self.flat_params[:, columns].copy_(p.detach().reshape(self.num_members, size))
-            p.data = self.flat_params[:, columns].view(p.shape)
-            p.grad = self.flat_grads[:, columns].view(p.shape)
-            offset += size
-        self._grad_views = [p.grad for p in self.parameters]
-        self.exp_avg = torch.zeros_like(self.flat_params)
-        self.exp_avg_sq = torch.zeros_like(self.flat_params)
-        self.steps = [0] * self.num_members  # t_s
+        for p in first.parameters:
+            columns = slice(offset, offset + p.numel())
+            stacked = nn.Parameter(self.flat_params[:, columns].view(self.num_members, *p.shape))
+            stacked.grad = self.flat_grads[:, columns].view(self.num_members, *p.shape)
+            self._stacked.append(stacked)
+            offset += p.numel()
+        self._grad_views = [p.grad for p in self._stacked]
         # A member's slice of a row is not dense memory, which autograd's layout check notes
         # once; gradients still accumulate in place into these views.
         warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+
+    def parameters(self) -> list[nn.Parameter]:
+        """Every parameter (S, ...), in the order the members' FlatAdams lay out one network's."""
+        return self._stacked
+
+    @property
+    def steps(self) -> list[int]:
+        """t_s of every member."""
+        return [member.steps for member in self.members]
+
+    @property
+    def lr(self) -> float:
+        return self.members[0].lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        for member in self.members:
+            member.lr = value
 
     def zero_grad(self) -> None:
         self.flat_grads.zero_()
@@ -244,15 +278,15 @@ class StackedAdam:
     @torch.no_grad()
     def step(self, active: list[bool] | None = None) -> None:
         """One Adam step for every member (or those with `active[s]`)."""
-        if any(p.grad is not view for p, view in zip(self.parameters, self._grad_views)):
+        if any(p.grad is not view for p, view in zip(self._stacked, self._grad_views)):
             raise RuntimeError("a parameter's .grad no longer points into StackedAdam's matrix; "
                                "zero gradients with the optimizer's zero_grad()")
         members = [s for s in range(self.num_members) if active is None or active[s]]
         for s in members:
-            self.steps[s] += 1
+            self.members[s].steps += 1
         by_step: dict[int, list[int]] = {}
         for s in members:
-            by_step.setdefault(self.steps[s], []).append(s)
+            by_step.setdefault(self.members[s].steps, []).append(s)
         for steps, rows in by_step.items():
             if len(rows) == self.num_members:
                 self._adam(self.flat_params, self.flat_grads, self.exp_avg, self.exp_avg_sq, steps)
@@ -272,22 +306,3 @@ class StackedAdam:
         bias_correction2 = 1.0 - self.beta2**steps
         denominator = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
         params.addcdiv_(exp_avg, denominator, value=-self.lr / bias_correction1)
-
-    def load_member_state_dict(self, member: int, state: dict) -> None:
-        """Member `member`'s m, v and t from a FlatAdam state dict (its run's checkpoint); the rate is the batch's."""
-        if state["exp_avg"].shape != self.exp_avg[member].shape:
-            raise ValueError(f"a member's optimizer holds {tuple(state['exp_avg'].shape)} moments, "
-                             f"this batch's {tuple(self.exp_avg[member].shape)}")
-        self.steps[member] = int(state["steps"])
-        self.exp_avg[member].copy_(state["exp_avg"])
-        self.exp_avg_sq[member].copy_(state["exp_avg_sq"])
-        self.lr = float(state["lr"][0])
-
-    def member_state_dict(self, member: int) -> dict:
-        """Member `member`'s optimizer as a FlatAdam state dict (what its own run would save)."""
-        return {
-            "lr": [self.lr],
-            "steps": self.steps[member],
-            "exp_avg": self.exp_avg[member].clone(),
-            "exp_avg_sq": self.exp_avg_sq[member].clone(),
-        }

@@ -12,6 +12,10 @@ over-counted (taking "the first n episodes to finish" from parallel envs would b
 mean towards short ones). A recurrent policy (ppo.models.recurrent_networks) carries its state
 through each episode, zeroed at every episode's first observation. Sampled actions (greedy=False) come from a generator seeded
 with the evaluation's seed, so the same seed gives the same returns.
+
+A policy loaded from a checkpoint keeps the spaces it was trained on, and is refused, in one
+line (SpaceMismatch), an env whose spaces differ from them (`same_space`): an env changed
+since training, or another env than the run's.
 """
 
 from __future__ import annotations
@@ -43,6 +47,21 @@ class Policy:
     config: PPOConfig
     obs_normalizer: ObservationNormalizer | None
     state: torch.Tensor | None = field(default=None, repr=False)  # (B, K, S) recurrent state
+    observation_space: gym.Space | None = field(default=None, repr=False)  # the spaces it was trained on,
+    action_space: gym.Space | None = field(default=None, repr=False)  # where known (load_policy)
+
+    def check_env_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> None:
+        """SpaceMismatch (one line, naming both spaces) if an env with these spaces is not one the
+        policy was trained on (`same_space`); a policy whose spaces are unknown accepts any."""
+        differences = [
+            f"the env has {kind} space {one_line(given)}, but the policy was trained on "
+            f"{self.config.env_id} with {kind} space {one_line(trained)}"
+            for kind, trained, given, bounds in (("observation", self.observation_space, observation_space, False),
+                                                 ("action", self.action_space, action_space, True))
+            if trained is not None and not same_space(trained, given, bounds)
+        ]
+        if differences:
+            raise SpaceMismatch("; ".join(differences))
 
     def reset_state(self) -> None:
         """Forget the recurrent state: the next call starts new episodes in every copy."""
@@ -92,6 +111,35 @@ class Policy:
         return action
 
 
+class SpaceMismatch(CheckpointError):
+    """A policy was given an env whose spaces differ from those it was trained on; one-line message."""
+
+
+def same_space(trained: gym.Space, given: gym.Space, bounds: bool = False) -> bool:
+    """Whether a policy trained on space `trained` can act in space `given`, compared structurally:
+    the same type, and the same shape and dtype (Box), n (Discrete, MultiBinary), nvec
+    (MultiDiscrete), or keys with the same spaces under them (Dict). With `bounds`, a Box's low
+    and high must be equal too: that of an action space, since actions are clipped to them."""
+    if type(trained) is not type(given):
+        return False
+    if isinstance(trained, gym.spaces.Dict):
+        return set(trained.keys()) == set(given.keys()) and all(
+            same_space(trained[key], given[key], bounds) for key in trained.keys())
+    if isinstance(trained, gym.spaces.Box):
+        return trained.shape == given.shape and trained.dtype == given.dtype and (
+            not bounds or (np.array_equal(trained.low, given.low) and np.array_equal(trained.high, given.high)))
+    if isinstance(trained, gym.spaces.MultiDiscrete):
+        return np.array_equal(trained.nvec, given.nvec)
+    if isinstance(trained, (gym.spaces.Discrete, gym.spaces.MultiBinary)):
+        return np.array_equal(trained.n, given.n)
+    return trained == given
+
+
+def one_line(space: gym.Space) -> str:
+    """gymnasium's text for `space` on one line (numpy wraps long bounds over several)."""
+    return " ".join(str(space).split())
+
+
 def sample_action(distribution, generator: torch.Generator | None = None) -> torch.Tensor:
     """a ~ π(· | s) with randomness from `generator`: the Gumbel-max draw of a categorical
     π (U ~ U(0, 1) per logit), or μ + σ·z, z ~ N(0, I), for the Gaussian of Box actions."""
@@ -127,7 +175,7 @@ def load_policy(path) -> Policy:
         normalizer = ObservationNormalizer(tuple(split_observation_space(observation_space)[0].shape))
         normalizer.load_state_dict(state["obs_normalizer"])
         normalizer.training = False
-    return Policy(model, config, normalizer)
+    return Policy(model, config, normalizer, observation_space=observation_space, action_space=action_space)
 
 
 def evaluate_policy(
@@ -147,7 +195,8 @@ def evaluate_policy(
     all episodes at once by default (N = episodes, at most 100), seeded with `seed`;
     otherwise N single copies (25 by default) stepped one after another, copy i seeded with
     seed + i. `seed` defaults to the run's seed + EVAL_SEED_OFFSET; sampled actions come from
-    a torch generator seeded with it too.
+    a torch generator seeded with it too. SpaceMismatch if the env's spaces are not those the
+    policy was trained on (`Policy.check_env_spaces`).
     """
     seed = policy.config.seed + EVAL_SEED_OFFSET if seed is None else seed
     make_vec = getattr(make_env, "make_vec", None)
@@ -158,6 +207,7 @@ def evaluate_policy(
             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
         )
     try:
+        policy.check_env_spaces(envs.single_observation_space, envs.single_action_space)
         return _run_episodes(policy, envs, episodes, greedy, seed)
     finally:
         envs.close()

@@ -49,13 +49,15 @@ def run_rendered_episode(
 
     frames[0] shows the start state and frames[t] the state after step t. Sampled actions
     (greedy=False) come from a torch generator seeded with `seed`, as in evaluate_policy,
-    so the same seed replays the same episode.
+    so the same seed replays the same episode. SpaceMismatch if the env's spaces are not
+    those the policy was trained on.
     """
     prepare_headless_rendering()
     generator = torch.Generator().manual_seed(seed)
     env_id = policy.config.env_id
     env = make_env()
     try:
+        policy.check_env_spaces(env.observation_space, env.action_space)
         obs, _ = env.reset(seed=seed)
         policy.reset_state()  # a recurrent policy starts the episode from a zero state
         try:

@@ -42,6 +42,7 @@ constructor when the run is resumed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -61,6 +62,18 @@ Callback = Callable[["BaseTrainer", dict], "bool | None"]
 
 # Metrics that must stay finite; a NaN episodic return (no episode ended) is legitimate.
 GUARDED_METRICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "grad_norm")
+
+
+@contextlib.contextmanager
+def single_threaded():
+    """torch on one CPU thread inside the block: a network's initial weights (the orthogonal
+    initialisation's QR) come out the same at any thread count the run trains with."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def continue_global_stream(device: torch.device, seed: int) -> torch.Generator:
