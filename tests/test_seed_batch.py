@@ -361,3 +361,30 @@ def test_a_seed_batch_refuses_to_resume_a_member_that_diverged_and_what_it_does_
         batch.state_dict()
     with pytest.raises(TypeError, match="recent_returns_by_member"):
         batch.recent_return()
+
+
+def test_member_networks_run_an_mlps_own_code_on_the_stacked_weights_and_vmap_what_does_not_broadcast():
+    """The first call of each method runs both ways: an MLP's code broadcasts over the members (direct: the
+    stacked weights in place, one baddbmm a layer); a network that centres its inputs over the batch
+    (a mean over dim 0, which the member axis would join) does not, and is mapped by vmap."""
+    import gymnasium as gym
+
+    from ppo.models.networks import ActorCritic
+
+    class CentredInputs(ActorCritic):
+        def value(self, obs):
+            return super().value(obs - obs.mean(dim=0))
+
+    space, actions = gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)
+    for network_class, direct in ((ActorCritic, True), (CentredInputs, False)):
+        members = []
+        for seed in (1, 2, 3):
+            torch.manual_seed(seed)
+            members.append(network_class(space, actions))
+        stack = _member_networks(members)
+        obs = torch.randn(15, 4)
+        values = stack.value(obs)
+        assert stack._direct[("value", (False,), ())] is direct
+        for member, network in enumerate(members):
+            block = slice(5 * member, 5 * member + 5)
+            assert torch.allclose(values[block], network.value(obs[block]), atol=1e-6), (network_class, member)

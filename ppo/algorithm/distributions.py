@@ -147,5 +147,10 @@ def diagonal_gaussian(mean: torch.Tensor, log_std: torch.Tensor) -> Distribution
 
     log π(a | s) = Σ_i [ −(a_i − μ_i)² / (2σ_i²) − log σ_i − ½ log 2π ]
     H[π(· | s)]  = Σ_i [ ½ + ½ log 2π + log σ_i ]
+
+    `log_std` is (d,), or (..., d) with one row per leading index of `mean` (..., B, d) but the batch's.
     """
-    return Independent(Normal(mean, log_std.exp().expand_as(mean), validate_args=False), 1)
+    std = log_std.exp()
+    if 1 < std.dim() == mean.dim() - 1:  # (S, d) against (S, B, d): one σ per member
+        std = std.unsqueeze(-2)
+    return Independent(Normal(mean, std.expand_as(mean), validate_args=False), 1)

@@ -398,21 +398,49 @@ class SeedBatch:
     def member_losses(self, minibatch: dict[str, torch.Tensor]) -> MinibatchLoss:
         """Every member's L_s on its own minibatch (S, b, ...), by the class's own `minibatch_loss`
         mapped over the members: loss (S,), log_ratio (S, b), terms (S,) each. Inside, the run's
-        network is member s's, and so are its adapted numbers and any other network it keeps."""
+        network is member s's, and so are its adapted numbers and any other network it keeps.
+
+        Where the class keeps PPO's own `minibatch_loss` (its `evaluate_samples`, then
+        `transitions_loss`) on a feed-forward network, the two parts run apart, as that definition
+        composes them: the members' networks evaluate every member's samples in one call
+        (`ppo.models.member_networks`), then the class's `transitions_loss` is mapped over the members."""
         adapted = {name: getattr(self, name) for name in self.adapted}  # (S,) each
         others = {name: getattr(self, name) for name in self._networks}
         other_parameters = {name: networks._stacked for name, networks in others.items()}
+        if self._loss_in_two_parts():
+            S, b = minibatch["log_probs"].shape[:2]
+            flat = {name: tensor.flatten(0, 1) for name, tensor in minibatch.items()}  # (S·b, ...) member-major
+            evaluated = [tensor.view(S, b) for tensor in
+                         self.model.evaluate_actions(flat["obs"], flat["actions"], flat.get("action_masks"))]
 
-        def member_loss(network, values, parameters, member_minibatch):
-            with contextlib.ExitStack() as stack:
-                swapped = {name: stack.enter_context(others[name].as_member(theta))
-                           for name, theta in parameters.items()}
-                stack.enter_context(self._as_one_run({"model": network, **values, **swapped}))
-                result = self.minibatch_loss(member_minibatch)
-            return result.loss, result.log_ratio, result.terms
+            def member_loss(network, values, parameters, member_minibatch, new_log_probs, entropy, new_values):
+                with self._member_view(others, parameters, {"model": network, **values}):
+                    result = self.transitions_loss(new_log_probs, entropy, new_values, member_minibatch)
+                return result.loss, result.log_ratio, result.terms
 
-        loss, log_ratio, terms = self.model.map(member_loss, adapted, other_parameters, minibatch)
+            loss, log_ratio, terms = self.model.map(member_loss, adapted, other_parameters, minibatch, *evaluated)
+        else:
+            def member_loss(network, values, parameters, member_minibatch):
+                with self._member_view(others, parameters, {"model": network, **values}):
+                    result = self.minibatch_loss(member_minibatch)
+                return result.loss, result.log_ratio, result.terms
+
+            loss, log_ratio, terms = self.model.map(member_loss, adapted, other_parameters, minibatch)
         return MinibatchLoss(loss=loss, log_ratio=log_ratio, terms=terms)
+
+    def _loss_in_two_parts(self) -> bool:
+        cls = type(self)
+        return (not self.recurrent and cls.minibatch_loss is PPO.minibatch_loss
+                and cls.evaluate_samples is PPO.evaluate_samples)
+
+    @contextlib.contextmanager
+    def _member_view(self, others: dict, parameters: dict, attributes: dict):
+        """Inside the mapped loss: the batch's attributes as one member's run sees them, its other networks
+        with that member's parameters."""
+        with contextlib.ExitStack() as stack:
+            swapped = {name: stack.enter_context(others[name].as_member(theta)) for name, theta in parameters.items()}
+            stack.enter_context(self._as_one_run({**attributes, **swapped}))
+            yield
 
     @contextlib.contextmanager
     def _as_one_run(self, attributes: dict):
