@@ -295,10 +295,31 @@ def interval_above(kind: str, rate_high: int, rate_low: int) -> bool:
     return estimates[kind][setting(rate_high, 1)]["iqm_low"] > estimates[kind][setting(rate_low, 0)]["iqm_high"]
 
 
-lecture.claim("all three weights do best at lr 0.003 of the three rates",
-              0.003 in rate_index and all(best == rate_index[0.003] for best in best_rate.values()),
+def intervals_overlap(first: str, second: str, kind: str = "area") -> bool:
+    """The two settings' intervals share some values: neither lies wholly above the other."""
+    one, other = estimates[kind][first], estimates[kind][second]
+    return not (one["iqm_low"] > other["iqm_high"] or other["iqm_low"] > one["iqm_high"])
+
+
+def interval_width(rate: int, weight: int) -> float:
+    return estimates["area"][setting(rate, weight)]["iqm_high"] - estimates["area"][setting(rate, weight)]["iqm_low"]
+
+
+def share_of_gain(rate: int) -> float:
+    """How much of the learned baseline's gain in IQM over no baseline the constant baseline gets."""
+    iqm = [estimates["area"][setting(rate, w)]["iqm"] for w in range(len(WEIGHT_NAMES))]
+    return (iqm[2] - iqm[0]) / (iqm[1] - iqm[0])
+
+
+constant_best_unclear = (0.003 in rate_index and 0.01 in rate_index
+                         and intervals_overlap(setting(rate_index[0.003], 2), setting(rate_index[0.01], 2)))
+lecture.claim("without a baseline and with the learned one, REINFORCE does best at lr 0.003 of the three rates; the "
+              "constant baseline's intervals at lr 0.003 and 0.01 overlap, so ten seeds do not tell which is its best",
+              0.003 in rate_index and best_rate[0] == best_rate[1] == rate_index[0.003] and constant_best_unclear,
               measured="best: " + ", ".join(f"{LEARNING_RATES[best_rate[w]]:g} ({name})"
-                                            for w, name in enumerate(WEIGHT_NAMES)),
+                                            for w, name in enumerate(WEIGHT_NAMES))
+                       + ("; R − mean R: " + ", ".join(f"lr {LEARNING_RATES[r]:g} {interval_text('area', r, 2)}"
+                                                      for r in range(len(LEARNING_RATES)))),
               quick=False)
 lecture.claim("each method at its own best learning rate, the baseline's interval lies above the interval without",
               interval_above("area", best_rate[1], best_rate[0]),
@@ -327,24 +348,31 @@ lecture.claim("at lr 0.003 the final returns' intervals do not overlap either, a
                                                    f"{interval_text('final', r, 0)}; {solved[1]} seeds against {solved[0]}",
               quick=False)
 r = rate_index.get(0.01)
-overlap = r is not None and not interval_above("area", r, r) and not (
-    estimates["area"][setting(r, 0)]["iqm_low"] > estimates["area"][setting(r, 1)]["iqm_high"])
-wide = r is not None and all(estimates["area"][setting(r, w)]["iqm_high"] - estimates["area"][setting(r, w)]["iqm_low"]
-                             > 100 for w in (0, 1))
-lecture.claim("at lr 0.01 the learned baseline does not help: its interval and the one without overlap, both are "
-              "over 100 steps wide, and the baseline scores higher on some seeds and lower on others",
-              overlap and wide and 0 < int((paired[r] > 0).sum()) < len(SEEDS),
-              measured="not run" if r is None else f"{interval_text('area', r, 1)} against "
-                                                   f"{interval_text('area', r, 0)}; higher on "
-                                                   f"{int((paired[r] > 0).sum())} of {len(SEEDS)}", quick=False)
+wider = r is not None and all(interval_width(r, w) > interval_width(smaller, w) for w in (0, 1)
+                              for smaller in range(len(LEARNING_RATES)) if LEARNING_RATES[smaller] < 0.01)
+lecture.claim("at lr 0.01 the learned baseline's gain is no longer clear-cut: the intervals with and without it are "
+              "both wider than at either smaller rate, and the baseline scores higher on some seeds and lower on others",
+              wider and 0 < int((paired[r] > 0).sum()) < len(SEEDS),
+              measured="not run" if r is None else
+              f"{interval_text('area', r, 1)} against {interval_text('area', r, 0)}; widths "
+              + "; ".join(f"{name}: " + ", ".join(f"{interval_width(rate, w):.1f}" for rate in range(len(LEARNING_RATES)))
+                          for w, name in enumerate(WEIGHT_NAMES[:2]))
+              + f" (lr {', '.join(f'{rate:g}' for rate in LEARNING_RATES)}); higher on "
+                f"{int((paired[r] > 0).sum())} of {len(SEEDS)}", quick=False)
 
-r = rate_index.get(0.003)
+small_rates = [rate_index[rate] for rate in (0.001, 0.003) if rate in rate_index]
+r = rate_index.get(0.001)
 constant_over_none = (r is not None and
                       estimates["area"][setting(r, 2)]["iqm_low"] > estimates["area"][setting(r, 0)]["iqm_high"])
+lecture.claim("at lr 0.001 the constant baseline's interval lies above the interval without a baseline, and at lr "
+              "0.001 and 0.003 its IQM gets more than half of the learned baseline's gain over no baseline",
+              constant_over_none and len(small_rates) == 2 and all(share_of_gain(rate) > 0.5 for rate in small_rates),
+              measured="not run" if r is None else
+              f"lr 0.001: {interval_text('area', r, 2)} against {interval_text('area', r, 0)}; share of the gain "
+              + ", ".join(f"{share_of_gain(rate):.2f} (lr {LEARNING_RATES[rate]:g})" for rate in small_rates),
+              quick=False)
+r = rate_index.get(0.003)
 learned_over_constant = r is not None and interval_above_constant(r)
-lecture.claim("at lr 0.003 the constant baseline's interval lies above the interval without a baseline",
-              constant_over_none, measured="not run" if r is None else
-              f"{interval_text('area', r, 2)} against {interval_text('area', r, 0)}", quick=False)
 lecture.claim("at lr 0.003 the learned baseline's interval and the constant one's overlap",
               r is not None and not learned_over_constant and not (
                   estimates["area"][setting(r, 2)]["iqm_low"] > estimates["area"][setting(r, 1)]["iqm_high"]),
@@ -461,32 +489,43 @@ lecture.claim("and the trained critic's explained variance is between −0.1 and
 """
 ## What to take away
 
-**What the baseline buys in return.** All three weights do best at lr 0.003 of the
-three rates (the peaks in the right panel of the first figure). Each method at its own
+**What the baseline buys in return.** Without a baseline and with the learned one,
+REINFORCE does best at lr 0.003 of the three rates (the peaks of the red and blue lines
+in the right panel of the first figure). The constant baseline's IQM is 290.5 at lr
+0.003 and 302.5 at lr 0.01 in this run, but its intervals at the two rates overlap
+widely, so ten seeds do not tell which is its best (which of the two comes out higher
+changes with the last bits of a run's rounding). Each method at its own
 best learning rate, the learned baseline's interval lies above the interval without a
-baseline: an IQM of 317.7 [303.7, 331.7] against 210.3 [181.3, 244.4]. With the
+baseline: an IQM of 324.4 [310.5, 338.8] against 218.3 [184.9, 251.8]. With the
 baseline the runs learn faster. The left panel shows it at lr 0.003: the blue median
 (R − V) first reaches 475 at update 53, and the red one (R) never does in the 100
 updates. The comparison holds seed by seed too: at lr 0.001 and at lr 0.003 the learned
 baseline's interval lies above the interval without, and its run scores higher on all
 ten seeds (the table of differences; a seed's runs start from the same network). At lr 0.003 the final returns' intervals do not
-overlap either (465.9 [435.1, 487.0] against 330.1 [221.6, 416.8]), and 5 seeds end with
-a final return of at least 475 with the baseline against 1 without (the last column of
+overlap either (493.8 [483.0, 498.4] against 368.4 [251.4, 440.6]), and 9 seeds end with
+a final return of at least 475 with the baseline against 2 without (the last column of
 the first table).
 
-**A constant does most of it.** At lr 0.003 the constant baseline's interval,
-294.0 [254.8, 325.8], lies above the interval without a baseline, and it overlaps the
-learned baseline's (the grey and blue points of the right panel): on this budget ten
-seeds cannot tell the learned baseline from the batch's mean return. The variance
+**A constant does most of it.** At lr 0.001 the constant baseline's interval,
+161.2 [150.1, 169.4], lies above the interval without a baseline, and at lr 0.001 and
+0.003 its IQM gets more than half of the learned baseline's gain over no baseline (0.83
+and 0.68 of it in this run). At lr 0.003 its interval, 290.5 [244.4, 329.0], is wide: it
+overlaps the learned baseline's (the grey and blue points of the right panel), and in
+this run its lower end reaches into the interval without a baseline too. On this budget
+ten seeds cannot tell the learned baseline from the batch's mean return. The variance
 measurement, two paragraphs down, says why.
 
-**Where it does not.** At lr 0.01 the learned baseline does not help: its interval
-and the one without a baseline overlap (230.7 [171.6, 279.1] against 126.4 [93.4,
-210.2]), both are over 100 steps wide, and the baseline scores higher on 7 seeds and
-lower on 3 (the wide, crossing bands at the right end of the right panel). There the
-trouble is the step's size, which a better estimate of the gradient does not cure. So a
-comparison at one learning rate can show anything from a clear gain (0.001, 0.003) to
-none (0.01); the fair comparison puts each method at its own best rate. The grid and the
+**Where the step size takes over.** At lr 0.01 the learned baseline's gain is no longer
+clear-cut: the intervals with and without it are both wider than at either smaller
+rate, and the baseline scores higher on some seeds and lower on others (the wide bands
+at the right end of the right panel). In this run its IQM is still much higher (212.2
+[173.8, 258.3] against 119.3 [91.6, 175.3], two intervals that overlap by less than two
+steps) and it scores higher on 9 seeds and lower on 1; at this rate every run is
+erratic, and where the two land moves with the last bits of a run's rounding. There
+the trouble is the step's size, which a better estimate of the gradient does not cure.
+So a comparison at
+one learning rate can show anything from a clear gain (0.001, 0.003) to an uncertain one
+(0.01); the fair comparison puts each method at its own best rate. The grid and the
 critic's learning rate were chosen on seeds 1–5; every number above is from seeds 6–15.
 
 **The variance, measured directly.** The untrained row shows that a learned baseline
@@ -496,10 +535,10 @@ untrained network and at the trained one, a constant baseline lowers the varianc
 CartPole every return is a large positive number, so every action's log-probability
 gets pushed up and only the differences carry information; subtracting the level
 removes that push. At the trained network the learned baseline divides the variance by
-16 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
+77 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
 estimator without a baseline would need for the same precision. But the batch's mean
-return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.92: the grey bar is
-the lowest), and the trained critic's explained variance is −0.00002: V predicts the returns of these rollouts no better than their
+return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.24: the grey bar is
+the lowest), and the trained critic's explained variance is 0.0002: V predicts the returns of these rollouts no better than their
 mean does. What the learned baseline buys here is mostly the level of the returns; its
 state-dependent part adds V's own scatter (if V is uncorrelated with R,
 Var[R − V] = Var[R] + Var[V] > Var[R − mean R]). A likely reason: a policy that balances

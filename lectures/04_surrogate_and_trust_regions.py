@@ -304,21 +304,26 @@ def prediction_error(row: dict) -> float:
 # %% [markdown]
 """
 Read the table and the figure together. Where the update stays near π_old — every
-clipped row, mean KL at most 0.0044, below TRPO's δ = 0.01 — the points lie near the
-diagonal: the surrogate's prediction is within 1.8 of the measured change, on returns
+clipped row, mean KL at most 0.0030, below TRPO's δ = 0.01 — the points lie near the
+diagonal: the surrogate's prediction is within 1.2 of the measured change, on returns
 of up to 100 (the bars and the `± se` columns show how much of that is sampling noise). That is the first-order model working inside its
 trust region. Without the clip the same step sizes move the policy much further (mean
-KL 0.036, 0.33 and 0.89, above δ at every step size), and there the surrogate is too
-optimistic and the furthest off of the three, by 6.6, 37 and 42: it credits the new
+KL 0.039, 0.31 and 0.62, above δ at every step size), and there the surrogate is too
+optimistic and the furthest off of the three, by 5.2, 30 and 34: it credits the new
 policy with π_old's states, which the new policy no longer visits. Whether an update
 raises the return at all depends on the rollout it learned from (the update maximises
 the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
-negative); with the clip, the prediction says so: every clipped update's predicted gain
-has the sign of the measured change, the one clipped update that lowered the return
-(lr 0.003, ε = 0.1, the blue triangle below 0) included. Without the clip it does not:
-at lr 0.001 and 0.003 the surrogate predicts a gain of about 32 and the return falls,
-by 5.8 and 10.6 (the red square and triangle). The TRPO bound is true but useless
-here: its penalty C · max KL is at least 13,064 in every row, more than a hundred times
+negative); with the clip, the prediction tells which: every clipped update's predicted
+change has the sign of the measured change. In this run all six clipped updates from
+this start raised the return, so here the sign is only tested on gains; the pooled
+updates below test it from other starts, where 1 of 24 clipped predictions has it wrong.
+Without the clip the prediction is worth little: at lr 0.001 and 0.003 the surrogate
+predicts a gain and the return changes by less than a third of it — in this run a
+predicted 34 and 44 against a measured 4.5 and 10.0 (the red square and triangle).
+Whether such an update still raises the return a little or lowers it is the run's, not
+the theory's: these updates move the policy far, and a difference in the last bits of
+rounding (another CPU) is enough to turn the one into the other. The TRPO bound is
+true but useless here: its penalty C · max KL is at least 15,224 in every row, more than a hundred times
 100, the largest discounted return CartPole can give, so the estimate of max|A| cannot be what makes it so large. This is why TRPO
 constrains the mean KL instead, and why PPO settles for a clip that keeps the ratios,
 and so the KL, small.
@@ -350,16 +355,15 @@ lecture.claim("the unclipped updates' mean KL exceeds TRPO's δ = 0.01 at every 
               all(row["mean KL"] > 0.01 for row in unclipped_rows) and all(row["mean KL"] < 0.01 for row in clipped_rows),
               measured="unclipped " + ", ".join(f"{row['mean KL']:.4f}" for row in unclipped_rows)
                        + f"; clipped at most {max(row['mean KL'] for row in clipped_rows):.4f}", quick=False)
-lowered = [row for row in clipped_rows if row["measured"] < 0]
-lecture.claim("with the clip, every predicted gain has the sign of the measured change, the one clipped update that "
-              "lowered the return (lr 0.003, ε = 0.1) included",
-              all((row["predicted"] > 0) == (row["measured"] > 0) for row in clipped_rows)
-              and [(row["lr"], row["ε"]) for row in lowered] == [(0.003, 0.1)],
+lecture.claim("with the clip, every predicted change has the sign of the measured change",
+              all((row["predicted"] > 0) == (row["measured"] > 0) for row in clipped_rows),
               measured="; ".join(f"lr {row['lr']:g}, ε {row['ε']}: predicted {row['predicted']:+.2f}, measured "
                                  f"{row['measured']:+.2f}" for row in clipped_rows), quick=False)
-wrong_sign = [row["lr"] for row in unclipped_rows if row["predicted"] > 0 > row["measured"]]
-lecture.claim("without the clip, at lr 0.001 and 0.003 the surrogate predicts a gain and the return falls",
-              wrong_sign == [0.001, 0.003],
+far_unclipped = [row for row in unclipped_rows if row["lr"] in (0.001, 0.003)]
+lecture.claim("without the clip, at lr 0.001 and 0.003 the surrogate predicts a gain and the return changes by less "
+              "than a third of it (or falls)",
+              len(far_unclipped) == 2 and all(row["measured"] < row["predicted"] / 3 for row in far_unclipped)
+              and all(row["predicted"] > 0 for row in far_unclipped),
               measured="; ".join(f"lr {row['lr']:g}: predicted {row['predicted']:+.2f}, measured {row['measured']:+.2f}"
                                  for row in unclipped_rows), quick=False)
 smallest_penalty = min(row["bound's penalty C·max KL"] for row in trust_rows)
@@ -375,7 +379,9 @@ The same measurement from four other saved starts, training seeds 8–11, each o
 fresh episodes, at the same three step sizes and three ε: 36 more updates, pooled with
 the 9 above. (The sentences of this section were written on seeds 2–7; seeds 8–11 are
 new to them. One sentence, on how far clipped updates from other starts can miss, was
-made precise on seeds 8–11 and holds on seeds 2–7 as well.) The theory says what should
+made precise on seeds 8–11 and holds on seeds 2–7 as well; one more, on how many
+unclipped updates leave the trust region, was restated after runs of seeds 8–11 on two
+machines' rounding.) The theory says what should
 hold whatever the start: the further an update moves the policy from π_old, the less its
 surrogate's prediction is worth. The figure
 plots each update's prediction error |predicted − measured| against its mean KL, both
@@ -409,6 +415,10 @@ other_clipped = [row for row in pooled_rows if row["seed"] != 1 and row["ε"] !=
 print(f"clipped updates from the other starts: |error| up to {max(row['|error|'] for row in other_clipped):.2f}; "
       f"predicted and measured change of opposite sign in "
       f"{sum((row['predicted'] > 0) != (row['measured'] > 0) for row in other_clipped)} of {len(other_clipped)}")
+inside_unclipped = [row for row in pooled_rows if row["ε"] == "∞" and row["lr"] >= 1e-3 and row["mean KL"] < 0.01]
+print("unclipped updates at lr ≥ 0.001 that stayed below δ: "
+      + (", ".join(f"seed {row['seed']}, lr {row['lr']:g} (mean KL {row['mean KL']:.4f})" for row in inside_unclipped)
+         or "none"))
 
 
 def spearman(xs: list[float], ys: list[float]) -> float:
@@ -440,24 +450,27 @@ lecture.save_figure(figure, "error_against_kl.png")
 """
 Pooled over the five starts, the theory's picture holds: the further an update moved
 the policy, the further off its prediction. In the figure the points climb from left to
-right, and the rank correlation between mean KL and |error| is 0.76 over the 45 updates. It is a trend, not a law for each update: of the
-990 pairs of updates, 189 have the one that moved further missing by less (how far off
-one update lands depends on its start and on chance). The 10 updates that moved by a
-mean KL above 0.1 missed by a median of 46.4, the 31 that stayed below δ by a median of
-0.94 (the table's `median |error|` column), and every
-update that left the trust region, mean KL above δ, over-predicted the change (14 of
-14: all of the two lower rows of the last column). The surrogate leans optimistic
-inside the trust region too — 30 of the 31 updates below δ over-predicted (the first
-row), by a median miss of 0.94 — since the update was chosen to make the surrogate
+right, and the rank correlation between mean KL and |error| is 0.82 over the 45 updates. It is a trend, not a law for each update: of the
+990 pairs of updates, 185 have the one that moved further missing by less (how far off
+one update lands depends on its start and on chance). The 7 updates that moved by a
+mean KL above 0.1 missed by a median of 34.0, the 33 that stayed below δ by a median of
+0.58 (the table's `median |error|` column), and every
+update that left the trust region, mean KL above δ, over-predicted the change (12 of
+12: all of the two lower rows of the last column). The surrogate leans optimistic
+inside the trust region too — 29 of the 33 updates below δ over-predicted (the first
+row), by a median miss of 0.58 — since the update was chosen to make the surrogate
 large on its own rollout; outside it the lean grows into the whole error, as the
 surrogate credits the new policy with π_old's states. The clip keeps the updates
-inside: in the run shown here all 30 clipped updates stayed below δ (the table's `of
-them clipped` column), while none of the 10 unclipped
-updates at lr 0.001 or 0.003 did. What does not carry over from seed 1 is the detail:
-below δ the prediction is a first-order estimate with sampling noise, not an exact one.
-From the other starts a clipped update missed by 6.84, where seed 1's clipped updates
-stayed within 1.8, and 1 of the 24 predicted a change
-of the wrong sign (the line under the table gives both).
+inside: at least 3 in 4 clipped updates stay below δ, and at least 3 in 4 unclipped
+updates at lr 0.001 or 0.003 leave it. In the run shown here all 30 clipped updates
+stayed below δ (the table's `of them clipped` column), and 9 of the 10 unclipped
+updates at lr 0.001 or 0.003 left it; the one that did not, from training seed 8 at lr
+0.001, moved by a mean KL of 0.0040 (the last line under the table): without the clip,
+how far an update goes depends on its start, and nothing stops it. What does not carry
+over from seed 1 is the detail: below δ the prediction is a first-order estimate with
+sampling noise, not an exact one. From the other starts a clipped update missed by
+6.32, where seed 1's clipped updates stayed within 1.2, and 1 of the 24 predicted a
+change of the wrong sign (the line under the table gives both).
 """
 
 # %% tags=["claims"]
@@ -481,12 +494,14 @@ lecture.claim("more than half of the updates below δ over-predicted too, by a m
                        f"{below['median |error|']:.2f}", quick=False)
 clipped_pooled = [row for row in pooled_rows if row["ε"] != "∞"]
 large_unclipped = [row for row in pooled_rows if row["ε"] == "∞" and row["lr"] >= 1e-3]
-lecture.claim("at least 3 in 4 clipped updates stay below δ, and no unclipped update at lr 0.001 or 0.003 does",
+lecture.claim("at least 3 in 4 clipped updates stay below δ, and at least 3 in 4 unclipped updates at lr 0.001 or "
+              "0.003 leave it",
               4 * sum(row["mean KL"] < 0.01 for row in clipped_pooled) >= 3 * len(clipped_pooled)
-              and all(row["mean KL"] >= 0.01 for row in large_unclipped),
+              and len(large_unclipped) > 0
+              and 4 * sum(row["mean KL"] >= 0.01 for row in large_unclipped) >= 3 * len(large_unclipped),
               measured=f"clipped below δ: {sum(row['mean KL'] < 0.01 for row in clipped_pooled)} of "
-                       f"{len(clipped_pooled)}; unclipped at lr ≥ 0.001 below δ: "
-                       f"{sum(row['mean KL'] < 0.01 for row in large_unclipped)} of {len(large_unclipped)}", quick=False)
+                       f"{len(clipped_pooled)}; unclipped at lr ≥ 0.001 above δ: "
+                       f"{sum(row['mean KL'] >= 0.01 for row in large_unclipped)} of {len(large_unclipped)}", quick=False)
 out_of_order = sum(first["mean KL"] < second["mean KL"] and first["|error|"] > second["|error|"]
                    for first in pooled_rows for second in pooled_rows)
 lecture.claim("the trend is not a law for each update: some update that moved further than another missed by less",
@@ -509,7 +524,7 @@ and the bound that would guarantee improvement is far too loose to use. A trust 
 keeps the update where the surrogate can be believed: TRPO by a KL constraint and a
 natural-gradient step, PPO by a clip on the ratio and first-order steps. The tables show
 the clip doing that job — all 30 clipped updates stayed below δ in the run shown
-here — but not perfectly: from the other starts a clipped update missed by 6.84 and
+here — but not perfectly: from the other starts a clipped update missed by 6.32 and
 one got the sign wrong, and nothing in the clip bounds the KL. Lecture 5 shows
 how it does it — which samples it stops, where its gradient is zero, and how far the
 ratios move anyway.

@@ -533,23 +533,25 @@ lecture.save_figure(figure, "normalisation_ablation.png")
 # %% [markdown]
 """
 Read the table with the figure; the numbers quoted here are this run's. At about half
-its budget the preset succeeds on most seeds, not all: 7 of its ten runs reach the mark, and the dots spread over 77 points of return,
-from −149 for the best run to −226 for the worst.
+its budget the preset succeeds on most seeds, not all: 6 of its ten runs reach the mark, and the dots spread over 65 points of return,
+from −165 for the best run to −230 for the worst.
 Switching off reward scaling costs the most, by far: the rewards reach the critic in
 raw units, where value clipping (on in the preset) lets its prediction move only ε_v per
 update (section 3's count), and the critic explains clearly less of the return — its
-explained-variance interval lies below the preset's, an IQM of 0.35 against the
+explained-variance interval lies below the preset's, an IQM of 0.36 against the
 preset's 0.99 (right panel) — and the
 greedy return is worse, the two intervals apart: none of its ten runs reaches the mark,
-and its IQM, −977, is the lowest of the four settings. Observation normalisation off and
+and its IQM, −916, is the lowest of the four settings. Observation normalisation off and
 value clipping off each stay inside the seed spread: their greedy-return intervals
 overlap the preset's, so ten seeds do not show that either matters here on its own.
-Value clipping off reaches the mark on 4 runs against the preset's 7; a count at a
-threshold moves with a few points of return, which is why the comparison rests on the
-intervals. Early on, value clipping off is ahead: free to jump to the return, its
+Value clipping off reaches the mark on 6 runs, as many as the preset; a count at a
+threshold moves with a few points of return — each of the two settings has a run within
+five points of the mark (the preset's nearest −199, value clipping off's −201 here) —
+so how the two counts compare can change from one machine to another, which is why the
+comparison rests on the intervals. Early on, value clipping off is ahead: free to jump to the return, its
 critic explains more of it over the first tenth of the run (0.57 against the preset's
 0.12; right panel, purple above blue) and its training return is higher over the first
-half (−744 against −839; left panel); by the end the preset has caught up.
+half (−731 against −842; left panel); by the end the preset has caught up.
 """
 
 # %% tags=["claims"]
@@ -596,9 +598,13 @@ lecture.claim("early on, value clipping off is ahead: its explained variance ove
               early[no_value_clipping][0] > early["preset"][0] and early[no_value_clipping][1] > early["preset"][1],
               measured=f"explained variance {early[no_value_clipping][0]:.2f} against {early['preset'][0]:.2f}; "
                        f"training return {early[no_value_clipping][1]:.0f} against {early['preset'][1]:.0f}", quick=False)
-lecture.claim("value clipping off reaches the mark on fewer runs than the preset",
-              successes[no_value_clipping] < successes["preset"],
-              measured=f"{successes[no_value_clipping]} against {successes['preset']} of {len(SEEDS)}", quick=False)
+nearest_to_mark = {name: min(results[name]["eval"], key=lambda value: abs(value - SUCCESS))
+                   for name in ("preset", no_value_clipping)}
+lecture.claim("a count at the mark moves with a few points of return: the preset and value clipping off each have a run "
+              "within five points of it",
+              all(abs(value - SUCCESS) <= 5 for value in nearest_to_mark.values()),
+              measured="; ".join(f"{name}: {successes[name]} of {len(SEEDS)} reach the mark, the run nearest it {value:.0f}"
+                                 for name, value in nearest_to_mark.items()), quick=False)
 
 # %% [markdown]
 """

@@ -95,8 +95,9 @@ grows in proportion to N: every copy pays the same per-env cost (the `sync µs/e
 column stays put). For the batched env it grows slowly — the call is the same few
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
-below on a one-element tensor: a torch step call at N = 1 costs as much as 26 such
-operations in the run shown. That fixed cost makes the batched env the
+below on a one-element tensor: a torch step call at N = 1 costs as much as tens of such
+operations (42 in the run shown; the count, like every timing here, varies with the
+machine and its load). That fixed cost makes the batched env the
 slower one at N = 1 (compare the first rows), and at N = 8 the two are close.
 Gymnasium's numpy-batched CartPole is the same idea written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
 runs on a GPU as well.

@@ -400,7 +400,7 @@ marked "beyond": that is an extrapolation, not a measurement, and the last colum
 the fit's best gold inside the measured range instead.
 
 The PPO fit misses its data. Its rms error is more than five times best-of-n's (the "rms
-error" column; 0.401 against 0.034 in the run shown), and its best gold, +0.726, lies
+error" column; 0.331 against 0.034 in the run shown), and its best gold, +0.847, lies
 more than 0.1 below the best gold PPO actually reached at the end of a run, +0.997 at
 β = 0.01 (the PPO table): the data are a cliff — gold near the best
 food's up to d ≈ 2, then the malformed score once PPO finds the proxy's blind spot — and
@@ -493,7 +493,7 @@ the optimum that has the target KL. This rule is the library's own, not a publis
 and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
 the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
 the KL can settle above the target. In the run shown it stays near it: the last batches
-average 0.99 nats and fresh samples of the final policy 0.97, against a target of 1.
+average 1.07 nats and fresh samples of the final policy 1.03, against a target of 1.
 
 The table takes one step of the proportional rule by hand next to the library's, and
 evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times

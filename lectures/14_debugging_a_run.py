@@ -282,29 +282,34 @@ numbers in brackets are the run shown):
   return still reaches the 500 limit (3 of 5 seeds), on others the policy collapses to a
   deterministic one (entropy ~0) and the return ends below the untrained policy's.
   The largest value loss and gradient norm over its seeds are more than five times the
-  correct run's (931 against 31, 709 against 45).
+  correct run's (520 against 32, 607 against 25 in this run).
 * **Too-large step** (orange): the first update's approx KL is thousands of times the
-  correct run's (1,200 to 2,100 times) and most of the batch is clipped (95%); within that one update the entropy
-  collapses to nearly 0: the policy is now deterministic, and the return goes nowhere.
-  The entropy stays near 0 to the end, and the return ends below a quarter of the
-  correct run's on every seed, on most of them (3 of 5) below the untrained policy's (the band
-  of the return panel shows the few that do a little better). After the
-  first update the KL and the clip fraction read exactly 0 in most iterations — a
-  deterministic policy has log π = 0 for the only action it takes — so a KL of 0 alone
-  does not mean a recomputed log π_old: look at the first update.
+  correct run's (1,340 to 1,990 times in this run) and most of the batch is clipped (93%
+  to 95%); within that one update the entropy falls from the untrained policy's 0.69 to
+  under a twentieth of it, and to nearly 0 on most seeds: the policy is now all but
+  deterministic. The entropy stays far below the correct run's to the end (under a tenth
+  of it on every seed). What the return does from there depends on the seed, and on where
+  rounding takes a chaotic run: it ends below the correct run's on every seed and below a
+  fifth of it on most (3 of 5 in this run); on some it ends below the untrained policy's
+  (2 of 5 in this run), while the others climb partway back (the band of the return
+  panel). After the first update the KL and the clip fraction read exactly 0 in many
+  iterations (33% of the later iterations × seeds in this run, all of them on the two
+  seeds whose return ends below the untrained policy's) — a deterministic policy has
+  log π = 0 for the only action it takes — so a KL of 0 alone does not mean a recomputed
+  log π_old: look at the first update.
 * **Shared trunk, raw returns** (purple): no exact zeros, no ratio error, no outsized
   first step; the critic's diagnostics are what differ. The value loss at the end is
   many times the correct run's and the gradient norm peaks higher (the critic's
   gradient dominates the shared weights), while the entropy stays above the correct
   run's: the policy learns more slowly, and its return ends lower.
-* **One number reads backwards.** The correct run's explained variance at the end
-  (median 0.371 in the table) is below that of the wrong sign and the too-large step
-  (0.98 or more), runs that fail. Its critic is not worse: its value loss at the end is
-  smaller than theirs. Its returns have saturated: with episodes at the 500 limit the
-  discounted return is nearly the same at every step, so Var[R], the denominator of
-  explained variance, is more than ten times smaller than theirs (the line under the
-  table), and a small error of the critic is a large share of it. Read the explained
-  variance beside the value loss, never alone.
+* **One number reads backwards.** The correct run's explained variance at the end (median
+  0.551 in this run's table, its seeds from 0.25 to 0.98) is below that of the wrong sign
+  and the too-large step (0.98 or more), runs that fail. Its critic is not worse: its
+  value loss at the end is smaller than theirs. Its returns have saturated: with episodes
+  at the 500 limit the discounted return is nearly the same at every step, so Var[R], the
+  denominator of explained variance, is more than ten times smaller than theirs (the line
+  under the table), and a small error of the critic is a large share of it. Read the
+  explained variance beside the value loss, never alone.
 * **Ratio against the reference** (green): the first-minibatch ratio error is
   **above 0** (in a correct run it is 0), the clip fraction stays high to the end of
   the run, the entropy barely moves from the untrained policy's (the clip holds the
@@ -328,7 +333,7 @@ SIGNATURES = [  # (what the diagnostics show, the bug, the rule on a run's summa
      lambda s, c: s["largest ratio error"] > 1e-3),
     ("approx KL and clip fraction exactly 0 in every iteration, the first included", RECOMPUTED,
      lambda s, c: s["largest KL"] == 0 and s["largest clip fraction"] == 0),
-    ("first approx KL > 10 × the correct run's, then entropy ~0 and KL 0", "too-large step (lr × 30)",
+    ("first approx KL > 10 × the correct run's, then entropy ~0", "too-large step (lr × 30)",
      lambda s, c: s["first KL"] > 10 * c["first KL"]),
     ("return below the untrained policy's, first update ordinary", "wrong sign",
      lambda s, c: s["final return"] < c["untrained return"]),
@@ -424,22 +429,35 @@ lecture.claim("Too-large step: the first update's approx KL is thousands of time
 lecture.claim("most of the batch is clipped (too-large step, first update)",
               every(runs["too-large step (lr × 30)"]["clip_fraction"][0] > 0.5),
               measured=f"first clip fraction {seeds_text(runs['too-large step (lr × 30)']['clip_fraction'][0])}")
-lecture.claim("within that one update the entropy collapses to nearly 0",
-              every(runs["too-large step (lr × 30)"]["entropy"][1] < 0.01),
-              measured=f"entropy of the second update {seeds_text(runs['too-large step (lr × 30)']['entropy'][1])}")
 large_run = runs["too-large step (lr × 30)"]
-lecture.claim("The entropy stays near 0 to the end (too-large step)", every(large["final entropy"] < 1e-3),
-              measured=f"last-quarter entropy {seeds_text(large['final entropy'])}", quick=False)
+second_entropy = large_run["entropy"][1]  # the entropy logged in the second update: of the policy the first one left
+nearly_0 = int((second_entropy < 0.01).sum())
+lecture.claim("within that one update the entropy falls from the untrained policy's to under a twentieth of it, and "
+              "to nearly 0 (below 0.01) on most seeds (too-large step)",
+              every(second_entropy < 0.05 * initial_entropy) and nearly_0 > len(SEEDS) / 2,
+              measured=f"entropy of the second update {seeds_text(second_entropy)} vs the untrained policy's "
+                       f"{seeds_text(initial_entropy)}: {nearly_0} of {len(SEEDS)} below 0.01")
+lecture.claim("The entropy stays far below the correct run's to the end: under a tenth of it on every seed "
+              "(too-large step)", every(large["final entropy"] < 0.1 * C["final entropy"]),
+              measured=f"last-quarter entropy {seeds_text(large['final entropy'])} vs correct "
+                       f"{seeds_text(C['final entropy'])}", quick=False)
 below_untrained = int((large["final return"] < untrained).sum())
-lecture.claim("the return ends below a quarter of the correct run's on every seed, on most of them below the untrained "
-              "policy's (too-large step)",
-              every(large["final return"] < 0.25 * C["final return"].min()) and below_untrained > len(SEEDS) / 2,
+below_fifth = int((large["final return"] < 0.2 * C["final return"].min()).sum())
+lecture.claim("the return ends below the correct run's on every seed and below a fifth of it on most; on some (two or "
+              "more) below the untrained policy's (too-large step)",
+              every(large["final return"] < C["final return"].min()) and below_fifth > len(SEEDS) / 2
+              and below_untrained >= 2,
               measured=f"final return {seeds_text(large['final return'])} vs correct {seeds_text(C['final return'])}, "
-                       f"untrained {seeds_text(untrained)}: {below_untrained} of {len(SEEDS)} below it", quick=False)
+                       f"untrained {seeds_text(untrained)}: {below_fifth} of {len(SEEDS)} below a fifth of the "
+                       f"correct run's, {below_untrained} below the untrained policy's", quick=False)
 after_first = (large_run["approx_kl"][1:] == 0) & (large_run["clip_fraction"][1:] == 0)
-lecture.claim("After the first update the KL and the clip fraction read exactly 0 in most iterations (too-large step)",
-              float(after_first.double().mean()) > 0.5,
-              measured=f"{float(after_first.double().mean()):.0%} of the later iterations × seeds", quick=False)
+zero_seeds = int(after_first.any(dim=0).sum())
+lecture.claim("After the first update the KL and the clip fraction read exactly 0 in many iterations: more than a "
+              "quarter of the later iterations × seeds, on two or more seeds (too-large step)",
+              float(after_first.double().mean()) > 0.25 and zero_seeds >= 2,
+              measured=f"{float(after_first.double().mean()):.0%} of the later iterations × seeds; per seed "
+                       + ", ".join(f"{share:.0%}" for share in after_first.double().mean(dim=0).tolist())
+                       + f"; final return {seeds_text(large['final return'])}", quick=False)
 lecture.claim("the first update's KL is not 0 (too-large step), unlike the recomputed log π_old's", every(large["first KL"] > 0),
               measured=f"first KL {seeds_text(large['first KL'])}")
 lecture.claim("Shared trunk: no exact zeros, no ratio error, no outsized first step",
@@ -461,12 +479,13 @@ lecture.claim("its return ends lower (shared trunk)", median(trunk["final return
               measured=f"median final return {median(trunk['final return']):.1f} vs {median(C['final return']):.1f}",
               quick=False)
 failing = ("wrong sign", "too-large step (lr × 30)")
-lecture.claim("The correct run's explained variance at the end (median 0.371) is below that of the wrong sign and the "
-              "too-large step (0.98 or more)",
-              round(median(C["final explained variance"]), 3) == 0.371
-              and all(median(S[name]["final explained variance"]) >= 0.98 for name in failing),
-              measured=", ".join(f"{name} {median(S[name]['final explained variance']):.3g}" for name in (CORRECT, *failing)),
-              quick=False)
+lecture.claim("The correct run's explained variance at the end (its median over the seeds) is below that of the wrong "
+              "sign and the too-large step (0.98 or more)",
+              all(median(S[name]["final explained variance"]) >= 0.98 for name in failing)
+              and all(median(C["final explained variance"]) < median(S[name]["final explained variance"])
+                      for name in failing),
+              measured=", ".join(f"{name} {median(S[name]['final explained variance']):.3g}" for name in (CORRECT, *failing))
+                       + f" (correct, per seed: {seeds_text(C['final explained variance'], 2)})", quick=False)
 lecture.claim("its value loss at the end is smaller than theirs (correct run against wrong sign and too-large step)",
               all(median(C["final value loss"]) < median(S[name]["final value loss"]) for name in failing),
               measured=", ".join(f"{name} {median(S[name]['final value loss']):.3g}" for name in (CORRECT, *failing)),
@@ -541,11 +560,12 @@ for letter, bug in MYSTERY.items():
 
 # %% [markdown]
 """
-Mystery A, the shared trunk, is the one to remember: its return ends within 10% of the correct run's
-median (484 against 500 in the run shown), and it has a bug all the same. Only its critic gives it away (a value loss
-whose last-quarter mean is far above the correct run's, from the spikes of its value
-loss panel, and an explained variance below it that swings under 0) with the entropy
-of a policy that has not committed. B and C both end at the shortest episodes CartPole
+Mystery A, the shared trunk, is the one to remember: at its best its return comes within 10% of the
+correct run's median (460 against 500 in this run) and it ends above half of it (311 in this run; how far
+it sags by the end varies with where rounding takes this one chaotic run), and it has a bug all the same.
+Only its critic gives it away (a value loss whose last-quarter mean is far above the correct run's, from
+the spikes of its value loss panel, and an explained variance below it that swings under 0) with the
+entropy of a policy that has not committed. B and C both end at the shortest episodes CartPole
 allows, with an entropy near 0; the first update tells them apart: B's approx KL is
 already thousands of times the correct run's (the too-large step), C's is ordinary (the
 wrong sign).
@@ -559,10 +579,13 @@ lecture.claim("the signature table names each mystery run's bug (seeds not used 
                                  for letter in MYSTERY), quick=False)
 mystery = {letter: {key: float(values.median()) for key, values in mystery_summaries[f"mystery {letter}"].items()}
            for letter in MYSTERY}
-lecture.claim("Mystery A, the shared trunk: its return ends within 10% of the correct run's median",
-              MYSTERY["A"] == "shared trunk, raw returns"
-              and mystery["A"]["final return"] >= 0.9 * reference_numbers["final return"],
-              measured=f"{mystery['A']['final return']:.1f} vs {reference_numbers['final return']:.1f}", quick=False)
+best_A = float(mystery_runs["mystery A"]["episode_return_recent"].max())
+lecture.claim("Mystery A, the shared trunk: at its best its return comes within 10% of the correct run's median, and "
+              "it ends above half of it",
+              MYSTERY["A"] == "shared trunk, raw returns" and best_A >= 0.9 * reference_numbers["final return"]
+              and mystery["A"]["final return"] > 0.5 * reference_numbers["final return"],
+              measured=f"best {best_A:.1f}, final {mystery['A']['final return']:.1f} vs correct "
+                       f"{reference_numbers['final return']:.1f}", quick=False)
 lecture.claim("Mystery A: a value loss whose last-quarter mean is far above the correct run's, and an explained "
               "variance below it that swings under 0",
               mystery["A"]["final value loss"] > 10 * reference_numbers["final value loss"]
@@ -591,12 +614,13 @@ lecture.claim("B's approx KL is already thousands of times the correct run's (th
 
 A broken PPO is read from its diagnostics, each against a correct run of the same
 configuration: the return says that something is wrong (or, as mystery A shows, not
-even that), and the other seven say what. Exact values are the strongest evidence: a
-clip fraction and a KL that are 0 from the first update on, or a first-minibatch ratio
-error that is not 0, each point at one line of code. A first update's KL thousands of
-times the reference's points at the step size. A return below the untrained policy's
-after an ordinary first update points at a sign. A critic whose loss stays large
-points at the value loss's scale or its path into the policy.
+clearly: a return that comes within 10% of the correct run's), and the other seven say
+what. Exact values are the strongest evidence: a clip fraction and a KL that are 0 from
+the first update on, or a first-minibatch ratio error that is not 0, each point at one
+line of code. A first update's KL thousands of times the reference's points at the step
+size. A return below the untrained policy's after an ordinary first update points at a
+sign. A critic whose loss stays large points at the value loss's scale or its path into
+the policy.
 """
 
 # %%

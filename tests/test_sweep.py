@@ -145,3 +145,14 @@ def test_a_sweep_outlives_diverging_runs(tmp_path, capsys, monkeypatch):
             assert not (folder / "checkpoint.pt").exists()
         else:
             assert torch.load(folder / "checkpoint.pt", weights_only=True)["iteration"] == last_checkpoint
+
+
+def test_no_clipping_names_its_folder(tmp_path, monkeypatch):
+    """`--clip-coef inf`, which --help offers as no clipping, trains into a folder named after it."""
+    from experiments.commands.run_folder import format_value
+
+    assert format_value(float("inf")) == "inf" and format_value(-float("inf")) == "-inf"
+    monkeypatch.chdir(tmp_path)
+    assert main(["--clip-coef", "inf", "--total-timesteps", "2048", "--eval-episodes", "0", "--no-progress",
+                 "--no-tensorboard"]) == 0
+    assert [folder.name for folder in (tmp_path / "runs").iterdir()] == ["CartPole-v1__clipinf__budget2048__seed1"]

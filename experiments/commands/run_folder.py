@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import math
 import os
 import sys
 import time
@@ -80,13 +81,15 @@ ABBREVIATIONS = {
 
 
 def format_value(value) -> str:
-    """A value as a folder name shows it: the shorter of 0.003 and 3e-3, on/off, 64x64."""
+    """A value as a folder name shows it: the shorter of 0.003 and 3e-3, on/off, 64x64, inf."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if value is None:
         return "none"
     if isinstance(value, (tuple, list)):
         return "x".join(format_value(part) for part in value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # inf, -inf (nan is refused before a folder is named)
     if isinstance(value, float):
         positional = repr(value)
         mantissa, exponent = f"{value:e}".split("e")

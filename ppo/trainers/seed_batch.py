@@ -137,14 +137,14 @@ def check_seeds(seeds) -> list[int]:
 
 
 def refuse_replaced_hooks(trainer: type[PPO]) -> None:
-    """ConfigError (one line) if `trainer` overrides a method the batch replaces (REPLACED)."""
+    """ConfigError (one line) if `trainer`, or a class between it and PPO, overrides a method the batch
+    replaces (REPLACED)."""
     for name in REPLACED:
-        if getattr(trainer, name) is not getattr(PPO, name) and getattr(trainer, name, None) is not None:
-            owner = next(cls for cls in trainer.__mro__ if name in cls.__dict__)
-            if owner is not PPO and issubclass(owner, PPO):
-                raise ConfigError(f"{owner.__name__} overrides {name}, which a seed batch runs its own way for all "
-                                  "members; put what a run adds after its update in after_update (run per member), "
-                                  "and the loss in policy_loss or minibatch_loss (mapped over the members)")
+        owner = next(cls for cls in trainer.__mro__ if name in vars(cls))
+        if owner is not PPO and issubclass(owner, PPO):
+            raise ConfigError(f"{owner.__name__} overrides {name}, which a seed batch runs its own way for all "
+                              "members; put what a run adds after its update in after_update (run per member), "
+                              "and the loss in policy_loss or minibatch_loss (mapped over the members)")
 
 
 def _same(first, other) -> bool:
