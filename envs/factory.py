@@ -134,6 +134,12 @@ def ids_registered_from(module: str) -> list[str]:
             if home(spec.entry_point) == module or home(spec.entry_point).startswith(module + ".")]
 
 
+def require_count(name: str, value) -> None:
+    """EnvError (one line, the words of the configs' check) unless value is an integer ≥ 1."""
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        raise EnvError(f"{name} = {value!r} must be a positive integer")
+
+
 def check_env_id(env_id: str) -> str:
     """The registered id `env_id` names (`registered_env_id`: a `MODULE:` prefix imports MODULE);
     EnvError if gymnasium does not know it."""
@@ -222,6 +228,7 @@ def gymnasium_env_factory(env_id: str, frame_stack: int = 1, **kwargs) -> Gymnas
     It makes one env right away, so a missing extra (or a space that cannot stack) is
     reported here and not later.
     """
+    require_count("frame_stack", frame_stack)
     make_gymnasium_env(env_id, **kwargs).close()
     factory = GymnasiumEnvFactory(env_id, frame_stack, **kwargs)
     if frame_stack > 1:
@@ -241,6 +248,8 @@ def make_batched_vec_env(env_id: str, num_envs: int, device: str = "cpu", groups
 def make_vec_env(env_id: str, num_envs: int, backend: str = "auto", device: str = "cpu", frame_stack: int = 1):
     """N copies of env_id behind the VecEnv interface, stepped by the chosen backend;
     with `frame_stack` K > 1, each observation is the copy's last K (envs.frame_stack)."""
+    require_count("num_envs", num_envs)
+    require_count("frame_stack", frame_stack)
     name = check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":
@@ -261,6 +270,8 @@ def make_seed_batch_env(env_id: str, num_seeds: int, num_envs: int, backend: str
     one random stream per run). Gymnasium: a StackedVecEnv of each run's own envs. With
     `frame_stack` K > 1, one FrameStackVecEnv around them all (stacks are per copy).
     """
+    for name, value in (("num_seeds", num_seeds), ("num_envs", num_envs), ("frame_stack", frame_stack)):
+        require_count(name, value)
     check_env_id(env_id)
     backend = resolve_backend(env_id, backend)
     if backend == "torch":

@@ -205,7 +205,7 @@ def first_row_with(batch, text: str) -> int:
     return next((i for i, t in enumerate(batch.texts) if t == text and bool(batch.ended_with_eos[i])), 0)
 
 
-trainer = RLHFTrainer(CONFIG, sft, tokenizer, TASK, run_dir=lecture.path("run"), progress=False)
+trainer = RLHFTrainer(CONFIG, sft, tokenizer, TASK, run_dir=lecture.fresh_folder("run"), progress=False)
 rollout = trainer.collect()
 token_rewards = trainer.rewards(rollout)
 print_table(episode_table(trainer, rollout, token_rewards, first_row_with(rollout.batch, TARGET)),
@@ -974,7 +974,8 @@ def two_choice_measures(trainer: RLHFTrainer, seed: int) -> dict:
 two_trainers = {name: [] for name in TWO_METHODS}
 for name, (algorithm, placement) in TWO_METHODS.items():
     for seed in TWO_SEEDS:
-        config = TWO_CONFIG.replace(algorithm=algorithm, kl_penalty=placement, seed=seed)
+        groups = TWO_CONFIG.group_size if algorithm != "ppo" else RLHFConfig.group_size  # PPO samples no groups
+        config = TWO_CONFIG.replace(algorithm=algorithm, kl_penalty=placement, seed=seed, group_size=groups)
         two_trainers[name].append(trainer_class(algorithm)(config, sft, tokenizer, TWO_TASK, progress=False))
         two_trainers[name][-1].train()
     print(f"trained {name}: {len(TWO_SEEDS)} seeds of {TWO_CONFIG.iterations} iterations × "

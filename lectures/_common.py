@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -123,6 +124,13 @@ class Lecture:
     def path(self, filename: str) -> Path:
         """Where an output file of this lecture goes (announce it with `wrote`)."""
         return self.folder / filename
+
+    def fresh_folder(self, name: str) -> Path:
+        """`path(name)` emptied of an earlier run's files: a trainer refuses to start a new run in a
+        folder that holds one (ppo.runs.checkpoint.check_run_folder), and each run of a lecture is new."""
+        folder = self.path(name)
+        shutil.rmtree(folder, ignore_errors=True)
+        return folder
 
     def wrote(self, path: Path) -> Path:
         """Announce a file the lecture wrote; in a notebook, a PNG is also shown inline."""

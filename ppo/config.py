@@ -16,12 +16,21 @@ Derived sizes:
     num_iterations = total_timesteps // batch_size   rollout + update cycles
 
 Every check raises `ConfigError` with one line naming the value and what is allowed.
+
+A setting that cannot take effect with the others is refused too: each config class lists
+in `no_effect` the fields that do nothing while another one (or something only the trainer
+meets, such as the action space) has certain values, and `ConfigBase.check_effects` refuses
+such a field set away from its default:
+
+    obs_clip = 5.0 has no effect with normalize_obs = False: only normalised observations
+    are clipped; leave it at its default 10.0
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -80,6 +89,57 @@ def require_one_of(name: str, value, allowed: tuple[str, ...]) -> None:
         raise ConfigError(f"{name} = {value!r} is not one of {', '.join(allowed)}")
 
 
+MAX_THREADS = 1024  # torch takes a C int; beyond a machine's cores more threads only wait
+
+
+def require_threads(value) -> None:
+    """A torch thread count: an integer in [1, MAX_THREADS]."""
+    if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_THREADS):
+        raise ConfigError(f"num_threads = {value!r} must be an integer in [1, {MAX_THREADS}]")
+
+
+MAX_SEED = 2**63 - 1  # torch's generators take seeds below 2**64; a run adds offsets (copies, processes) to its seed
+
+
+def require_seed(name: str, value) -> None:
+    """A seed: an integer in [0, MAX_SEED]."""
+    if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEED):
+        raise ConfigError(f"{name} = {value!r} must be an integer in [0, 2**63 - 1]")
+
+
+def require_path(name: str, value) -> None:
+    """A folder or file given as text must not be empty: Path('') is the current folder."""
+    if isinstance(value, str) and not value.strip():
+        raise ConfigError(f"{name} = {value!r} is an empty path, which would be the current folder; give a folder")
+
+
+def require_growing_budget(name: str, given: int, budget: int, done: int, per_iteration: int, run) -> None:
+    """A resumed run's budget `name` only grows: ConfigError (one line) for `given` below the run's own
+    `budget` while the run is unfinished (`done` samples, in iterations of `per_iteration`); a finished
+    run's budget is refused by the check that nothing is left to train."""
+    if given < budget and done + per_iteration <= budget:
+        raise ConfigError(f"{name} = {given} is below the budget of run {run}, {budget} (it has done {done} steps): "
+                          f"a resumed run's budget only grows; give {name} ≥ {budget}, or leave it unset")
+
+
+OPEN_FILES_RESERVE = 64  # what a process opens beside its runs' files: libraries, a checkpoint or plot being written
+
+
+def open_files_left() -> int | None:
+    """How many more files this process may open: its soft limit (ulimit -n) less those open now and
+    OPEN_FILES_RESERVE; None where the limit cannot be read."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    folder = next((path for path in ("/proc/self/fd", "/dev/fd") if os.path.isdir(path)), None)
+    open_now = len(os.listdir(folder)) if folder else 0
+    return max(0, soft - open_now - OPEN_FILES_RESERVE)
+
+
 def require_type(name: str, value, hint) -> None:
     """Refuse a value whose Python type cannot be the field's (a string where a number belongs)."""
     origin = typing.get_origin(hint)
@@ -121,11 +181,46 @@ def _type_name(hint) -> str:
 # ---------------------------------------------------------------- shared by every dataclass config
 
 
+@dataclass(frozen=True)
+class NoEffect:
+    """A setting does nothing while `on` is one of `values`: `on` is another field of the config, or
+    what only the trainer meets (`action_space`, compared by its kind: "Discrete"; the `encoder`
+    'auto' resolves to; the `algorithm`). `why` says why, in the refusal."""
+
+    on: str
+    values: tuple
+    why: str
+
+    def applies(self, current) -> bool:
+        """True while `current`, the value of `on`, leaves the setting without effect."""
+        if not isinstance(current, (bool, int, float, str, tuple, list, type(None))):
+            current = type(current).__name__  # a space, by its kind
+        return any(_same(current, value) for value in self.values)
+
+
+def _same(value, other) -> bool:
+    """value == other, with True ≠ 1 and a list equal to the tuple of its items."""
+    if isinstance(value, list):
+        value = tuple(value)
+    return isinstance(value, bool) == isinstance(other, bool) and value == other
+
+
+def _shown(value) -> str:
+    return repr(list(value)) if isinstance(value, tuple) else repr(value)
+
+
 class ConfigBase:
-    """to_dict / from_dict / replace for a config dataclass, and type checks from its annotations."""
+    """to_dict / from_dict / replace for a config dataclass, type checks from its annotations, and
+    the refusal of settings that cannot take effect (`no_effect`, `check_effects`)."""
+
+    # field → the conditions under which it does nothing (NoEffect), checked in order
+    no_effect: typing.ClassVar[dict[str, tuple[NoEffect, ...]]] = {}
 
     def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
+        changed = dataclasses.replace(self, **changes)
+        if getattr(self, "_read_back", False):  # a saved run's config stays one when changed (a new budget)
+            object.__setattr__(changed, "_read_back", True)
+        return changed
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
@@ -145,12 +240,42 @@ class ConfigBase:
         for name, value in data.items():
             require_type(name, value, hints[name])
             values[name] = tuple(value) if typing.get_origin(hints[name]) is tuple else value
-        return cls(**values)
+        config = cls(**values)
+        # A config read back keeps the settings its run trained with: no_effect refuses new runs only.
+        object.__setattr__(config, "_read_back", True)
+        return config
 
     def check_types(self) -> None:
         hints = typing.get_type_hints(type(self))
         for f in fields(self):
             require_type(f.name, getattr(self, f.name), hints[f.name])
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """{field name: its default in this class}."""
+        return {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory() for f in fields(cls)}
+
+    def check_effects(self, **context) -> None:
+        """ConfigError (one line) for a field set away from its default while one of its `no_effect`
+        conditions holds. `context` gives what the config alone cannot know (the trainer passes the
+        action space, the resolved encoder and its algorithm); a condition on something neither a
+        field nor in `context` waits for the trainer. A config read back from a saved run (`from_dict`)
+        is not refused: its run trained with these settings."""
+        if getattr(self, "_read_back", False):
+            return
+        defaults = self.defaults()
+        for name, conditions in self.no_effect.items():
+            value = getattr(self, name)
+            if _same(value, defaults[name]):
+                continue
+            for condition in conditions:
+                if condition.on not in context and condition.on not in defaults:
+                    continue
+                current = context[condition.on] if condition.on in context else getattr(self, condition.on)
+                if condition.applies(current):
+                    raise ConfigError(f"{name} = {_shown(value)} has no effect with {condition.on} = "
+                                      f"{_shown(current)}: {condition.why}; leave it at its default "
+                                      f"{_shown(defaults[name])}")
 
 
 def field_help(cls, name: str) -> str:
@@ -228,6 +353,7 @@ class UpdateConfig(ConfigBase):
     def validate(self):
         """Raise ConfigError naming the first impossible value; return self when all is well."""
         self.check_types()
+        self.check_effects()
         for name in ("learning_rate", "adam_eps"):
             require_positive(name, getattr(self, name))
         require_clip(self.clip_coef)
@@ -238,9 +364,11 @@ class UpdateConfig(ConfigBase):
             require_fraction(name, getattr(self, name))
         for name in ("ent_coef", "vf_coef"):
             require_non_negative(name, getattr(self, name))
-        for name in ("update_epochs", "num_minibatches", "num_threads"):
+        for name in ("update_epochs", "num_minibatches"):
             require_count(name, getattr(self, name))
+        require_threads(self.num_threads)
         require_count("checkpoint_every", self.checkpoint_every, minimum=0)
+        require_seed("seed", self.seed)
         if self.batch_size % self.num_minibatches != 0:
             raise ConfigError(
                 f"{self.batch_size_name} = {self.batch_size} is not divisible by num_minibatches = {self.num_minibatches}"
@@ -320,6 +448,23 @@ class PPOConfig(UpdateConfig):
 
     batch_size_name = "num_envs * num_steps"
 
+    # The trainer adds what the config cannot know (check_effects): the action space, the encoder
+    # 'auto' resolves to, and the algorithm (ppo.trainers.registry).
+    no_effect = {
+        "clip_coef": (NoEffect("algorithm", ("penalty",), "PPO-Penalty's surrogate is unclipped (β·KL holds "
+                               "the step)"),),
+        "log_std_init": (NoEffect("action_space", ("Discrete", "MultiDiscrete"), "only a Gaussian policy (Box "
+                                  "actions) has a log σ"),),
+        "hidden_sizes": (NoEffect("encoder", ("nature-cnn", "minatar-cnn"), "they shape the MLP, and a CNN ends "
+                                  "in its own linear layer ('auto' picks a CNN for images)"),),
+        "activation": (NoEffect("encoder", ("nature-cnn", "minatar-cnn"), "it is the MLP's, and a CNN uses ReLU "
+                                "('auto' picks a CNN for images)"),),
+        "recurrent_hidden_size": (NoEffect("recurrent", ("none",), "it is the width of a GRU / LSTM state"),),
+        "sequence_length": (NoEffect("recurrent", ("none",), "only a recurrent core replays sequences"),),
+        "obs_clip": (NoEffect("normalize_obs", (False,), "only normalised observations are clipped"),),
+        "reward_clip": (NoEffect("normalize_reward", (False,), "only scaled rewards are clipped"),),
+    }
+
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.num_steps
@@ -355,15 +500,12 @@ class PPOConfig(UpdateConfig):
     def _check_sequences(self) -> None:
         """A recurrent update cuts num_envs · num_steps / L sequences into num_minibatches equal parts."""
         length = self.sequence_length
+        if self.recurrent == "none":  # a sequence_length is refused by check_effects
+            return
         if length is not None:
-            if self.recurrent == "none":
-                raise ConfigError(f"sequence_length = {length} needs a recurrent core (recurrent = 'none'); "
-                                  "leave it none")
             require_count("sequence_length", length)
             if self.num_steps % length != 0:
                 raise ConfigError(f"num_steps = {self.num_steps} is not divisible by sequence_length = {length}")
-        if self.recurrent == "none":
-            return
         if length is None or length == self.num_steps:
             if self.num_envs % self.num_minibatches != 0:
                 raise ConfigError(f"num_envs = {self.num_envs} is not divisible by num_minibatches = "

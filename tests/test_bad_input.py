@@ -111,7 +111,7 @@ ROWS = [
     ("ppo-pretrain-lm", ["--cache-dir", "{corrupt_cache}"], "corrupt"),
     ("ppo-rlhf", ["--eval-samples", "0", "--run-dir", "{tmp}/run"], "eval_samples = 0"),
     ("ppo-rlhf", ["--iteration", "2", "--run-dir", "{tmp}/run"], "unrecognized arguments: --iteration 2"),
-    ("ppo-rlhf", ["--group-size", "4", "--run-dir", "{tmp}/run"], "--group-size 4 has no effect with --algorithm ppo"),
+    ("ppo-rlhf", ["--group-size", "4", "--run-dir", "{tmp}/run"], "group_size = 4 has no effect with algorithm = 'ppo'"),
     ("ppo-rlhf", ["--norm-adv", "--kl-penalty", "loss-k3", "--run-dir", "{tmp}/run"],
      "norm_adv whitens the advantages"),
     ("ppo-rlhf", ["--kl-target", "1", "--kl-controller", "pid", "--run-dir", "{tmp}/run"],
@@ -122,6 +122,18 @@ ROWS = [
     ("ppo-rlhf", ["--run-dir", "{file}/run"], "run_dir {file}/run cannot be written"),
     ("ppo-rlhf", ["--resume", "{tmp}/missing"], "run folder {tmp}/missing does not exist"),
     ("ppo-rlhf", ["--resume", "{tmp}/missing", "--kl-coef", "0.3"], "(got --kl-coef)"),
+    # integers beyond int64, thread counts torch cannot take, empty paths: refused by every command's parser
+    ("ppo-train", [*TINY_RUN, "--frame-stack", "99999999999999999999", "--run-dir", "{tmp}/run"],
+     "argument --frame-stack: 99999999999999999999 is beyond what an integer setting holds"),
+    ("ppo-train", [*TINY_RUN, "--num-threads", "99999999999999999999", "--run-dir", "{tmp}/run"],
+     "is beyond what an integer setting holds"),
+    ("ppo-train", [*TINY_RUN, "--num-threads", "5000", "--run-dir", "{tmp}/run"],
+     "num_threads = 5000 must be an integer in [1, 1024]"),
+    ("ppo-pretrain-lm", ["--num-threads", "5000"], "num_threads = 5000 must be an integer in [1, 1024]"),
+    ("ppo-pretrain-lm", ["--batch-size", "99999999999999999999"], "is beyond what an integer setting holds"),
+    ("ppo-rlhf", ["--run-dir", ""], "argument --run-dir: '' is an empty path, which would be the current folder"),
+    ("ppo-rlhf", ["--resume", ""], "argument --resume: '' is an empty path"),
+    ("ppo-eval", [""], "argument run_dir: '' is an empty path"),
 ]
 
 

@@ -12,6 +12,7 @@ from envs import corpus
 from ppo.config import ConfigError
 from ppo.lm.trainers.dpo import DPOConfig, dpo_loss, encode_preference_pairs, ipo_optimum, sequence_log_probs, train_dpo
 from ppo.lm.models.gpt import completion_log_probs
+from ppo.trainers.base import TrainingDiverged
 from ppo.lm.algorithm.reward_model import encode_comparisons
 from ppo.lm.algorithm.rollout import sample_completions
 
@@ -214,6 +215,14 @@ def test_training_on_comparisons_raises_the_preferred_answer_and_repeats_bit_for
     for first, second in zip(policies[0].state_dict().values(), policies[1].state_dict().values()):
         assert torch.equal(first, second)
     assert all(torch.equal(p, q) for p, q in zip(sft.state_dict().values(), reference_before.values()))  # frozen
+
+
+def test_a_diverging_dpo_run_stops_in_one_line_naming_its_epoch():
+    sft, tokenizer = tiny_sft()
+    comparisons = encode_preference_pairs(tokenizer, rule_comparisons(sft, tokenizer, num_pairs=100, seed=2))
+    with pytest.raises(TrainingDiverged, match=r"^epoch 1: loss = nan; training stopped after 0 finished epochs "
+                                               r"\(try a smaller learning rate\)$"):
+        train_dpo(copy.deepcopy(sft), sft, comparisons, DPOConfig(learning_rate=1e20, epochs=2, batch_size=4))
 
 
 def test_a_different_seed_visits_the_comparisons_in_another_order():

@@ -40,7 +40,7 @@ def test_short_pretraining_beats_the_uniform_model(trained):
 
 
 def test_pretraining_is_seeded():
-    short = replace(TINY, steps=10, eval_interval=10)
+    short = replace(TINY, steps=10, eval_interval=10, warmup_steps=5)
     first, second = pretrain(FOOD_CORPUS, short, verbose=False), pretrain(FOOD_CORPUS, short, verbose=False)
     other_seed = pretrain(FOOD_CORPUS, replace(short, seed=1), verbose=False)
     assert first.val_loss == second.val_loss != other_seed.val_loss
@@ -146,7 +146,7 @@ def test_config_rejects_bad_values():
 
 
 def test_cli_trains_and_reports(tmp_path, capsys):
-    argv = ["--steps", "20", "--eval-interval", "10", "--corpus-size", "3000", "--val-size", "200",
+    argv = ["--steps", "20", "--warmup-steps", "5", "--eval-interval", "10", "--corpus-size", "3000", "--val-size", "200",
             "--batch-size", "32", "--n-embd", "16", "--samples", "20", "--cache-dir", str(tmp_path),
             "--out", str(tmp_path / "copy.pt")]
     assert pretrain_lm.main(argv) == 0

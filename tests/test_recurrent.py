@@ -353,7 +353,7 @@ def test_sequence_length_must_divide_the_rollout_and_the_sequences_the_minibatch
     with pytest.raises(ConfigError, match="= 12 sequences is not divisible by num_minibatches = 8"):
         PPOConfig(**{**SMALL, "num_envs": 3, "num_minibatches": 8, "sequence_length": 8,
                      "total_timesteps": 3 * 32}).validate()
-    with pytest.raises(ConfigError, match="sequence_length = 8 needs a recurrent core"):
+    with pytest.raises(ConfigError, match=r"sequence_length = 8 has no effect with recurrent = 'none'"):
         PPOConfig(**{**SMALL, "recurrent": "none", "sequence_length": 8}).validate()
     PPOConfig(**{**SMALL, "num_envs": 3, "num_minibatches": 4, "sequence_length": 8,
                  "total_timesteps": 3 * 32}).validate()  # 12 sequences in 4 minibatches, though 3 envs do not split

@@ -220,7 +220,9 @@ def test_a_seed_batch_refuses_members_saved_apart(tmp_path):
     config = _config(total_timesteps=4 * 4 * 64, num_envs=4, num_steps=64)
     folders = [tmp_path / "1", tmp_path / "2"]
     _batch(config, [1, 2], folders).train(lambda batch, metrics: batch.iteration == 2)
-    _single(config, 2, folders[1]).train(lambda trainer, metrics: trainer.iteration == 1)  # seed 2 again, alone
+    for name in ("checkpoint.pt", "metrics.csv"):  # seed 2 again, alone, in its folder made empty
+        (folders[1] / name).unlink()
+    _single(config, 2, folders[1]).train(lambda trainer, metrics: trainer.iteration == 1)
     with pytest.raises(CheckpointError, match=r"stands at iteration 1, .* at 2: resume each alone"):
         PPO.resume(folders, _batch_envs, progress=False)
     other = _config(total_timesteps=4 * 4 * 64, num_envs=4, num_steps=64, learning_rate=1e-3)

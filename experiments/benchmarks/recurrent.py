@@ -36,7 +36,8 @@ def config_for(args, recurrent: str, env_id: str = "CartPole-v1", backend: str =
     return PPOConfig(env_id=env_id, env_backend=backend, num_envs=args.num_envs, num_steps=args.num_steps,
                      num_minibatches=args.num_minibatches, update_epochs=args.update_epochs,
                      total_timesteps=args.num_envs * args.num_steps * args.iterations * (args.rounds + 1),
-                     recurrent=recurrent, recurrent_hidden_size=args.recurrent_hidden_size,
+                     recurrent=recurrent,
+                     **({} if recurrent == "none" else {"recurrent_hidden_size": args.recurrent_hidden_size}),
                      tensorboard=False, checkpoint_every=0).validate()
 
 

@@ -24,7 +24,7 @@ from envs.factory import EnvError
 from experiments.commands.flag_values import int_list_item, join_negative_values
 from ppo.trainers.base import TrainingDiverged
 from ppo.runs.checkpoint import CheckpointError
-from ppo.config import ConfigError, field_help
+from ppo.config import ConfigError, field_help, require_threads
 from ppo.parallel.distributed import PeerFailure
 from ppo.parallel.malloc import keep_freed_memory
 
@@ -33,12 +33,36 @@ INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, CheckpointError, EnvError, TrainingDiverged)
 
 
+LARGEST_INTEGER = 2**63 - 1  # what torch and numpy hold in an int64: every integer flag stays within ±this
+
+
+def bounded_int(text: str) -> int:
+    """int(text), refused (argparse's one line) beyond ±(2**63 − 1), where torch and numpy overflow."""
+    value = int(text)
+    if abs(value) > LARGEST_INTEGER:
+        raise argparse.ArgumentTypeError(f"{text} is beyond what an integer setting holds (at most 2**63 - 1)")
+    return value
+
+
+bounded_int.__name__ = "int"  # argparse names the type in its errors: "invalid int value"
+
+
+def nonempty_path(text: str) -> Path:
+    """Path(text), refused for an empty text, which Path reads as the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty path, which would be the current folder; give a folder")
+    return Path(text)
+
+
 class OneLineArgumentParser(argparse.ArgumentParser):
     """argparse, but a bad flag or value prints one line on stderr and exits with 2, and a flag
-    is never taken from its prefix (`--learning-rat` is refused, not read as `--learning-rate`)."""
+    is never taken from its prefix (`--learning-rat` is refused, not read as `--learning-rate`).
+    An integer flag refuses values beyond ±(2**63 − 1) and a path flag an empty path."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+        self.register("type", int, bounded_int)  # argparse converts through its registry: groups too
+        self.register("type", Path, nonempty_path)
 
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
@@ -58,7 +82,7 @@ def _optional_float(text: str) -> float | None:
 def _optional_int(text: str) -> int | None:
     if text.lower() in ("none", "off"):
         return None
-    return int(text)
+    return bounded_int(text)
 
 
 class SweepValues(list):
@@ -80,6 +104,7 @@ def _comma_list(convert: Callable):
 def configure_process(num_threads: int) -> None:
     """Process-wide settings every training command makes before any work: torch's CPU
     thread count, and glibc's malloc kept from returning autograd's buffers (ppo.parallel.malloc)."""
+    require_threads(num_threads)
     torch.set_num_threads(num_threads)
     keep_freed_memory()
 
@@ -114,7 +139,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, .
             kwargs.update(type=_optional_int, metavar="INT|none")
             help_text += f" (default: {default if default is not None else 'none'})"
         else:
-            kwargs.update(type=hint, metavar=hint.__name__.upper())
+            kwargs.update(type=bounded_int if hint is int else hint, metavar=hint.__name__.upper())
             help_text += f" (default: {default})"
         if sweepable and "type" in kwargs and "nargs" not in kwargs:
             kwargs["type"] = _comma_list(kwargs["type"])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import csv
 import dataclasses
+import io
 import json
 import math
 import sys
@@ -51,16 +52,16 @@ from experiments.commands.cli import (
     run_with_user_errors,
 )
 from experiments.tasks.food_task import FoodTaskConfig, food_task
-from experiments.commands.run_folder import RunFolderClaims
+from experiments.commands.run_folder import RunFolderClaims, removed_if_refused
 from ppo.trainers.base import CHECKPOINT_NAME
-from ppo.runs.checkpoint import load_checkpoint, save_checkpoint
-from ppo.config import ConfigError, require_count, require_positive
+from ppo.runs.checkpoint import LOG_NAME, check_run_folder, load_checkpoint, save_checkpoint, write_run_file
+from ppo.config import ConfigError, require_count, require_positive, require_threads
 from ppo.lm.trainers.dpo import TRAINING_STATE, DPOConfig, encode_preference_pairs, ipo_optimum, train_dpo
 from ppo.lm.trainers.rlhf_trainer import POLICY_STATE, lm_policy_from_state
 from ppo.lm.trainers.evaluation import evaluate_lm_policy
 from ppo.lm.exact.optimum import NO_EOS, rule_scores
 from ppo.lm.exact.optimum_distance import distance_to_optimum, total_variation
-from ppo.lm.models.pretrain import default_cache_dir, load_or_pretrain_sft
+from ppo.lm.models.pretrain import PretrainingInterrupted, cache_dir_source, load_or_pretrain_sft
 from ppo.lm.algorithm.rollout import repeat_prompts, sample_completions
 
 PROG = "ppo-dpo"
@@ -122,21 +123,28 @@ COMPARISON_FLAGS = ("pairs", "rater_noise", "max_new_tokens")  # the fields of C
 
 def _run(args) -> int:
     require_count("eval_samples", args.eval_samples)
-    require_count("num_threads", args.num_threads)
+    require_threads(args.num_threads)
     if args.resume is not None:
         return _resume(args)
     config = DPOConfig(**given_flags(args, DPOConfig)).validate()
     task = FoodTaskConfig(**given_flags(args, FoodTaskConfig)).validate()
     comparisons = Comparisons(**{name: getattr(args, name) for name in COMPARISON_FLAGS
                                  if getattr(args, name) is not None}).validate()
-    check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
-    if args.run_dir is not None and (args.run_dir / CHECKPOINT_NAME).exists():
-        raise ConfigError(f"run_dir {args.run_dir} already holds a run; choose another --run-dir")
-    with RunFolderClaims(PROG) as claims:  # released at the end; a refused command leaves no folder
+    cache_dir, cache_name = cache_dir_source(args.sft_cache_dir, "--sft-cache-dir")
+    if args.run_dir is not None:
+        check_run_folder(args.run_dir, 0, resume_with=f"--resume {args.run_dir}", instead="another --run-dir")
+    with removed_if_refused(cache_dir), RunFolderClaims(PROG) as claims:  # a refused command leaves no folder
+        check_writable_folder(cache_dir, cache_name)
         run_dir = claims.new_run(args.run_dir, Path("runs") / f"dpo-{task.target_food.replace(' ', '_')}-"
                                                               f"{config.loss}__seed{config.seed}")
         configure_process(args.num_threads)
-        sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir)
+        try:
+            with GracefulStop(PROG, "the current pretraining step") as stop:
+                sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=cache_dir,
+                                                      stop=lambda: stop.requested)
+        except PretrainingInterrupted as interrupted:  # the claim's release removes the run folder, still empty
+            print(f"{PROG}: {interrupted}; run the same command again to continue", file=sys.stderr)
+            return INTERRUPTED_EXIT_CODE
         room = sft.config.block_size - max(len(tokenizer.encode(prompt)) for prompt in task.prompts())
         if comparisons.max_new_tokens > room:
             raise ConfigError(f"max_new_tokens = {comparisons.max_new_tokens} does not fit the SFT model's context "
@@ -158,7 +166,8 @@ def rater_comparisons(sft, tokenizer, task: FoodTaskConfig, comparisons: Compari
         if a == b or not bool(ended.all()):
             continue
         r_a, r_b = (task.score if text == task.target_food else 0.0 for text in (a, b))
-        prefers_a = uniforms[i] < 1 / (1 + math.exp(-(r_a - r_b) / comparisons.rater_noise))
+        exponent = min(-(r_a - r_b) / comparisons.rater_noise, 709.0)  # exp overflows a float beyond 709.78
+        prefers_a = uniforms[i] < 1 / (1 + math.exp(exponent))
         pairs.append((prompt, a, b) if prefers_a else (prompt, b, a))
     return pairs
 
@@ -189,7 +198,8 @@ def _resume(args) -> int:
                           f"(got {', '.join('--' + name.replace('_', '-') for name in given)})")
     with RunFolderClaims(PROG) as claims:
         run_dir = claims.resumed(args.resume)
-        state = load_checkpoint(run_dir, required_keys=(*POLICY_STATE, "pairs", "task", "comparisons", *TRAINING_STATE))
+        state = load_checkpoint(run_dir, required_keys=(*POLICY_STATE, "pairs", "task", "comparisons", *TRAINING_STATE),
+                                kind=PROG)
         try:
             config = DPOConfig.from_dict(state["config"]).validate()
             task = FoodTaskConfig.from_dict(state["task"]).validate()
@@ -220,10 +230,7 @@ def _train_epochs(args, config: DPOConfig, task: FoodTaskConfig, comparisons: Co
                          "policy": policy.state_dict(), "pairs": [list(pair) for pair in pairs],
                          "task": dataclasses.asdict(task), "comparisons": dataclasses.asdict(comparisons),
                          "train_seconds": seconds, **state}, run_dir / CHECKPOINT_NAME)
-        with open(run_dir / "metrics.csv", "w", newline="") as file:
-            writer = csv.DictWriter(file, fieldnames=list(state["history"][0]))
-            writer.writeheader()
-            writer.writerows(state["history"])
+        write_run_file(run_dir / LOG_NAME, _csv_text(state["history"]))
         return stop.requested
 
     with GracefulStop(PROG, "the current epoch") as stop:
@@ -243,6 +250,15 @@ def _train_epochs(args, config: DPOConfig, task: FoodTaskConfig, comparisons: Co
     print(f"trained in {seconds:.1f} s; run folder {run_dir}: config.json, task.json, metrics.csv, "
           f"{CHECKPOINT_NAME}, summary.json")
     return 0
+
+
+def _csv_text(rows: list[dict]) -> str:
+    """`rows` as the text of a CSV file, their keys the header."""
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 def _measure(args, config: DPOConfig, task: FoodTaskConfig, comparisons: Comparisons, sft, policy,

@@ -92,6 +92,31 @@ def find_run_dirs(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))  # a folder given twice counts once
 
 
+def check_metrics_lines(path: Path) -> None:
+    """ConfigError (one line) naming the first line of the metrics.csv at `path` that is not a row of
+    numbers under its header: the line number and what is wrong with it."""
+    try:
+        with open(path, newline="") as file:
+            reader = csv.reader(file)
+            header = next(reader, [])
+            for row in reader:
+                if row:
+                    _check_metrics_row(path, reader.line_num, header, row)
+    except (csv.Error, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} is not a CSV file ({error})") from None
+
+
+def _check_metrics_row(path: Path, line: int, header: list[str], row: list[str]) -> None:
+    if len(row) != len(header):
+        raise ConfigError(f"{path} line {line}: {len(row)} values under a header of {len(header)} columns "
+                          "(a damaged or hand-edited file)")
+    for name, cell in zip(header, row):
+        try:
+            float(cell or 0)
+        except ValueError:
+            raise ConfigError(f"{path} line {line}: {name} = {cell!r} is not a number") from None
+
+
 def planned_iterations(config: dict) -> int | None:
     """The iterations a run's config plans: ppo-train's num_iterations (total_timesteps // batch_size),
     ppo-rlhf's iterations; None for a config that is neither's."""
@@ -126,7 +151,11 @@ def select_runs(run_dirs: list[Path], x: str = STEP_COLUMN, metric: str = "episo
         if not (path / "config.json").is_file():
             left_out["not a run folder (no config.json)"].append(str(path))
             continue
-        run = load_run(path)
+        try:
+            run = load_run(path)
+        except ConfigError:
+            check_metrics_lines(path / "metrics.csv")  # a damaged line: say which, and how
+            raise
         missing = [name for name in (x, metric) if run.metrics and name not in run.metrics[0]]
         if missing:
             left_out[f"another kind of run (metrics.csv has no column {missing[0]})"].append(str(path))

@@ -30,14 +30,15 @@ from experiments.commands.cli import (
     given_flags,
     run_with_user_errors,
 )
-from ppo.config import ConfigError
+from experiments.commands.run_folder import removed_if_refused
+from ppo.config import ConfigError, require_threads
 from ppo.lm.models.gpt import completion_log_probs
 from ppo.lm.exact.optimum_distance import total_variation as total_variation_over_groups
 from ppo.lm.models.pretrain import (
     PretrainConfig,
     PretrainingInterrupted,
+    cache_dir_source,
     cached_checkpoint_path,
-    default_cache_dir,
     encode_corpus,
     evaluate_loss,
     load_or_pretrain_sft,
@@ -45,6 +46,7 @@ from ppo.lm.models.pretrain import (
     save_sft_checkpoint,
 )
 from ppo.lm.models.sampling import sample_texts
+from ppo.runs.checkpoint import check_checkpoint_target
 
 PROG = "ppo-pretrain-lm"
 
@@ -129,15 +131,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _pretrain(args) -> int:
+    """Check every setting and path, then pretrain; a refused command leaves no folder behind."""
     config = PretrainConfig(**given_flags(args, PretrainConfig)).validate()
     if args.samples <= 0:
         raise ConfigError(f"samples = {args.samples} must be a positive integer")
-    if args.num_threads <= 0:
-        raise ConfigError(f"num_threads = {args.num_threads} must be a positive integer")
+    require_threads(args.num_threads)
+    cache_dir, cache_name = cache_dir_source(args.cache_dir, "the cache folder")
+    outputs = [*([args.out.parent] if args.out else []), *([] if args.no_cache else [cache_dir])]
+    with removed_if_refused(*outputs):
+        return _check_and_pretrain(args, config, cache_dir, cache_name)
+
+
+def _check_and_pretrain(args, config: PretrainConfig, cache_dir: Path, cache_name: str) -> int:
     if args.out:
+        check_checkpoint_target(args.out, "ppo-pretrain-lm", "--out")
         check_writable_file(args.out, "--out")
     if not args.no_cache:
-        check_writable_folder(args.cache_dir or default_cache_dir(), "the cache folder")
+        check_writable_folder(cache_dir, cache_name)
     configure_process(args.num_threads)
 
     start, cpu_start = time.perf_counter(), time.process_time()

@@ -53,14 +53,14 @@ from experiments.commands.cli import (
 )
 from experiments.tasks.food_task import FoodTaskAdapter, FoodTaskConfig, learned_food_scores
 from experiments.commands.run_folder import (ABBREVIATIONS, RunFolderClaims, claim_on_process_zero, format_value,
-                                             named_fields, require_run_folder)
+                                             named_fields, removed_if_refused, require_run_folder)
 from experiments.tasks.two_choice_task import TwoChoiceTaskAdapter
 from ppo.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ppo.config import ConfigError
 from ppo.lm.trainers.diagnostics import critic_values_along, plot_critic_values, plot_training_grid
 from ppo.lm.trainers.evaluation import evaluate_lm_policy
 from ppo.lm.exact.optimum import MALFORMED, NO_EOS
-from ppo.lm.models.pretrain import PretrainingInterrupted, default_cache_dir, load_or_pretrain_sft
+from ppo.lm.models.pretrain import PretrainingInterrupted, cache_dir_source, load_or_pretrain_sft
 from ppo.lm.algorithm.reward_model import RewardModel, encode_comparisons, pairwise_accuracy, train_reward_model
 from ppo.lm.algorithm.kl_penalty import KL_PENALTIES
 from ppo.lm.trainers.rlhf_config import RLHFConfig
@@ -195,6 +195,12 @@ def _run(args) -> int:
 
 
 def _run_process(args, world, claims: RunFolderClaims) -> int:
+    cache_dir, _ = cache_dir_source(args.sft_cache_dir, "--sft-cache-dir")
+    with removed_if_refused(cache_dir):  # a refused command leaves no cache folder behind
+        return _train_process(args, world, claims)
+
+
+def _train_process(args, world, claims: RunFolderClaims) -> int:
     if args.resume is not None:
         trainer, adapter, reward_model, summary = _resume(args, world, claims)
         config, run_dir, tokenizer = trainer.config, args.resume, trainer.tokenizer
@@ -206,7 +212,7 @@ def _run_process(args, world, claims: RunFolderClaims) -> int:
                               f"rloo sample groups of completions per prompt")
         adapter = task_from_flags(args)
         if world.is_main:
-            check_writable_folder(args.sft_cache_dir or default_cache_dir(), "--sft-cache-dir")
+            check_writable_folder(*cache_dir_source(args.sft_cache_dir, "--sft-cache-dir"))
         # process 0 claims the run folder and names it for all; a command refused later leaves it as it was
         default = Path("runs") / run_folder_name(config, adapter.config)
         run_dir = claim_on_process_zero(world, lambda: claims.new_run(args.run_dir, default))
@@ -352,6 +358,9 @@ def _resume(args, world, claims: RunFolderClaims):
         raise ConfigError(f"--resume keeps the run's folder, task and config; only --iterations may change "
                           f"(got {', '.join('--' + name.replace('_', '-') for name in unexpected)})")
     run_dir = require_run_folder(args.resume)
+    claim_on_process_zero(world, lambda: claims.resumed(run_dir))
+    # the checkpoint first: a folder of another kind of run is named as such
+    checkpoint, saved_config = RLHFTrainer.load_run(run_dir, RLHFConfig, required_keys=RLHFTrainer.REQUIRED_STATE)
     task_path = run_dir / "task.json"
     try:
         adapter = task_from_record(json.loads(task_path.read_text()))
@@ -360,7 +369,6 @@ def _resume(args, world, claims: RunFolderClaims):
     if args.task is not None and args.task != adapter.name:
         raise ConfigError(f"--task {args.task} contradicts run {run_dir}, a {adapter.name} run ({task_path}); "
                           f"leave --task out to resume it")
-    claim_on_process_zero(world, lambda: claims.resumed(run_dir))
     summary: dict = {"task": task_record(adapter)}
     reward_model = None
     reward_state = None
@@ -368,7 +376,6 @@ def _resume(args, world, claims: RunFolderClaims):
         reward_state = load_checkpoint(run_dir / "reward_model.pt", required_keys=("reward_model",))
         summary["reward_model"] = reward_state.get("summary", {})
     task = adapter.task()  # the reward is set below once the reward model exists
-    checkpoint, saved_config = RLHFTrainer.load_run(run_dir, RLHFConfig, required_keys=RLHFTrainer.REQUIRED_STATE)
     trainer = trainer_class(saved_config.algorithm).from_checkpoint(
         checkpoint, saved_config, run_dir, task, trainer_flags.get("iterations"), progress=not args.no_progress, world=world)
     if trainer.iteration >= trainer.total_iterations:

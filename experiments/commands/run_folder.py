@@ -31,8 +31,7 @@ from typing import Callable
 from envs.factory import resolve_backend, split_env_id
 from experiments.commands.presets import PRESETS
 from ppo.config import ConfigError, PPOConfig
-from ppo.runs.checkpoint import CheckpointError
-from ppo.trainers.base import CHECKPOINT_NAME
+from ppo.runs.checkpoint import CheckpointError, check_run_folder
 
 LOCK_NAME = ".lock"
 HOLDER_WAIT_S = 0.5  # how long a refused command waits to read the id of the process that beat it
@@ -191,14 +190,33 @@ class RunFolderClaims(contextlib.ExitStack):
         if given is None:
             return self.fresh(default)
         self.enter_context(claim_run_folder(given, self.prog, in_use_hint="choose another --run-dir"))
-        if (Path(given) / CHECKPOINT_NAME).exists():
-            raise ConfigError(f"run_dir {given} already holds a run; use --resume {given} or another --run-dir")
+        check_run_folder(given, 0, resume_with=f"--resume {given}", instead="another --run-dir")
         return Path(given)
 
     def resumed(self, run_dir: Path) -> Path:
         """The folder of a run to resume: it must exist, and no live process may be training in it."""
         return self.enter_context(claim_run_folder(
             run_dir, self.prog, create=False, in_use_hint="let it finish, or stop it (Ctrl-C) before resuming")).path
+
+
+@contextlib.contextmanager
+def removed_if_refused(*folders: Path):
+    """Inside the block a command may make `folders` (a cache folder it checks, say); if the block
+    raises, those of them (and their parents) that did not exist before and are still empty are
+    removed again: a refused command leaves nothing."""
+    missing = []
+    for folder in folders:
+        for path in (Path(folder), *Path(folder).parents):
+            if path.exists():
+                break
+            missing.append(path)
+    try:
+        yield
+    except BaseException:
+        for path in sorted(set(missing), key=lambda path: len(path.parts), reverse=True):  # innermost first
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
 
 
 def claim_on_process_zero(world, claim: Callable[[], Path]) -> Path:
@@ -273,8 +291,14 @@ def _lock(folder: Path, prog: str, in_use_hint: str = "") -> int:
     if previous and previous != os.getpid():
         print(f"{prog}: taking over run folder {folder}: process {previous}, which held it, is gone", file=sys.stderr)
     record = f"{os.getpid()}\n".encode()
-    os.pwrite(fd, record, 0)  # over the old id, then cut to length: the file is never empty
-    os.ftruncate(fd, len(record))
+    try:
+        os.pwrite(fd, record, 0)  # over the old id, then cut to length: the file is never empty
+        os.ftruncate(fd, len(record))
+    except OSError as error:  # a full disk: give the claim up, as release() does
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+        raise _unwritable(folder, error) from None
     return fd
 
 

@@ -32,11 +32,42 @@ from experiments.commands.evaluation import evaluate_run
 from experiments.commands.presets import build_config
 from experiments.commands.run_folder import RunFolderClaims, format_value, run_folder_name
 from experiments.commands.statistics import format_summary_table, summarize_runs
-from ppo.config import ConfigError, PPOConfig
+from ppo.config import ConfigError, PPOConfig, open_files_left, require_finite
 from ppo.runs.plotting import plot_learning_curve
 from ppo.trainers.choice import build_seed_batch
 from ppo.trainers.ppo import resolve_device
 from ppo.trainers.seed_batch import SeedBatch
+
+# Each run keeps its folder's lock open for the whole command (experiments.commands.run_folder), and its
+# metrics.csv while its setting trains (the seeds of one setting train together).
+FILES_HELD = "each run folder's lock, and its metrics.csv while it trains"
+
+
+def count_seeds(text: str) -> int:
+    """How many seeds `--seeds TEXT` lists ('1-4,9': 5), counted without listing them; a part that is not
+    a seed or a range counts 0 (ppo.trainers.seed_batch.parse_seeds refuses it)."""
+    count = 0
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            low, high = int(first), int(last) if dash else int(first)
+        except ValueError:
+            continue
+        count += max(0, high - low + 1)
+    return count
+
+
+def check_open_files(seeds: int, settings: int, what: str) -> None:
+    """ConfigError (one line) if `settings` × `seeds` runs would keep more files open than this process
+    may (ppo.config.open_files_left: ulimit -n, less the files open and a reserve), before any is claimed."""
+    left = open_files_left()
+    needed = seeds * (settings + 1)  # a lock per run, and a metrics.csv per seed of the setting training
+    if left is None or needed <= left:
+        return
+    runs = f"{settings} settings × {seeds} seeds" if settings > 1 else f"{seeds} runs"
+    raise ConfigError(f"{what}: {runs} keep {needed} files open ({FILES_HELD}), but this process may open {left} "
+                      f"more (ulimit -n); give at most {left // (settings + 1)} seeds, or raise ulimit -n")
+
 
 def expand_grid(flags: dict) -> list[dict]:
     """Every combination of the SweepValues in `flags` (other flags are left out); [{}] if none."""
@@ -70,6 +101,8 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
     for name in ("env_id", "env_backend", "device"):
         if isinstance(flags.get(name), SweepValues):
             raise ConfigError(f"--{name.replace('_', '-')} takes one value in a sweep (got {','.join(flags[name])})")
+    if threshold is not None:
+        require_finite("success_threshold", threshold)  # before any folder is claimed
     if importlib.util.find_spec("rliable") is None:  # before any training, not after it
         raise ConfigError("several seeds end with a summary table, which needs the optional extra 'stats': "
                           "pip install -c constraints.txt -e '.[stats]'")

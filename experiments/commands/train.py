@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -39,12 +40,12 @@ from experiments.commands.cli import (
 from experiments.commands.evaluation import evaluate_run
 from experiments.commands.presets import build_config, format_presets
 from experiments.commands.run_folder import RunFolderClaims, claim_on_process_zero, run_folder_name
-from experiments.commands.sweep import run_sweep
-from ppo.config import ConfigError, PPOConfig
+from experiments.commands.sweep import check_open_files, count_seeds, run_sweep
+from ppo.config import ConfigError, PPOConfig, require_finite, require_growing_budget, require_path, require_seed
 from ppo.parallel.distributed import close_world, init_world
 from ppo.runs.plotting import plot_learning_curve
 from ppo.trainers.choice import ALGORITHMS, SUMMARIES, algorithms_taking, build_trainer, check_settings, resume_run
-from ppo.trainers.ppo import resolve_device
+from ppo.trainers.ppo import PPO, resolve_device
 from ppo.trainers.seed_batch import parse_seeds
 
 PROG = "ppo-train"
@@ -81,7 +82,7 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
         f"(see --list-presets); every flag below overrides them. {about}",
     )
     run = parser.add_argument_group("run")
-    run.add_argument("--run-dir", type=Path, default=None,
+    run.add_argument("--run-dir", default=None,
                      help="output folder (default: runs/ENV_ID__…__seedSEED, named after the flags that differ from "
                      "the defaults, numbered if taken); with several seeds or a sweep, the folder the runs go in "
                      "(default: runs). A run holds its folder while it trains: a second command on it is refused, "
@@ -99,7 +100,7 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
     run.add_argument("--eval-episodes", type=int, default=None,
                      help=f"greedy evaluation episodes after training; 0 = skip (default: {DEFAULT_EVAL_EPISODES}; "
                      "a resumed run: as many as it was started with)")
-    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+    run.add_argument("--resume", default=None, metavar="RUN_DIR",
                      help="continue the run in RUN_DIR from its checkpoint (only --total-timesteps may change, "
                      "and only upwards; refused while another command is training in RUN_DIR). "
                      "On the torch backend the run continues exactly as if never stopped; gymnasium envs "
@@ -154,14 +155,22 @@ def parse_request(argv: list[str]) -> TrainRequest:
     args = build_parser(argv if asks_for_help else None).parse_args(argv)
     if args.eval_episodes is not None and args.eval_episodes < 0:
         raise ConfigError(f"eval_episodes = {args.eval_episodes} must be ≥ 0")
+    args.run_dir, args.resume = _folder("run_dir", args.run_dir), _folder("resume", args.resume)
+    if args.success_threshold is not None:
+        require_finite("success_threshold", args.success_threshold)
     flags = given_flags(args, PPOConfig)
     settings = {name: getattr(args, name) for name in algorithm_settings() if getattr(args, name) is not None}
     request = TrainRequest(args, flags, _seeds(args, flags), args.algorithm or "clip", settings)
     if request.is_batch:
         if args.resume is not None:
             raise ConfigError("--resume continues one run: give it one run folder, without --seeds or comma lists")
-    elif request.seeds:
-        flags["seed"] = request.seeds[0]
+    else:
+        if args.success_threshold is not None:
+            raise ConfigError(f"success_threshold = {args.success_threshold:g} has no effect with one run: it counts "
+                              "the solved runs of the summary table that several seeds or a sweep end with; leave it "
+                              "unset")
+        if request.seeds:
+            flags["seed"] = request.seeds[0]
     if args.resume is not None:
         unexpected = sorted(set(flags) - {"total_timesteps"})
         unexpected += [name for name in ("run_dir", "preset", "algorithm") if getattr(args, name) is not None]
@@ -184,15 +193,32 @@ def training_envs(config: PPOConfig, world=None):
     return make_vec_env(config.env_id, num_envs, config.env_backend, resolve_device(config.device), config.frame_stack)
 
 
+def _folder(name: str, text: str | None) -> Path | None:
+    """The folder a flag names; ConfigError for an empty path (which would be the current folder)."""
+    if text is None:
+        return None
+    require_path(name, text)
+    return Path(text)
+
+
 def _seeds(args, flags: dict) -> list[int] | None:
-    """The seeds of --seeds, or of --seed given as a comma list; None for one ordinary --seed."""
+    """The seeds of --seeds, or of --seed given as a comma list; None for one ordinary --seed. Each is a
+    seed (ppo.config.require_seed), and a batch holds no more runs than this process can keep files open for."""
+    settings = math.prod(len(value) for name, value in flags.items()
+                         if isinstance(value, SweepValues) and name != "seed")  # the grid's, seeds apart
     if args.seeds is not None:
         if "seed" in flags:
             raise ConfigError("give --seed or --seeds, not both")
-        return parse_seeds(args.seeds)
-    if isinstance(flags.get("seed"), SweepValues):
-        return list(flags.pop("seed"))
-    return None
+        check_open_files(count_seeds(args.seeds), settings, f"seeds = {args.seeds!r}")  # before the ranges are listed
+        seeds = parse_seeds(args.seeds)
+    elif isinstance(flags.get("seed"), SweepValues):
+        seeds = list(flags.pop("seed"))
+        check_open_files(len(seeds), settings, f"seed = {','.join(map(str, seeds))}")
+    else:
+        return None
+    for seed in seeds:
+        require_seed("seed", seed)
+    return seeds
 
 
 def _defaults(flags: dict, preset: str | None) -> PPOConfig:
@@ -255,10 +281,12 @@ def _resumed_trainer(request: TrainRequest, world, claims: RunFolderClaims):
     args, flags = request.args, request.flags
     run_dir = args.resume
     claim_on_process_zero(world, lambda: claims.resumed(run_dir))
+    budget = PPO.load_run(run_dir, PPOConfig, required_keys=PPO.REQUIRED_STATE)[1].total_timesteps  # before the flag
     trainer = resume_run(run_dir, lambda config: training_envs(config, world), flags.get("total_timesteps"),
                          progress=not args.no_progress, world=world)
+    done, step = trainer.global_step, trainer.config.batch_size
+    require_growing_budget("total_timesteps", trainer.config.total_timesteps, budget, done, step, run_dir)
     if trainer.iteration >= trainer.total_iterations:
-        done, step = trainer.global_step, trainer.config.batch_size
         if "total_timesteps" in flags:
             raise ConfigError(f"--total-timesteps {flags['total_timesteps']} leaves nothing to train: run {run_dir} "
                               f"has done {done} steps, in iterations of {step}; give --total-timesteps {done + step} "

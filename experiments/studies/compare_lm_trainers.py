@@ -155,9 +155,15 @@ def measure_policy(policy: GPT, reference: GPT, tokenizer, task, task_config: Tw
     return {**measured, "total_variation": statistics.fmean(r.total_variation for r in prompt_optima)}
 
 
+def settings_of(algorithm: str, settings: dict) -> dict:
+    """The shared settings as `algorithm` takes them: group_size only where groups of completions are sampled."""
+    return settings if algorithm in ("grpo", "rloo") else {k: v for k, v in settings.items() if k != "group_size"}
+
+
 def run_one(algorithm: str, seed: int, sft: GPT, tokenizer, task, task_config: TwoChoiceTaskConfig,
             settings: dict, eval_samples: int, sft_gold: float, optimum_gold: float) -> RunResult:
-    config = RLHFConfig(algorithm=algorithm, seed=seed, tensorboard=False, sample_every=0, **settings).validate()
+    config = RLHFConfig(algorithm=algorithm, seed=seed, tensorboard=False, sample_every=0,
+                        **settings_of(algorithm, settings)).validate()
     trainer = trainer_class(algorithm)(config, sft, tokenizer, task, progress=False)
     golds: list[float] = []  # the training batches' mean score
     started = time.perf_counter()
@@ -174,7 +180,7 @@ def run_one(algorithm: str, seed: int, sft: GPT, tokenizer, task, task_config: T
 def run_dpo(seed: int, sft: GPT, tokenizer, task, task_config: TwoChoiceTaskConfig, settings: dict,
             dpo_config: DPOConfig, num_comparisons: int, eval_samples: int) -> RunResult:
     """DPO at the same β on `num_comparisons` rater-labelled pairs of SFT samples (the module docstring)."""
-    config = RLHFConfig(seed=seed, **settings).validate()
+    config = RLHFConfig(seed=seed, **settings_of("dpo", settings)).validate()
     comparisons = rater_comparisons(sft, tokenizer, task.prompts,
                                     lambda text: task_config.completion_score(text, True), num_comparisons, 1.0,
                                     config.max_new_tokens, seed)
@@ -283,7 +289,7 @@ def _run(args) -> int:
     settings = {"iterations": args.iterations, "batch_size": args.batch_size, "group_size": args.group_size,
                 "kl_coef": args.kl_coef, "learning_rate": args.learning_rate}
     for algorithm in args.algorithms:  # every setting checked before anything is trained
-        RLHFConfig(algorithm=algorithm if algorithm != "dpo" else "ppo", **settings).validate()
+        RLHFConfig(algorithm=algorithm if algorithm != "dpo" else "ppo", **settings_of(algorithm, settings)).validate()
     num_comparisons = args.iterations * args.batch_size // 2 if args.dpo_comparisons is None else args.dpo_comparisons
     for name, value in (("dpo_comparisons", num_comparisons), ("dpo_epochs", args.dpo_epochs)):
         if value < 1:
@@ -297,7 +303,7 @@ def _run(args) -> int:
     task_config = TwoChoiceTaskConfig()
     task = two_choice_task(task_config)
     sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, cache_dir=args.sft_cache_dir, verbose=True)
-    reference_config = RLHFConfig(**settings)
+    reference_config = RLHFConfig(**settings_of("ppo", settings))
     sft_optima = distance_to_optimum(sft, sft, tokenizer, task.prompts, ANSWERS, lambda prompt: task_config.answer_scores(),
                                      args.kl_coef, reference_config.temperature,
                                      max_new_tokens=reference_config.max_new_tokens,

@@ -21,6 +21,7 @@ from envs.token_task import is_well_formed, target_food_score, task_prompts
 from ppo.config import (
     ConfigBase,
     ConfigError,
+    NoEffect,
     require_count,
     require_finite,
     require_fraction,
@@ -80,6 +81,14 @@ class FoodTaskConfig(ConfigBase):
         },
     )
 
+    # The rule reward's score and the reward model's settings each take effect with one kind of reward.
+    no_effect = {
+        "score": (NoEffect("reward", ("model",), "the reward model scores the completions"),),
+        **{name: (NoEffect("reward", ("rule",), "no reward model is trained for the rule reward"),)
+           for name in ("reward_model_pairs", "reward_model_malformed_fraction", "reward_model_steps",
+                        "reward_model_learning_rate")},
+    }
+
     def people(self) -> tuple[str, ...]:
         return corpus.PEOPLE if self.person == "all" else (self.person,)
 
@@ -104,6 +113,7 @@ class FoodTaskConfig(ConfigBase):
         require_positive("reward_model_learning_rate", self.reward_model_learning_rate)
         for name in ("reward_model_pairs", "reward_model_steps"):
             require_count(name, getattr(self, name))
+        self.check_effects()
         return self
 
 

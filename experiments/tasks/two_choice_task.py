@@ -114,6 +114,7 @@ class TwoChoiceTaskConfig(ConfigBase):
             )
         require_finite("likes_score", self.likes_score)
         require_finite("hates_score", self.hates_score)
+        self.check_effects()
         return self
 
 

@@ -72,6 +72,18 @@ def init_layer(layer: nn.Module, gain: float, ortho_init: bool = True) -> nn.Mod
     return layer
 
 
+class ObservationShapeError(ValueError):
+    """An observation whose trailing axes are not the shape the network was built for (one line)."""
+
+
+def check_observation_shape(obs: torch.Tensor, obs_shape: tuple[int, ...]) -> None:
+    """ObservationShapeError unless obs has shape (..., *obs_shape): leading axes are the batch's."""
+    if tuple(obs.shape[obs.dim() - len(obs_shape):]) != obs_shape or obs.dim() < len(obs_shape):
+        raise ObservationShapeError(
+            f"observations of shape {tuple(obs.shape)} do not end in the shape {obs_shape} this network was "
+            f"built for (its observation space); give it the observations of the env it was trained on")
+
+
 def mlp(in_dim: int, hidden_sizes: tuple[int, ...], activation: str, ortho_init: bool) -> nn.Sequential:
     layers: list[nn.Module] = []
     for width in hidden_sizes:
@@ -89,10 +101,12 @@ class MLPEncoder(nn.Sequential):
 
     def __init__(self, obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...], activation: str, ortho_init: bool):
         super().__init__(*mlp(int(np.prod(obs_shape)), hidden_sizes, activation, ortho_init))
+        self.obs_shape = tuple(obs_shape)
         self.obs_ndim = len(obs_shape)
         self.out_dim = hidden_sizes[-1]
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        check_observation_shape(obs, self.obs_shape)
         if not obs.is_floating_point():  # integer or bool observations (a uint8 RAM state) are read as numbers
             obs = obs.to(torch.float32)
         if self.obs_ndim > 1:
@@ -133,6 +147,7 @@ class ImageEncoder(nn.Module):
 
     def prepare(self, obs: torch.Tensor) -> torch.Tensor:
         """(..., *obs_shape) any dtype → (B, C, H, W) float32, channel-first, uint8 scaled by 1/high."""
+        check_observation_shape(obs, self.obs_shape)
         images = obs.reshape(-1, *self.obs_shape).to(torch.float32)
         if self.channels_last:
             images = images.permute(0, 3, 1, 2)

@@ -14,14 +14,26 @@ and a flip that makes the file unreadable is reported the same way.
 It is written to a temporary file in the same folder and moved over the old one with
 `os.replace`, an atomic rename: a crash during the write leaves the previous
 checkpoint intact, and the temporary file is removed at the next save into that folder
-(`remove_stale_temporaries`). The file's permissions follow the umask, like any file
-the process creates. Older files still load: format 2 (a header "PPO-CHECKPOINT-2 ",
+(`remove_stale_temporaries`). A write that fails (a full disk, a quota, a read-only
+folder) raises WriteFailed, one line naming the file and what is kept. The file's
+permissions follow the umask, like any file the process creates. Older files still load: format 2 (a header "PPO-CHECKPOINT-2 ",
 the sha256 of the torch payload in hex and a newline, then the payload) and format 1
 (a bare torch.save, no checksum).
+
+Run folders. Every writer of a checkpoint obeys one rule, `check_run_folder`, before it
+writes its first file into a run folder: a new run never goes into a folder that holds
+a run (its checkpoint.pt), and a resumed run's log (metrics.csv) holds every iteration
+its checkpoint has done. A checkpoint knows the kind of run it belongs to
+(`checkpoint_kind`: ppo-train, ppo-rlhf, ppo-dpo or an SFT model of ppo-pretrain-lm),
+so a command asked to resume or to overwrite another kind's file says so
+(`load_checkpoint(kind=...)`, `check_checkpoint_target`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import errno
 import hashlib
 import io
 import os
@@ -32,7 +44,11 @@ from pathlib import Path
 
 import torch
 
+from ppo.config import ConfigError
+
 CHECKPOINT_FORMAT = 3
+CHECKPOINT_NAME = "checkpoint.pt"  # a run folder's checkpoint
+LOG_NAME = "metrics.csv"  # a run folder's log: one row per iteration
 CHECKSUM_KEY = "sha256"
 FORMAT_2_MAGIC = b"PPO-CHECKPOINT-2 "  # format 2's header: magic, 64 hex digits of sha256, "\n"
 _DIGEST_LENGTH = 64  # hex digits of a sha256
@@ -41,6 +57,39 @@ TEMPORARY_SUFFIX = ".tmp"
 
 class CheckpointError(Exception):
     """A checkpoint that is missing, corrupt or does not match; one-line message."""
+
+
+class WriteFailed(CheckpointError, OSError):
+    """A file of a run could not be written (a full disk, a quota, a read-only folder); one-line
+    message naming the file, why, and what is kept. `path`, `reason`: the file and the OS's words.
+    An OSError too, so code that catches the OS's errors still catches it."""
+
+    def __init__(self, message: str, path: Path, reason: str):
+        super().__init__(message)
+        self.path, self.reason = Path(path), reason
+
+
+def _os_reason(error: BaseException) -> str:
+    return getattr(error, "strerror", None) or str(error)
+
+
+def _write_error(error: BaseException) -> OSError | None:
+    """The OSError behind a failed write: `error` itself, or the one torch's zip writer failed on."""
+    if isinstance(error, OSError):
+        return error
+    if isinstance(error, RuntimeError) and isinstance(error.__context__, OSError):
+        return error.__context__
+    return None
+
+
+def write_run_file(path: str | os.PathLike, text: str) -> Path:
+    """Write a small text file of a run (config.json, ...); WriteFailed naming it if the OS refuses."""
+    path = Path(path)
+    try:
+        path.write_text(text)
+    except OSError as error:
+        raise WriteFailed(f"cannot write {path} ({_os_reason(error)})", path, _os_reason(error)) from None
+    return path
 
 
 def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
@@ -108,6 +157,19 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> None:
     contents = {"format": CHECKPOINT_FORMAT,
                 **{key: value for key, value in state.items() if key not in ("format", CHECKSUM_KEY)}}
     contents[CHECKSUM_KEY] = content_digest(contents)
+    try:
+        _write_atomically(contents, path)
+    except (OSError, RuntimeError) as error:
+        cause = _write_error(error)
+        if cause is None:
+            raise
+        kept = "the checkpoint saved there before is kept" if path.is_file() else "no checkpoint was saved there"
+        raise WriteFailed(f"cannot write checkpoint {path} ({_os_reason(cause)}); {kept}", path,
+                          _os_reason(cause)) from None
+
+
+def _write_atomically(contents: dict, path: Path) -> None:
+    """torch.save `contents` to a temporary file in `path`'s folder, fsync, rename it to `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX)
@@ -149,12 +211,13 @@ def _torch_payload(path: Path, data: bytes) -> tuple[bytes, int | None]:
     return payload, 2
 
 
-def load_checkpoint(path: str | os.PathLike, required_keys: tuple[str, ...] = ()) -> dict:
+def load_checkpoint(path: str | os.PathLike, required_keys: tuple[str, ...] = (), kind: str | None = None) -> dict:
     """Read a checkpoint with weights_only=True and check its checksum; CheckpointError if it
-    cannot be used. Returns the state as saved, with "format" and without "sha256"."""
+    cannot be used, or if it belongs to a run of another kind than `kind` (RUN_KINDS; checked
+    before `required_keys`). Returns the state as saved, with "format" and without "sha256"."""
     path = Path(path)
     if path.is_dir():
-        path = path / "checkpoint.pt"
+        path = path / CHECKPOINT_NAME
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
@@ -178,7 +241,131 @@ def load_checkpoint(path: str | os.PathLike, required_keys: tuple[str, ...] = ()
         raise CheckpointError(f"checkpoint {path} is not a checkpoint of this project (format 1, 2 or {CHECKPOINT_FORMAT})")
     if state["format"] == CHECKPOINT_FORMAT and stored is None:
         raise _corrupt(path)
+    if kind is not None:
+        require_kind(state, path, kind)
     missing = [key for key in required_keys if key not in state]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
     return state
+
+
+# ---------------------------------------------------------------- run folders: the rule every writer obeys
+
+# The kind of run a checkpoint belongs to, told by keys only its writer saves (the first match counts).
+RUN_KINDS: dict[str, tuple[str, ...]] = {
+    "ppo-pretrain-lm": ("pretrain_config",),  # an SFT model, or an interrupted pretraining
+    "ppo-dpo": ("pairs", "comparisons"),
+    "ppo-rlhf": ("reference", "critic"),
+    "ppo-train": ("spaces",),
+}
+KIND_DESCRIPTIONS = {"ppo-pretrain-lm": "an SFT model of ppo-pretrain-lm", None: "a checkpoint of no known run"}
+
+
+def checkpoint_kind(state: dict) -> str | None:
+    """The command whose run a loaded checkpoint belongs to (a key of RUN_KINDS), None if none."""
+    for kind, keys in RUN_KINDS.items():
+        if all(key in state for key in keys):
+            return kind
+    return None
+
+
+def describe_kind(kind: str | None) -> str:
+    """'a ppo-rlhf run', 'an SFT model of ppo-pretrain-lm': a kind as a message names it."""
+    return KIND_DESCRIPTIONS.get(kind, f"a {kind} run")
+
+
+def require_kind(state: dict, path: Path, kind: str) -> None:
+    """CheckpointError 'FOLDER is a ppo-rlhf run, not a ppo-dpo run' unless `state` is of `kind`."""
+    found = checkpoint_kind(state)
+    if found is not None and found != kind:
+        where = path.parent if path.name == CHECKPOINT_NAME else path
+        raise CheckpointError(f"{where} is {describe_kind(found)}, not {describe_kind(kind)}")
+
+
+def check_run_folder(folder: str | os.PathLike, iterations_done: int, resume_with: str,
+                     instead: str = "another run_dir") -> None:
+    """The rule every writer of a run folder obeys before it writes its first file there; ConfigError, one line, if not:
+
+    - a new run (`iterations_done` 0) goes into a folder that holds no run (no checkpoint.pt):
+      a finished or foreign run is never overwritten (the message offers `resume_with`, how to
+      continue that run, or `instead`);
+    - a resumed run (`iterations_done` > 0) has its log: metrics.csv holds a row for each
+      iteration done, so the curve it continues starts at the first iteration.
+    """
+    folder = Path(folder)
+    checkpoint = folder / CHECKPOINT_NAME
+    if iterations_done == 0:
+        if checkpoint.exists():
+            raise ConfigError(f"run_dir {folder} already holds a run; use {resume_with} or {instead}")
+        return
+    log = folder / LOG_NAME
+    logged = _logged_iterations(log, iterations_done)
+    if logged is None:
+        raise ConfigError(f"run {folder} has done {iterations_done} iterations but its log {log} is missing: resumed, "
+                          "its curve would start at the next iteration; restore the file, or train a new run")
+    if logged < iterations_done:
+        raise ConfigError(f"run {folder} has done {iterations_done} iterations but its log {log} holds {logged} of "
+                          "them; restore the file, or train a new run")
+
+
+def _logged_iterations(log: Path, iterations_done: int) -> int | None:
+    """How many of iterations 1..`iterations_done` the log has a row for (all its rows, for a log
+    without an iteration column); None if there is no log."""
+    try:
+        with open(log, newline="") as file:
+            rows = list(csv.DictReader(file))
+    except FileNotFoundError:
+        return None
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return 0
+    if rows and "iteration" not in rows[0]:
+        return len(rows)
+    logged = set()
+    for row in rows:
+        with contextlib.suppress(TypeError, ValueError):
+            logged.add(float(row["iteration"]))
+    return sum(1 for iteration in range(1, iterations_done + 1) if iteration in logged)
+
+
+def check_writable_run_dir(folder: str | os.PathLike) -> Path:
+    """`folder` as a Path, once proven that it can be made and written in; ConfigError naming it
+    and the OS's reason if not. What the proof made is removed again: the check leaves nothing."""
+    folder = Path(folder)
+    missing = [path for path in (folder, *folder.parents) if not path.is_dir()]
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            os.mkdir(path)
+            made.append(path)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        reason = _os_reason(error) if not isinstance(error, FileExistsError) else os.strerror(errno.ENOTDIR)
+        raise ConfigError(f"run_dir {folder} cannot be written ({reason})") from None
+    finally:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+    return folder
+
+
+def _kind_of_file(path: Path) -> str | None:
+    """The kind of run the checkpoint at `path` belongs to (`checkpoint_kind`); None if unreadable or of none."""
+    try:
+        return checkpoint_kind(load_checkpoint(path))
+    except CheckpointError:
+        return None
+
+
+def check_checkpoint_target(path: str | os.PathLike, kind: str, what: str) -> Path:
+    """ConfigError unless writing a checkpoint of `kind` to `path` replaces at most an earlier
+    checkpoint of that kind, outside a run folder of another kind. `what` names the path ('--out')."""
+    path = Path(path)
+    if path.is_file() and (found := _kind_of_file(path)) != kind:
+        raise ConfigError(f"{what} {path} is {describe_kind(found)}, not {describe_kind(kind)}: writing there "
+                          "would replace it; choose another path")
+    run_checkpoint = path.parent / CHECKPOINT_NAME
+    if run_checkpoint.is_file() and run_checkpoint != path and (found := _kind_of_file(run_checkpoint)) != kind:
+        raise ConfigError(f"{what} {path} is inside {path.parent}, which is {describe_kind(found)}; "
+                          "choose a path outside it")
+    return path

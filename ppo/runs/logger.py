@@ -1,13 +1,19 @@
-"""Per-iteration metrics to a CSV file, to TensorBoard, and to a console progress bar."""
+"""Per-iteration metrics to a CSV file, to TensorBoard, and to a console progress bar.
+
+A write to metrics.csv that the OS refuses (a full disk, a quota) raises
+`ppo.runs.checkpoint.WriteFailed` naming the file."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import sys
 from pathlib import Path
 
 from tqdm import tqdm
+
+from ppo.runs.checkpoint import LOG_NAME, WriteFailed
 
 
 class MetricsLogger:
@@ -30,14 +36,15 @@ class MetricsLogger:
         are dropped, so every step is logged once and in order."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        path = self.run_dir / "metrics.csv"
+        path = self.path = self.run_dir / LOG_NAME
         self._csv: csv.DictWriter | None = None
-        header = _truncate_csv(path, resume_from_step) if resume_from_step and path.exists() else None
-        if header:
-            self._csv_file = open(path, "a", newline="")
-            self._csv = csv.DictWriter(self._csv_file, fieldnames=header, extrasaction="ignore")
-        else:
-            self._csv_file = open(path, "w", newline="")
+        with self._writing():
+            header = _truncate_csv(path, resume_from_step) if resume_from_step and path.exists() else None
+            if header:
+                self._csv_file = open(path, "a", newline="")
+                self._csv = csv.DictWriter(self._csv_file, fieldnames=header, extrasaction="ignore")
+            else:
+                self._csv_file = open(path, "w", newline="")
         self._tensorboard = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -53,13 +60,23 @@ class MetricsLogger:
         if self._progress is not None and resume_from_step:
             self._progress.update(resume_from_step)
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """An OSError inside the block becomes WriteFailed naming metrics.csv."""
+        try:
+            yield
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise WriteFailed(f"cannot write {self.path} ({reason})", self.path, reason) from None
+
     def log(self, step: int, metrics: dict[str, float]) -> None:
         row = {"global_step": step, **metrics}
-        if self._csv is None:
-            self._csv = csv.DictWriter(self._csv_file, fieldnames=list(row), extrasaction="ignore")
-            self._csv.writeheader()
-        self._csv.writerow({key: _csv_value(value) for key, value in row.items()})
-        self._csv_file.flush()
+        with self._writing():
+            if self._csv is None:
+                self._csv = csv.DictWriter(self._csv_file, fieldnames=list(row), extrasaction="ignore")
+                self._csv.writeheader()
+            self._csv.writerow({key: _csv_value(value) for key, value in row.items()})
+            self._csv_file.flush()
         if self._tensorboard is not None:
             for key, value in metrics.items():
                 if value is not None and not (isinstance(value, float) and math.isnan(value)):
@@ -75,7 +92,8 @@ class MetricsLogger:
             self._progress.close()
         if self._tensorboard is not None:
             self._tensorboard.close()
-        self._csv_file.close()
+        with contextlib.suppress(OSError):  # a failed write was reported already
+            self._csv_file.close()
 
 
 def _truncate_csv(path: Path, last_step: int) -> list[str] | None:

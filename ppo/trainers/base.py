@@ -10,6 +10,15 @@ returned, kept in `history` and, with a run folder, written to metrics.csv and
 TensorBoard. With a run folder `train` also writes config.json, a checkpoint every
 `config.checkpoint_every` iterations and one at the end.
 
+Run folders follow one rule (`ppo.runs.checkpoint.check_run_folder`), checked when `train`
+starts, before anything is written: a new run is refused in a folder that already holds a
+run (continue that one with `resume`, or give another folder), and a resumed run whose
+metrics.csv is missing or lacks some of its iterations is refused, so a curve never loses
+its start. A run folder that cannot be made or written is refused by the constructor; a
+run whose budget is spent has nothing to train and is refused too (resume it with a larger
+budget). A write that fails while training (a full disk) ends it with WriteFailed, one line
+naming the file and the checkpoint that is kept.
+
 Faults. A checkpoint holds everything the next iteration depends on, so a run resumed
 from it repeats exactly what the lost iterations did; the log rows and TensorBoard
 events written after the checkpoint's step are dropped on resume, so each step is
@@ -51,12 +60,20 @@ from typing import Callable
 
 import torch
 
-from ppo.runs.checkpoint import CheckpointError, load_checkpoint, remove_stale_temporaries, save_checkpoint
-from ppo.config import ConfigError
+from ppo.runs.checkpoint import (
+    CHECKPOINT_NAME,
+    CheckpointError,
+    WriteFailed,
+    check_run_folder,
+    check_writable_run_dir,
+    load_checkpoint,
+    remove_stale_temporaries,
+    save_checkpoint,
+    write_run_file,
+)
+from ppo.config import ConfigError, require_path
 from ppo.parallel.distributed import SINGLE_PROCESS, World
 from ppo.parallel.optim import linear_annealing
-
-CHECKPOINT_NAME = "checkpoint.pt"
 
 Callback = Callable[["BaseTrainer", dict], "bool | None"]
 
@@ -103,17 +120,20 @@ class BaseTrainer:
     sample_unit = "samples"  # what `samples_seen` counts ("steps", "completions"); names the speed metric
     budget_field = ""  # the config field that sets the run's length (may change on resume)
     settings_names: tuple[str, ...] = ()  # constructor arguments beyond the config, kept as attributes
+    run_kind = "ppo-train"  # the kind of run its checkpoints are (ppo.runs.checkpoint.RUN_KINDS)
 
     def __init__(self, config, run_dir: str | Path | None = None, progress: bool = True,
                  world: World = SINGLE_PROCESS):
         self.config = config
         self.world = world  # the processes of a data-parallel run (ppo.parallel.distributed); process 0 writes
-        self.run_dir = Path(run_dir) if run_dir is not None else None
+        require_path("run_dir", run_dir)
+        self.run_dir = check_writable_run_dir(run_dir) if run_dir is not None else None
         self.progress = progress
         self.iteration = 0  # iterations done
         self.train_seconds = 0.0  # wall-clock spent inside train_iteration
         self.history: list[dict[str, float]] = []
         self.schedule_origin = (0, 1.0)  # (i₀, f₀) of the learning-rate line; see the module docstring
+        self.checkpoint_iteration: int | None = None  # the iteration of the checkpoint in the run folder
 
     # ------------------------------------------------------------------ what a subclass provides
     @property
@@ -166,7 +186,11 @@ class BaseTrainer:
 
     def train(self, callback: Callback | None = None) -> dict[str, float]:
         """Iterate until `total_iterations`; `callback(trainer, metrics)` after each iteration
-        may return True to stop early. Returns the last iteration's metrics."""
+        may return True to stop early. Returns the last iteration's metrics.
+
+        ConfigError before anything is written if the run folder breaks its rule (the module
+        docstring) or the budget is spent; WriteFailed if a file cannot be written."""
+        self.refuse_spent_budget()
         logs = self.open_logs()
         metrics: dict[str, float] = {}
         try:
@@ -180,12 +204,36 @@ class BaseTrainer:
                 stop = callback is not None and bool(callback(self, metrics))
                 if self.world.any(stop):  # every process stops after the same iteration
                     break
+        except WriteFailed as failure:  # metrics.csv, say: add which checkpoint is kept
+            if self.run_dir is None or failure.path.name == CHECKPOINT_NAME:
+                raise
+            raise WriteFailed(f"iteration {self.iteration}: {failure}; {self.kept_checkpoint()}",
+                              failure.path, failure.reason) from None
         finally:
             for log in logs:
                 log.close()
         if self.keeps_checkpoints():
             self.save()
         return metrics
+
+    def refuse_spent_budget(self) -> None:
+        """ConfigError when a run with a run folder has no iteration left to train: `train` would
+        only write its checkpoint again (a finished run resumed with its own budget)."""
+        if self.keeps_checkpoints() and self.iteration >= self.total_iterations:
+            where = f"run {self.run_dir}" if self.run_dir is not None else "the run"
+            raise ConfigError(f"{where} is complete ({self.iteration} of {self.total_iterations} iterations): "
+                              f"nothing to train; to train it further, resume it with a larger "
+                              f"{self.budget_field or 'budget'}")
+
+    def kept_checkpoint(self) -> str:
+        """What a run stopped by a failure keeps, in words: its last checkpoint, or none."""
+        if self.run_dir is None:
+            return "nothing is saved (the trainer has no run folder)"
+        path = self.run_dir / CHECKPOINT_NAME
+        if not path.is_file():
+            return f"{self.run_dir} holds no checkpoint, none was due yet"
+        at = f" (iteration {self.checkpoint_iteration})" if self.checkpoint_iteration else ""
+        return f"the last checkpoint{at} is kept in {path}"
 
     # ------------------------------------------------------------------ what train writes
     def keeps_checkpoints(self) -> bool:
@@ -201,11 +249,15 @@ class BaseTrainer:
         none without a folder, or in a process other than the first."""
         from ppo.runs.logger import MetricsLogger  # tensorboard and tqdm load only when a run is logged
 
-        if self.run_dir is None or not self.world.is_main:
+        if self.run_dir is None:
+            return []
+        # every process checks (they read one folder), so that all of them stop, not process 0 alone
+        check_run_folder(self.run_dir, self.iteration, resume_with=f"{type(self).__name__}.resume({str(self.run_dir)!r}, ...)")
+        if not self.world.is_main:
             return []
         self.run_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(self.run_dir)
-        (self.run_dir / "config.json").write_text(json.dumps(self.run_settings(), indent=2) + "\n")
+        write_run_file(self.run_dir / "config.json", json.dumps(self.run_settings(), indent=2) + "\n")
         return [MetricsLogger(self.run_dir, self.config.tensorboard, self.total_samples, self.progress,
                               resume_from_step=self.samples_seen)]
 
@@ -222,11 +274,11 @@ class BaseTrainer:
             value = metrics.get(name)
             if value is not None and not math.isfinite(value):
                 raise TrainingDiverged(f"iteration {self.iteration}: {name} = {value}; training stopped "
-                                       "(the last checkpoint is kept; try a smaller learning rate)", name, value)
+                                       f"({self.kept_checkpoint()}; try a smaller learning rate)", name, value)
         parameters = getattr(self.optimizer, "flat_params", None)
         if parameters is not None and not bool(torch.isfinite(parameters).all()):
             raise TrainingDiverged(f"iteration {self.iteration}: a parameter is not finite; training stopped "
-                                   "(the last checkpoint is kept; try a smaller learning rate)", "parameters")
+                                   f"({self.kept_checkpoint()}; try a smaller learning rate)", "parameters")
 
     # ------------------------------------------------------------------ checkpoints
     def trainer_record(self) -> dict:
@@ -267,6 +319,7 @@ class BaseTrainer:
     def load_state_dict(self, state: dict) -> None:
         """Restore the counters; a changed budget restarts the learning-rate line (module docstring)."""
         self.iteration = int(state["iteration"])
+        self.checkpoint_iteration = self.iteration
         self.train_seconds = float(state.get("train_seconds", 0.0))
         start, fraction = state.get("schedule_origin", (0, 1.0))
         self.schedule_origin = (int(start), float(fraction))
@@ -286,8 +339,19 @@ class BaseTrainer:
             path = self.run_dir / CHECKPOINT_NAME
         state = self.state_dict()
         if self.world.is_main:
-            save_checkpoint(state, path)
+            try:
+                save_checkpoint(state, path)
+            except WriteFailed as failure:
+                raise WriteFailed(f"iteration {self.iteration}: {failure}{self._kept_iteration(path)}",
+                                  failure.path, failure.reason) from None
+            if self.run_dir is not None and Path(path) == self.run_dir / CHECKPOINT_NAME:
+                self.checkpoint_iteration = self.iteration
         return Path(path)
+
+    def _kept_iteration(self, path) -> str:
+        """' (iteration K)' when `path` is the run folder's checkpoint and holds iteration K."""
+        kept = self.run_dir is not None and Path(path) == self.run_dir / CHECKPOINT_NAME and Path(path).is_file()
+        return f" (iteration {self.checkpoint_iteration})" if kept and self.checkpoint_iteration else ""
 
     @classmethod
     def load_run(cls, run_dir: str | Path, config_class, required_keys: tuple[str, ...] = ()):
@@ -297,7 +361,7 @@ class BaseTrainer:
         or it disagrees with the run folder's config.json (another env, another network, ...).
         """
         path = Path(run_dir)
-        state = load_checkpoint(path, required_keys=("config", "iteration", *required_keys))
+        state = load_checkpoint(path, required_keys=("config", "iteration", *required_keys), kind=cls.run_kind)
         try:
             if not isinstance(state["config"], dict):
                 raise ConfigError("it is not a table of settings")

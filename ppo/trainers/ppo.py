@@ -62,7 +62,7 @@ from ppo.algorithm.losses import clipped_surrogate_loss, explained_variance, tra
 from ppo.algorithm.sequence_storage import SequenceRolloutBuffer
 from ppo.algorithm.storage import RolloutBuffer
 from ppo.algorithm.update import MinibatchLoss, run_update, update_settings
-from ppo.config import ConfigError, PPOConfig
+from ppo.config import ConfigError, PPOConfig, require_growing_budget
 from ppo.models.encoders import ImageEncoder, resolve_encoder, split_observation, split_observation_space
 from ppo.models.networks import ActorCritic, spaces_from_dict, spaces_to_dict
 from ppo.models.normalize import ObservationNormalizer, RewardScaler
@@ -226,6 +226,8 @@ class PPO(BaseTrainer, StepsEnvs, ProcessShare):
         self.bind_envs(envs, config.env_id)
         observation_space, action_space = self.observation_space, self.action_space
         check_network(config, observation_space, action_space)
+        config.check_effects(action_space=action_space, algorithm=self.algorithm_name,
+                             encoder=resolve_encoder(config.encoder, self.obs_box))  # what the config cannot know
         self.recurrent = config.recurrent != "none"
         if self.recurrent and world.distributed:
             raise ConfigError(f"recurrent = {config.recurrent!r} is not supported under torchrun; train it in one process")
@@ -680,6 +682,8 @@ class PPO(BaseTrainer, StepsEnvs, ProcessShare):
             return seed_batch_class(cls).resume(run_dir, make_envs, total_timesteps, progress=progress)
         state, config = cls.load_run(run_dir, PPOConfig, required_keys=cls.REQUIRED_STATE)
         if total_timesteps is not None:
+            require_growing_budget("total_timesteps", total_timesteps, config.total_timesteps, int(state["global_step"]),
+                                   config.batch_size, run_dir)
             config = config.replace(total_timesteps=total_timesteps).validate()
         settings = cls.saved_settings(state, run_dir)  # a variant's own settings (ppo.trainers.variants)
         trainer = cls(config, make_envs(config), run_dir=run_dir, progress=progress, world=world, **settings)

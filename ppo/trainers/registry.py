@@ -7,7 +7,9 @@
 One decoration is the whole registration: the command line's `--algorithm` choices and
 help, each setting's flag, the refusal of a setting given to another algorithm and the
 run folder's name all read `ALGORITHMS` (ppo.trainers.choice, experiments.commands.train),
-and a checkpoint names its trainer class, which `TRAINERS` finds again on resume.
+and a checkpoint names its trainer class, which `TRAINERS` finds again on resume. The class
+keeps its name as `algorithm_name` (a subclass inherits it), which the trainer gives the config
+for the settings that take effect only with some algorithms (PPOConfig.no_effect).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def register_algorithm(name: str, summary: str):
         if name in ALGORITHMS and ALGORITHMS[name] is not trainer:
             raise ValueError(f"algorithm {name!r} is registered already, by {ALGORITHMS[name].__name__}")
         ALGORITHMS[name], SUMMARIES[name] = trainer, summary
+        trainer.algorithm_name = name
         register_trainer(trainer)
         return trainer
 

@@ -71,7 +71,8 @@ from ppo.models.member_networks import MemberNetworks, stacked_parameters
 from ppo.models.normalize import PerRun
 from ppo.parallel.distributed import SINGLE_PROCESS
 from ppo.parallel.optim import StackedAdam
-from ppo.runs.checkpoint import CheckpointError, remove_stale_temporaries, save_checkpoint
+from ppo.runs.checkpoint import (CheckpointError, check_run_folder, check_writable_run_dir, remove_stale_temporaries,
+                                 save_checkpoint, write_run_file)
 from ppo.trainers.base import CHECKPOINT_NAME, GUARDED_METRICS, BaseTrainer
 from ppo.trainers.ppo import PPO, _mean
 from ppo.trainers.registry import TRAINERS
@@ -258,7 +259,7 @@ class SeedBatch:
             raise ConfigError(f"config = {config!r} must be a PPOConfig")
         seeds = check_seeds(seeds)
         S, N = len(seeds), config.validate().num_envs
-        folders = None if run_dirs is None else [Path(folder) for folder in run_dirs]
+        folders = None if run_dirs is None else [check_writable_run_dir(folder) for folder in run_dirs]
         if folders is not None:
             if len(folders) != S:
                 raise ConfigError(f"{len(folders)} run folders for {S} seeds")
@@ -494,11 +495,13 @@ class SeedBatch:
         if self.run_dirs is None:
             return []
         logs = []
+        for folder in self.run_dirs:  # every member folder follows the rule before any is written
+            check_run_folder(folder, self.iteration, resume_with=f"{type(self).__name__}.resume([...])", instead="other run_dirs")
         for index, folder in enumerate(self.run_dirs):
             folder.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(folder)
             member = self.member(index)
-            (folder / "config.json").write_text(json.dumps(member.run_settings(), indent=2) + "\n")
+            write_run_file(folder / "config.json", json.dumps(member.run_settings(), indent=2) + "\n")
             logs.append(MetricsLogger(folder, member.config.tensorboard, self.total_samples,
                                       self.progress and index == 0, resume_from_step=self.samples_seen))
         return logs

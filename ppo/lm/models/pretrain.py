@@ -35,6 +35,7 @@ from ppo.config import (
     require_fraction,
     require_non_negative,
     require_positive,
+    require_seed,
 )
 from ppo.lm.models.gpt import GPT, GPTConfig
 from ppo.lm.models.tokenizer import CharTokenizer
@@ -95,8 +96,11 @@ class PretrainConfig(ConfigBase):
         for name in ("corpus_size", "val_size", "steps", "batch_size", "eval_interval", "n_layer", "n_head",
                      "n_embd", "block_size"):
             require_count(name, getattr(self, name))
-        require_count("seed", self.seed, minimum=0)
+        require_seed("seed", self.seed)
         require_count("warmup_steps", self.warmup_steps, minimum=0)
+        if self.warmup_steps >= self.steps:
+            raise ConfigError(f"warmup_steps = {self.warmup_steps} must be less than steps = {self.steps}: the "
+                              f"learning rate rises to its peak over the warmup, then decays over the steps left")
         if self.val_size >= self.corpus_size:
             raise ConfigError(f"val_size = {self.val_size} must be smaller than corpus_size = {self.corpus_size}")
         require_positive("learning_rate", self.learning_rate)
@@ -108,6 +112,7 @@ class PretrainConfig(ConfigBase):
             require_fraction(name, getattr(self, name), upper_open=True)
         if self.n_embd % self.n_head != 0:
             raise ConfigError(f"n_embd = {self.n_embd} is not divisible by n_head = {self.n_head}")
+        self.check_effects()
         return self
 
     def gpt_config(self, vocab_size: int) -> GPTConfig:
@@ -377,6 +382,16 @@ def default_cache_dir() -> Path:
     """$PPO_CACHE_DIR if set, else ~/.cache/ppo-from-scratch."""
     env = os.environ.get("PPO_CACHE_DIR")
     return Path(env) if env else Path.home() / ".cache" / "ppo-from-scratch"
+
+
+def cache_dir_source(given: str | os.PathLike | None, flag: str) -> tuple[Path, str]:
+    """(the cache folder, what a message calls it): `given` under the name `flag`, else
+    $PPO_CACHE_DIR when it is set, else the default folder."""
+    if given is not None:
+        return Path(given), flag
+    if os.environ.get("PPO_CACHE_DIR"):
+        return default_cache_dir(), "PPO_CACHE_DIR"
+    return default_cache_dir(), "the cache folder"
 
 
 def cached_checkpoint_path(corpus: TextCorpus, config: PretrainConfig,

@@ -59,10 +59,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from ppo.config import ConfigBase, require_count, require_one_of, require_positive
+from ppo.config import ConfigBase, require_count, require_one_of, require_positive, require_seed
 from ppo.lm.models.gpt import GPT, log_probs_of
 from ppo.lm.algorithm.reward_model import EncodedComparisons, encode_comparisons
 from ppo.lm.models.tokenizer import CharTokenizer
+from ppo.trainers.base import TrainingDiverged
 
 LOSSES = ("dpo", "ipo")
 TRAINING_STATE = ("optimizer", "schedule", "order_generator", "history")  # what `after_epoch` gets, `resume_from` takes
@@ -203,7 +204,8 @@ class DPOConfig(ConfigBase):
         require_count("batch_size", self.batch_size)
         if self.grad_clip is not None:
             require_positive("grad_clip", self.grad_clip)
-        require_count("seed", self.seed, minimum=0)
+        require_seed("seed", self.seed)
+        self.check_effects()
         return self
 
 
@@ -277,6 +279,10 @@ def train_dpo(policy: GPT, reference: GPT, comparisons: PreferencePairs, config:
             chosen, rejected = log_probs.chunk(2)
             reference_chosen, reference_rejected = reference_log_probs[both].chunk(2)
             loss = dpo_loss(chosen, rejected, reference_chosen, reference_rejected, config.beta, config.loss)
+            if not math.isfinite(float(loss.detach())):
+                finished = f"after {len(history)} finished epoch{'s' * (len(history) != 1)}"
+                raise TrainingDiverged(f"epoch {epoch + 1}: loss = {float(loss.detach())}; training stopped {finished} "
+                                       "(try a smaller learning rate)", "loss", float(loss.detach()))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip is not None:

@@ -12,10 +12,11 @@ Derived sizes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from ppo.config import (
     ConfigError,
+    NoEffect,
     UpdateConfig,
     require_count,
     require_finite,
@@ -32,7 +33,8 @@ ALGORITHMS = ("ppo", "grpo", "rloo")
 ADVANTAGE_SCALES = ("auto", "group-std", "batch-std", "none")  # grpo's divisor of R_i − mean_group R (auto: group-std)
 LOSS_AVERAGINGS = ("token", "sequence", "constant")  # how a minibatch's per-token loss terms become one number
 
-# Settings that grpo and rloo have no use for, and why; set away from their defaults they are refused.
+# Settings that grpo and rloo have no use for, and why; set away from their defaults they are refused
+# (RLHFConfig.no_effect).
 UNUSED_WITHOUT_CRITIC = {
     "norm_adv": "the group baseline scales Â itself (ppo.lm.trainers.group_trainer)",
     "whiten_rewards": "the group baseline compares whole-sequence rewards R_i, not per-token rewards",
@@ -174,6 +176,23 @@ class RLHFConfig(UpdateConfig):
     norm_adv: bool = False
     checkpoint_every: int = 5
 
+    # What each setting needs to take effect (ppo.config.ConfigBase.check_effects).
+    no_effect = {
+        **{name: (NoEffect("algorithm", ("grpo", "rloo"), why),) for name, why in UNUSED_WITHOUT_CRITIC.items()},
+        "critic_learning_rate": (NoEffect("algorithm", ("grpo", "rloo"), UNUSED_WITHOUT_CRITIC["critic_learning_rate"]),
+                                 NoEffect("critic", ("shared",), "a shared critic is a head on the policy, trained "
+                                          "at its learning_rate")),
+        "group_size": (NoEffect("algorithm", ("ppo",), "only grpo and rloo sample groups of completions per prompt"),),
+        "advantage_scale": (NoEffect("algorithm", ("ppo", "rloo"), "only grpo scales its group advantages (ppo: "
+                                     "norm_adv; rloo's Â is unscaled)"),),
+        "loss_averaging": (NoEffect("algorithm", ("ppo",), "ppo's losses are masked means over the minibatch's "
+                                    "tokens; loss_averaging is for grpo and rloo"),),
+        "kl_penalty": (NoEffect("kl_coef", (0.0,), "β = 0 puts no KL term anywhere"),),
+        "kl_controller": (NoEffect("kl_target", (None,), "β stays at kl_coef unless kl_target is set"),),
+        "kl_horizon": (NoEffect("kl_target", (None,), "β stays at kl_coef unless kl_target is set"),
+                       NoEffect("kl_controller", ("optimum",), "only the proportional rule has a horizon")),
+    }
+
     @classmethod
     def from_dict(cls, data: dict) -> RLHFConfig:
         """As UpdateConfig.from_dict; a config written before kl_penalty existed (it named kl_estimator) is upgraded
@@ -232,19 +251,17 @@ class RLHFConfig(UpdateConfig):
                 raise ConfigError(f"kl_horizon = {self.kl_horizon} must be more than batch_size / 5 = "
                                   f"{self.batch_size / 5:g}: a shorter horizon lets one step of the proportional rule "
                                   f"β·(1 + e·batch_size/H), e ≥ −0.2, make β negative")
-        super().validate()
         require_one_of("critic", self.critic, CRITIC_KINDS)
         require_one_of("algorithm", self.algorithm, ALGORITHMS)
+        require_one_of("kl_penalty", self.kl_penalty, ("auto", *KL_PENALTIES))
+        require_one_of("advantage_scale", self.advantage_scale, ADVANTAGE_SCALES)
+        require_one_of("loss_averaging", self.loss_averaging, LOSS_AVERAGINGS)
+        require_one_of("kl_controller", self.kl_controller, KL_CONTROLLERS)
+        super().validate()  # refuses the settings that cannot take effect (no_effect)
         if self.algorithm != "ppo":
             require_count("group_size", self.group_size, minimum=2)
             if self.batch_size % self.group_size:
                 raise ConfigError(f"batch_size = {self.batch_size} is not divisible by group_size = {self.group_size}")
-            defaults = {f.name: f.default for f in fields(RLHFConfig)}
-            for name, why in UNUSED_WITHOUT_CRITIC.items():
-                if getattr(self, name) != defaults[name]:
-                    raise ConfigError(f"{name} = {getattr(self, name)!r} has no effect with algorithm = "
-                                      f"{self.algorithm!r}: {why}; leave it at its default {defaults[name]!r}")
-        require_one_of("kl_penalty", self.kl_penalty, ("auto", *KL_PENALTIES))
         if self.whiten_rewards and self.effective_kl_penalty != "reward-k1":
             raise ConfigError(f"whiten_rewards rescales the reward but not the KL term of kl_penalty = "
                               f"{self.effective_kl_penalty!r} in the loss, so β would change from batch to batch; "
@@ -253,15 +270,6 @@ class RLHFConfig(UpdateConfig):
             raise ConfigError(f"norm_adv whitens the advantages, which carry the reward's part of the penalty but not "
                               f"the KL term of kl_penalty = {self.effective_kl_penalty!r} in the loss, so β would "
                               f"change from batch to batch; whiten only with reward-k1")
-        require_one_of("advantage_scale", self.advantage_scale, ADVANTAGE_SCALES)
-        if self.algorithm != "grpo" and self.advantage_scale != "auto":
-            raise ConfigError(f"advantage_scale = {self.advantage_scale!r} has no effect with algorithm = "
-                              f"{self.algorithm!r}: only grpo scales its group advantages (ppo: norm_adv; rloo's Â is "
-                              f"unscaled); leave it at its default 'auto'")
-        require_one_of("loss_averaging", self.loss_averaging, LOSS_AVERAGINGS)
-        if self.algorithm == "ppo" and self.loss_averaging != "token":
-            raise ConfigError(f"loss_averaging = {self.loss_averaging!r} is for grpo and rloo: ppo's losses are masked "
-                              f"means over the minibatch's tokens; leave it at its default 'token'")
         divisors = {"group-std": ("each group's std", "group to group"), "batch-std": ("the batch's std", "batch to batch")}
         if self.algorithm == "grpo" and self.effective_kl_penalty not in GROUP_NORMALISED_KL_PENALTIES \
                 and self.effective_advantage_scale in divisors:
@@ -269,7 +277,6 @@ class RLHFConfig(UpdateConfig):
             raise ConfigError(f"kl_penalty = {self.kl_penalty!r} puts KL in the reward, which grpo divides by {divisor}, "
                               f"so β would change from {between}; with grpo use "
                               f"{', '.join(GROUP_NORMALISED_KL_PENALTIES)}, or advantage_scale none")
-        require_one_of("kl_controller", self.kl_controller, KL_CONTROLLERS)
         require_finite("missing_eos_penalty", self.missing_eos_penalty)
         require_non_negative("kl_coef", self.kl_coef)
         if self.kl_target is not None:

@@ -44,7 +44,7 @@ from tqdm import tqdm
 
 from ppo.algorithm.advantages import compute_gae
 from ppo.trainers.base import BaseTrainer
-from ppo.runs.checkpoint import CheckpointError, load_checkpoint
+from ppo.runs.checkpoint import CheckpointError, check_run_folder, load_checkpoint
 from ppo.config import ConfigError
 from ppo.parallel.distributed import SINGLE_PROCESS, World
 from ppo.lm.algorithm.kl_control import KLFeedback, kl_controller
@@ -119,6 +119,7 @@ class RLHFTrainer(BaseTrainer):
 
     sample_unit = "completions"
     budget_field = "iterations"
+    run_kind = "ppo-rlhf"
     uses_critic = True  # False: no value network at all (ppo.lm.trainers.group_trainer)
     REQUIRED_STATE = ("gpt_config", "tokenizer", "reference", "policy", "critic", "optimizer", "beta", "generator",
                       "torch_rng")
@@ -399,6 +400,7 @@ class RLHFTrainer(BaseTrainer):
         reference, tokenizer = _reference_from_state(state, run_dir)
         trainer = cls(config, reference, tokenizer, task, run_dir=run_dir, progress=progress, world=world)
         trainer.load_state_dict(state)
+        check_run_folder(run_dir, trainer.iteration, resume_with=f"{cls.__name__}.resume")  # its log is whole
         return trainer
 
 
