@@ -16,8 +16,10 @@ the library's trainer:
 Nothing in this script re-implements a step: it configures `ppo.trainers.ppo.PPO` as
 `ppo-train` does, trains, plots, evaluates the result on gymnasium's own CartPole-v1,
 repeats the run over ten seeds and tells you how to look at the run in TensorBoard. Read
-`ppo/trainers/ppo.py` next to it: `collect_rollout`, `compute_advantages` and `update` are
-the three lines of the loop above.
+`lectures/ppo_one_file.py` next to it (the book's page "PPO in one file" shows it block by
+block, beside the equations): the same algorithm in one script, top to bottom, which a
+test holds equal to this trainer weight for weight, on gymnasium's CartPole. In the library, `collect_rollout`,
+`compute_advantages` and `update` of `ppo/trainers/ppo.py` are the three lines of the loop above.
 
 **Prerequisites.** Lectures 1–5.
 

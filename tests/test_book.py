@@ -56,7 +56,7 @@ def toctree_entries(page: Path) -> list[str]:
 def test_the_table_of_contents_has_every_page_in_the_book_order():
     lectures = [f"lectures/{path.stem}" for path in LECTURE_NOTEBOOKS]
     assert len(lectures) == 16
-    expected = ["start-here", *lectures, "exercises", "glossary", "cheat-sheet", "guide/index", "benchmarks", "api/index"]
+    expected = ["start-here", *lectures, "ppo-in-one-file", "exercises", "glossary", "cheat-sheet", "guide/index", "benchmarks", "api/index"]
     assert toctree_entries(BOOK_SOURCES / "index.md") == expected
 
 

@@ -19,6 +19,7 @@ copyright = "the PPO from scratch authors, MIT licence"
 extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
+    "sphinx.ext.viewcode",  # every documented name links to its module's highlighted source
     "sphinx-mathjax-offline",  # MathJax 3 copied into _static/mathjax: no CDN
     "plain_docstrings",  # the docstrings' indented blocks kept line for line
     "package_modules",  # an API page lists every module of its package
