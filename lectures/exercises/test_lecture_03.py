@@ -5,6 +5,7 @@ import functools
 import pytest
 import torch
 
+from feedback import check_close, check_equal
 from ppo.algorithm.advantages import compute_gae
 
 GAMMA, LAMBDA = 0.9, 0.8
@@ -56,9 +57,15 @@ def chain_errors(critic_error: float, num_envs: int = 500, steps: int = 256, mea
 def test_predicted_best_lambda_is_what_the_lecture_finds(exercise, batch_size):
     predicted = exercise.predict_best_lambda(batch_size)
     errors = {gae_lambda: bias + variance / batch_size for gae_lambda, (bias, variance) in chain_errors(0.5).items()}
-    assert predicted in errors, f"λ = {predicted} is not one of {sorted(errors)}"
+    check_equal(predicted in errors, True, f"whether predict_best_lambda({batch_size}) = {predicted} is one of "
+                f"the lecture's λs {sorted(errors)}")
     best = min(errors, key=errors.get)
-    assert errors[predicted] <= 1.1 * errors[best], f"λ = {predicted}: error {errors[predicted]:.3g}, best λ = {best}: {errors[best]:.3g}"
+    assert errors[predicted] <= 1.1 * errors[best], (
+        f"predict_best_lambda({batch_size}): expected λ = {best} (error bias² + variance/B = {errors[best]:.3g}) or one "
+        f"within 10% of it, got λ = {predicted} (error {errors[predicted]:.3g})"
+        + (".\n  The variance of a batch of B estimates is divided by B, its bias is not: a large batch wants a "
+           "larger λ" if predicted < best else ".\n  A small batch is dominated by the variance, which a smaller λ "
+           "lowers"))
 
 
 def an_episode_fragment():
@@ -77,9 +84,14 @@ def an_episode_fragment():
 def test_td_errors_bootstrap_unless_terminated(exercise):
     rewards, values, next_values, terminated, _ = an_episode_fragment()
     deltas = exercise.td_errors(rewards, values, next_values, terminated, GAMMA)
-    assert torch.allclose(deltas[2], rewards[2] + GAMMA * 5.0 - values[2])  # truncated: bootstrapped
-    assert torch.allclose(deltas[5], rewards[5] - values[5])  # terminated: no future
-    assert torch.allclose(deltas[0], rewards[0] + GAMMA * values[1] - values[0])
+    check_close(deltas[2], rewards[2] + GAMMA * 5.0 - values[2], "td_errors at step 2, truncated (V(final obs) = 5)",
+                {"no bootstrap after a truncation (only a termination has no future)": rewards[2] - values[2]})
+    check_close(deltas[5], rewards[5] - values[5], "td_errors at step 5, terminated",
+                {"a bootstrap after a termination (the next state has value 0)":
+                 rewards[5] + GAMMA * next_values[5] - values[5]})
+    check_close(deltas[0], rewards[0] + GAMMA * values[1] - values[0], "td_errors at step 0", {
+        "a missing γ": rewards[0] + values[1] - values[0],
+        "V(s_t) not subtracted": rewards[0] + GAMMA * values[1]})
 
 
 def test_gae_matches_the_library(exercise):
@@ -88,7 +100,18 @@ def test_gae_matches_the_library(exercise):
     column = lambda x: x.unsqueeze(1)  # noqa: E731  (T,) → (T, 1), one environment
     library, _ = compute_gae(column(rewards), column(values), column(next_values), column(terminated), column(dones),
                              GAMMA, LAMBDA)
-    assert torch.allclose(mine, library.squeeze(1), atol=1e-6)
+    never = torch.zeros_like(dones)
+
+    def gae_with(terminated_flags, done_flags, gae_lambda=LAMBDA):
+        return compute_gae(column(rewards), column(values), column(next_values), column(terminated_flags),
+                           column(done_flags), GAMMA, gae_lambda)[0].squeeze(1)
+
+    check_close(mine, library.squeeze(1), f"gae(γ = {GAMMA}, λ = {LAMBDA}) on 8 steps ending episodes at 2 and 5", {
+        "a forgotten done mask (the sum runs on into the next episode)": gae_with(terminated, never),
+        "the recursion cut only at terminations (a truncation ends the episode too)": gae_with(terminated, terminated),
+        "truncations treated as terminations (no bootstrap at step 2)": gae_with(dones, dones),
+        "the TD errors alone (λ left out of the recursion)": gae_with(terminated, dones, 0.0),
+    }, atol=1e-6)
 
 
 def test_lambda_return_is_gae_plus_the_value(exercise):
@@ -97,4 +120,7 @@ def test_lambda_return_is_gae_plus_the_value(exercise):
     no_end = torch.zeros(8, dtype=torch.bool)
     advantages, returns = compute_gae(rewards.unsqueeze(1), values.unsqueeze(1), next_values.unsqueeze(1),
                                       no_end.unsqueeze(1), no_end.unsqueeze(1), GAMMA, LAMBDA)
-    assert torch.allclose(exercise.lambda_return(rewards, values, next_values, GAMMA, LAMBDA), returns.squeeze(1), atol=1e-5)
+    check_close(exercise.lambda_return(rewards, values, next_values, GAMMA, LAMBDA), returns.squeeze(1),
+                f"lambda_return(γ = {GAMMA}, λ = {LAMBDA})", {
+                    "GAE's advantage, without + V(s_t)": advantages.squeeze(1),
+                }, atol=1e-5)

@@ -5,6 +5,8 @@ import math
 import pytest
 import torch
 
+from feedback import check_close, check_equal
+
 # A correct run of the CartPole preset (numbers of the kind lecture 14 prints), and one
 # run per bug: what each bug left in the same numbers on lecture 14's seeds.
 CORRECT = {"final return": 496.0, "first KL": 0.0074, "largest KL": 0.022, "largest clip fraction": 0.35,
@@ -34,27 +36,37 @@ def run_with(**changes) -> dict[str, float]:
 
 def test_first_minibatch_ratio_error_by_hand(exercise):
     old = torch.log(torch.tensor([0.5, 0.2, 0.9]))
-    assert exercise.first_minibatch_ratio_error(old.clone(), old) == 0.0
+    check_equal(exercise.first_minibatch_ratio_error(old.clone(), old), 0.0,
+                "first_minibatch_ratio_error with π_θ = π_old", {"the ratio itself, not |r − 1| (the ratio is 1 there)": 1.0})
     new = torch.log(torch.tensor([0.5, 0.3, 0.63]))  # ratios 1, 1.5, 0.7
-    assert math.isclose(exercise.first_minibatch_ratio_error(new, old), 0.5, rel_tol=1e-5)
+    check_close(exercise.first_minibatch_ratio_error(new, old), 0.5, "first_minibatch_ratio_error, ratios 1, 1.5, 0.7", {
+        "the mean of |r − 1| in place of the largest": 0.8 / 3,
+        "the largest ratio, not the largest |r − 1|": 1.5,
+        "|log r| in place of |r − 1|": math.log(1.5)}, atol=0.0, rtol=1e-5)
     new = torch.log(torch.tensor([0.5, 0.2, 0.18]))  # ratio 0.2 on the last sample: |0.2 − 1| = 0.8
-    assert math.isclose(exercise.first_minibatch_ratio_error(new, old), 0.8, rel_tol=1e-5)
+    check_close(exercise.first_minibatch_ratio_error(new, old), 0.8, "first_minibatch_ratio_error, ratios 1, 1, 0.2", {
+        "the largest r − 1 without the absolute value (a ratio below 1 counts too)": 0.0,
+        "the largest ratio, not the largest |r − 1|": 1.0}, atol=0.0, rtol=1e-5)
 
 
 def test_a_correct_run_shows_no_bug(exercise):
-    assert exercise.diagnose(run_with(), CORRECT) == "no bug visible"
-    assert exercise.diagnose(run_with(final_return=470.0, largest_gradient_norm=30.0), CORRECT) == "no bug visible"
+    check_equal(exercise.diagnose(run_with(), CORRECT), "no bug visible", "diagnose(the correct run itself)")
+    check_equal(exercise.diagnose(run_with(final_return=470.0, largest_gradient_norm=30.0), CORRECT), "no bug visible",
+                "diagnose(a correct run, return 470, gradient norm 30: within a seed's spread)")
 
 
 @pytest.mark.parametrize("bug", list(BUGGY))
 def test_each_signature_names_its_bug(exercise, bug):
-    assert exercise.diagnose(run_with(**BUGGY[bug]), CORRECT) == bug
+    check_equal(exercise.diagnose(run_with(**BUGGY[bug]), CORRECT), bug, f"diagnose(a run with {BUGGY[bug]})")
 
 
 def test_a_collapsed_policy_reads_zero_kl_but_is_not_a_recomputed_log_prob(exercise):
     # After a too-large first step the policy is deterministic: KL and clip fraction 0 from then on.
     collapsed = run_with(final_return=9.4, first_KL=15.0, largest_KL=15.0, largest_clip_fraction=0.95,
                          final_clip_fraction=0.0, final_entropy=0.0)
-    assert exercise.diagnose(collapsed, CORRECT) == "too-large step"
+    check_equal(exercise.diagnose(collapsed, CORRECT), "too-large step", "diagnose(a policy collapsed by a huge first step)",
+                {"the zero KL read before the first KL (a collapsed policy reads 0 after its huge first step)":
+                 "log π_old recomputed each minibatch"})
     # A return below the untrained policy's is the wrong sign only when the steps were of ordinary size.
-    assert exercise.diagnose(run_with(final_return=9.0), CORRECT) == "wrong sign"
+    check_equal(exercise.diagnose(run_with(final_return=9.0), CORRECT), "wrong sign",
+                "diagnose(a return of 9 with ordinary steps)")
