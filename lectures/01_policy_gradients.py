@@ -1,38 +1,45 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 1 — Policy gradients: REINFORCE on CartPole
 
-**What it teaches.** A policy π_θ(a | s) is a network that outputs a probability for
-each action. Take as objective the expected discounted return J(θ) = E[G_0],
-G_t = Σ_{k ≥ t} γ^{k−t} r_k. The return depends on θ only through the actions sampled,
+**What it teaches.** A policy $\pi_\theta(a \mid s)$ is a network that outputs a probability for
+each action. Take as objective the expected <a href="../glossary.html#term-Return">discounted return</a> $J(\theta) = \mathbb E[G_0]$,
+$G_t = \sum_{k \ge t} \gamma^{k-t} r_k$. The return depends on θ only through the actions sampled,
 so we cannot backpropagate through the environment; the log-derivative trick
-∇_θ E[f] = E[f · ∇_θ log p_θ] gives a gradient we can estimate from played episodes alone:
+$\nabla_\theta \mathbb E[f] = \mathbb E[f \cdot \nabla_\theta \log p_\theta]$ gives a gradient we can estimate from played episodes alone
+(Sutton & Barto, §13.3):
 
-    ∇_θ J(θ) = E[ Σ_t ∇_θ log π_θ(a_t | s_t) · G_0 ]
-             = E[ Σ_t ∇_θ log π_θ(a_t | s_t) · γ^t G_t ]          (Sutton & Barto, §13.3)
+$$
+\begin{aligned}
+\nabla_\theta J(\theta) &= \mathbb E\Big[\sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t) \cdot G_0\Big] \\
+&= \mathbb E\Big[\sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t) \cdot \gamma^t G_t\Big]
+\end{aligned}
+$$
 
 The second line drops, from each step's weight, the rewards received *before* t: an
-action cannot change them, and their term has expectation zero (E_a[∇ log π(a|s)] = 0,
-lecture 2). What remains of G_0 after step t is γ^t G_t, the return that followed the
+action cannot change them, and their term has expectation zero ($\mathbb E_a[\nabla \log \pi(a \mid s)] = 0$,
+[lecture 2](02_baseline_actor_critic.ipynb)). What remains of $G_0$ after step t is $\gamma^t G_t$, the return that followed the
 action discounted back to the start. Each action's log-probability is pushed up in
-proportion to that return. This estimator is REINFORCE.
+proportion to that return. This estimator is <a href="../glossary.html#term-REINFORCE">REINFORCE</a>.
 
-**The estimator everyone codes drops γ^t.** Nota & Thomas (2020) found it in every
-implementation of the policy-gradient algorithms they reviewed (those of the
+**The estimator everyone codes drops $\gamma^t$.** Nota & Thomas (2020) found it in every
+implementation of the <a href="../glossary.html#term-Policy-gradient">policy-gradient</a> algorithms they reviewed (those of the
 stable-baselines library, PPO among them), and this library's PPO is no exception
-(lectures 3, 5 and 6: its advantages carry no γ^t):
+(lectures [3](03_gae.ipynb), [5](05_clipped_surrogate.ipynb) and [6](06_ppo_cartpole.ipynb): its advantages carry no $\gamma^t$):
 
-    ĝ = Σ_t ∇_θ log π_θ(a_t | s_t) · G_t,
+$$
+\hat g = \sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t) \cdot G_t,
+$$
 
 which counts a late action as much as an early one. For γ < 1 its expectation is *not*
-∇J: J discounts step t by γ^t, ĝ does not. It is not the gradient of the undiscounted
+$\nabla J$: J discounts step t by $\gamma^t$, $\hat g$ does not. It is not the gradient of the undiscounted
 return either (that would use the undiscounted return-to-go), and Nota & Thomas (2020)
 prove that in general it is not the gradient of any function of θ. It is used because
 the score we care about is often the undiscounted return (on CartPole, the episode's
 length), and there γ < 1 serves to cut how far an action's credit reaches, lowering the variance
 at the cost of a bias (Schulman et al. 2016, §2, treat γ this way). Below, the noise
-study measures all three weights — G_0, γ^t G_t and G_t — and checks that the first two
-have the same expectation; REINFORCE is trained with G_t, as PPO is.
+study measures all three weights — $G_0$, $\gamma^t G_t$ and $G_t$ — and checks that the first two
+have the same expectation; REINFORCE is trained with $G_t$, as PPO is.
 
 **Why it matters.** Every method in this course, PPO included, is this estimator with
 its noise reduced and its step size controlled. This lecture measures the noise: how
@@ -40,7 +47,7 @@ far the gradient from one batch of episodes is from its expectation, how that sh
 with the batch size, and how it grows as the policy improves and episodes get longer.
 Then it trains REINFORCE over several seeds with nothing to limit how far one update
 moves the policy: every seed learns to balance the pole, and then most of them lose it
-again, for a few updates or for good.
+again, for a few updates or for good (in the run shown, all five end far below their best).
 
 **Prerequisites.** Python, PyTorch autograd, what an MDP and a return are.
 
@@ -76,7 +83,7 @@ The policy is a small MLP whose last layer gives two logits (push left, push rig
 `log_prob` and `entropy`. We play many
 episodes at once in the batched torch CartPole, one copy per episode, and keep a mask
 of which copies are still inside their first episode: REINFORCE needs whole episodes,
-because G_t sums rewards to the end.
+because $G_t$ sums rewards to the end.
 """
 
 
@@ -137,27 +144,29 @@ def reinforce_loss(policy: Policy, episodes: dict, weights: torch.Tensor) -> tor
 
 
 # %% [markdown]
-"""
+r"""
 ## How noisy is one episode's gradient?
 
-Fix the policy and play many episodes. Each episode i gives its own estimate g_i, the
-gradient of Σ_t log π(a_t | s_t)·weight_t over its steps; the estimator's expectation
-is E[g]. A batch of B episodes averages B of them, so its variance is tr Cov[g] / B. We
-compare three weights: the whole-episode return G_0 on every step, γ^t G_t (the same
-expectation, ∇J, without the rewards before t) and G_t (the common estimator). The
+Fix the policy and play many episodes. Each episode i gives its own estimate $g_i$, the
+gradient of $\sum_t \log \pi(a_t \mid s_t) \cdot \mathrm{weight}_t$ over its steps; the estimator's expectation
+is $\mathbb E[g]$. A batch of B episodes averages B of them, so its variance is $\operatorname{tr} \operatorname{Cov}[g] / B$. We
+compare three weights: the whole-episode return $G_0$ on every step, $\gamma^t G_t$ (the same
+expectation, $\nabla J$, without the rewards before t) and $G_t$ (the common estimator). The
 *relative noise* of a B-episode batch is
 
-    sqrt(tr Cov[g] / B) / ‖E[g]‖
+$$
+\frac{\sqrt{\operatorname{tr} \operatorname{Cov}[g] / B}}{\lVert \mathbb E[g] \rVert}
+$$
 
 — above 1, the noise in one batch's gradient is larger than the gradient itself. (We
-estimate ‖E[g]‖² by the squared norm of the mean over all episodes minus tr Cov[g] / N,
+estimate $\lVert \mathbb E[g] \rVert^2$ by the squared norm of the mean over all episodes minus $\operatorname{tr} \operatorname{Cov}[g] / N$,
 the amount by which that norm overshoots on average.)
 
-Do G_0 and γ^t G_t really have the same expectation? For each episode take the
-difference d_i of its two estimates. If E[d] = 0, the squared norm of the mean of N
-differences is tr Cov[d] / N on average, so their ratio is near 1; a real difference in
-expectation makes it grow with N. The same test between γ^t G_t and G_t measures the
-effect of dropping γ^t.
+Do $G_0$ and $\gamma^t G_t$ really have the same expectation? For each episode take the
+difference $d_i$ of its two estimates. If $\mathbb E[d] = 0$, the squared norm of the mean of N
+differences is $\operatorname{tr} \operatorname{Cov}[d] / N$ on average, so their ratio is near 1; a real difference in
+expectation makes it grow with N. The same test between $\gamma^t G_t$ and $G_t$ measures the
+effect of dropping $\gamma^t$.
 """
 
 
@@ -231,8 +240,8 @@ initial_rows = noise_study(untrained_policy, "untrained", seed=100)
 ## Training REINFORCE over several seeds
 
 Each update plays a fresh batch of episodes with the current policy, weights each
-log-probability by its reward-to-go G_t (the common estimator), and takes one Adam
-step. Nothing else: no baseline, no normalisation, no clipping. We keep a copy of each
+log-probability by its reward-to-go $G_t$ (the common estimator), and takes one Adam
+step. Nothing else: no <a href="../glossary.html#term-Baseline">baseline</a>, no normalisation, no clipping. We keep a copy of each
 seed's best policy (the one whose batch of episodes scored highest) next to its last.
 """
 
@@ -264,10 +273,10 @@ for seed in SEEDS:
           f"last update's {curves[seed][-1]:.1f}")
 
 # %% [markdown]
-"""
+r"""
 ## The noise again, at a trained policy
 
-Longer episodes mean more terms in Σ_t and larger returns multiplying them, so the
+Longer episodes mean more terms in $\sum_t$ and larger returns multiplying them, so the
 variance of the estimate should grow as the policy gets better. We repeat the study at
 the first seed's *best* policy (its last one, in this run, has collapsed: see below).
 """
@@ -410,52 +419,58 @@ lecture.claim(f"and at least one seed does not recover: its last {last} updates 
               measured="last / best " + ", ".join(f"{ratio:.2f}" for ratio in collapse.tolist()), quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
 **The noise.** In the first table the `noise B=1` column is the noise of a single
 episode's gradient relative to its expectation, and `B for noise=1` is how many
 episodes a batch needs before its gradient is, on average, as long as its error. At
-both policies, G_0 and γ^t G_t weights have the same expectation (in the second table
-the ratio is 0.94 at the untrained policy and 2.45 at the trained one, both below 3),
-and dropping the rewards before t (γ^t G_t instead of G_0) lowers the variance
-tr Cov[g], from 1.86e+04 to 3.47e+03 at the untrained policy: the same
-gradient, for free, with less noise. G_t is not that gradient: at the untrained
-policy, dropping γ^t changes the expectation (the ratio of G_t against γ^t G_t is 28,
+both policies, $G_0$ and $\gamma^t G_t$ weights have the same expectation (in the second table
+the ratio is 0.94 at the untrained policy and 1.02 at the trained one, both below 3),
+and dropping the rewards before t ($\gamma^t G_t$ instead of $G_0$) lowers the variance
+$\operatorname{tr} \operatorname{Cov}[g]$, from 1.86e+04 to 3.47e+03 at the untrained policy: the same
+gradient, for free, with less noise. $G_t$ is not that gradient: at the untrained
+policy, dropping $\gamma^t$ changes the expectation (the ratio of $G_t$ against $\gamma^t G_t$ is 28,
 where the same expectation would give about 1); at the
-trained policy 400 episodes are too few to see it (ratio 0.54), and too few to
-resolve |E[g]| for the weights γ^t G_t and G_t. The trained policy's episodes are 23.1
-times longer (491 steps against 21.2), and its gradient's variance (weight G_t) is about
-11,000 times the untrained one's in this run. At that policy 400 episodes resolve |E[g]|
-barely if at all: the rows marked < and > are bounds, drawn dotted in the figure. A
-row is resolved exactly when its `B for noise=1` is below the 400 episodes; in this run
-the G_0 row's is 299, so it is resolved, just, and whether it comes out above or below
+trained policy 400 episodes are too few to see it (ratio 0.59), and too few to
+resolve $\lvert \mathbb E[g] \rvert$ for the weights $\gamma^t G_t$ and $G_t$. The trained policy's episodes are 23.6
+times longer (500 steps against 21.2), and its gradient's variance (weight $G_t$) is about
+26,000 times the untrained one's in this run. At that policy 400 episodes resolve $\lvert \mathbb E[g] \rvert$
+barely if at all: in this run they resolve it for none of the three weights, so all three
+rows are marked < and >, bounds, drawn dotted in the figure. A
+row is resolved exactly when its `B for noise=1` is below the 400 episodes; the $G_0$
+row's is the one nearest to it, and whether it comes out above or below
 400 depends on where the trained policy ended up.
-In the figure every line falls with a slope between −0.45 and −0.53 in this run (−½ is
-noise ∝ 1/√B): to halve the noise, take four
+In the figure every line falls with a slope between −0.42 and −0.46 in this run (−½ is
+noise ∝ $1/\sqrt B$): to halve the noise, take four
 times the episodes. Where a solid line crosses the grey line, a batch's noise equals
 its signal.
 
 **The forgetting.** Four of the five seeds' best updates reach the dashed 500 line and
-the fifth reaches 488 (the green triangles). Then at least four of the five seeds fall
+the fifth, seed 2, reaches 473 (the green triangles). Then at least four of the five seeds fall
 below half of their best in some later update (the `first update below half of it`
-column of the last table), and at least one does not recover: its last 5 updates
+column of the last table; in this run all five do), and at least one does not recover: its last 5 updates
 average less than half of its best (the `last / best` column; the red triangles are
-the last updates). When a seed falls, whether it climbs back and where it stands at the
-end belong to the run: in this run seed 1 falls three updates after its best and ends
-at 0.26 of it, seeds 3 and 4 fall and climb back to 500, seed 5 falls in its last three
-updates, and seed 2 holds 500 from update 26 to the end. These trajectories are chaotic:
+the last updates). In this run none recovers: all five end between 0.26 and 0.36 of
+their best. When a seed falls, whether it climbs back and where it stands at the
+end belong to the run: in this run seed 1 stays between 398 and 500 from update 18 to
+43 and falls at update 45; seed 2, the slowest to learn, falls three updates after its best
+and stays below 150; seed 3 falls from update 29 on, down to 32 steps at update 36, and
+climbs back only to about 160; seed 4 falls from 500 to 280, climbs back to 356 and falls
+again at update 41; and seed 5 falls from 423 to 120 before its best, climbs back to
+hold 500 from update 28 to 42, and falls at update 45. These trajectories are chaotic:
 a difference in the last bits of rounding (another CPU) grows from update to update and
-moves every fall, so that in one run every seed ends collapsed and in another only some
+moves every fall, so that in one run every seed ends collapsed, as here, and in another only some
 do. The spread across seeds at the end (the line under the last table) is not noise
-around one level: it is where each seed stands between its falls and its recoveries.
+around one level: it is where each seed stands between its falls and its recoveries;
+in this run all five stand low, between 127 and 179.
 This lecture does not test why; the
 likely reason is that nothing here limits how far one update moves the policy: with
-γ = 0.99 a weight G_t can reach 1/(1 − γ) = 100, a batch of long episodes sums
+γ = 0.99 a weight $G_t$ can reach $1/(1 - \gamma) = 100$, a batch of long episodes sums
 hundreds of such terms, and one Adam step at a fixed learning rate can undo what the
-policy knew. Lecture 2 shrinks the noise with a baseline; lecture 4 measures how far
+policy knew. [Lecture 2](02_baseline_actor_critic.ipynb) shrinks the noise with a baseline; [lecture 4](04_surrogate_and_trust_regions.ipynb) measures how far
 one update may move the policy before its objective stops predicting the return, and
-lecture 5's clipped objective limits that move. The weights
+[lecture 5](05_clipped_surrogate.ipynb)'s clipped objective limits that move. The weights
 end up in `ppo/algorithm/advantages.py`.
 """
 

@@ -1,43 +1,45 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 2 — A learned baseline: the actor-critic
 
-**What it teaches.** Subtracting any function b(s_t) of the state from the return leaves
+**What it teaches.** Subtracting any function $b(s_t)$ of the state from the return leaves
 the policy gradient unbiased, because the expected score is zero:
-E_a[∇ log π(a | s)] = Σ_a ∇π(a | s) = ∇ Σ_a π(a | s) = ∇1 = 0. So
+$\mathbb E_a[\nabla \log \pi(a \mid s)] = \sum_a \nabla \pi(a \mid s) = \nabla \sum_a \pi(a \mid s) = \nabla 1 = 0$. So
 
-    ∇J = E[ Σ_t ∇ log π(a_t | s_t) · (G_t − b(s_t)) ]
+$$
+\nabla J = \mathbb E\Big[\sum_t \nabla \log \pi(a_t \mid s_t) \cdot \big(G_t - b(s_t)\big)\Big]
+$$
 
-for every b. The b that (nearly) minimises the variance is the state value
-V(s) = E[G_t | s_t = s]; G_t − V(s_t) is then an estimate of the *advantage*: how much
+for every b. The b that (nearly) minimises the variance is the <a href="../glossary.html#term-Value-function">state value</a>
+$V(s) = \mathbb E[G_t \mid s_t = s]$; $G_t - V(s_t)$ is then an estimate of the *<a href="../glossary.html#term-Advantage">advantage</a>*: how much
 better the action taken was than the policy's average in that state. We do not know V,
-so we learn it by regression on the returns: that network is the *critic*, the policy
+so we learn it by regression on the returns: that network is the *<a href="../glossary.html#term-Critic">critic</a>*, the policy
 is the *actor*.
 
 **The networks.** `ppo.models.networks.ActorCritic` with `shared=False`: the actor and the
 critic are two separate MLPs, with their own parameters and their own learning rates,
-as in Sutton & Barto's REINFORCE with baseline (§13.4). (`shared=True` gives one trunk
+as in Sutton & Barto's <a href="../glossary.html#term-REINFORCE">REINFORCE</a> with <a href="../glossary.html#term-Baseline">baseline</a> (§13.4). (`shared=True` gives one trunk
 with a policy head and a value head; then the critic's loss also moves the policy's
-features — lecture 8 compares the two.)
+features — [lecture 8](08_implementation_details.ipynb) compares the two.)
 
 **What it shows.** (1) REINFORCE on whole episodes with no baseline, the learned
 baseline and a constant one, over ten seeds and three learning rates: learning curves,
-and the return of each method at each learning rate with bootstrap confidence
-intervals (the score recomputed on many resamples of the seeds, drawn with
-replacement; the middle 95% of those scores is the interval; lecture 7 explains it)
+and the return of each method at each learning rate with <a href="../glossary.html#term-Bootstrap-confidence-interval">bootstrap confidence
+intervals</a> (the score recomputed on many resamples of the seeds, drawn with
+replacement; the middle 95% of those scores is the interval; [lecture 7](07_diagnostics_and_tuning.ipynb) explains it)
 (the fair comparison puts each method at its own best rate). (2) The variance of the gradient
 estimate with and without the learned baseline (and with a constant one), measured over
-many rollouts at a fixed network — printed as a ratio, next to the critic's explained
-variance, 1 − Var[R − V] / Var[R]: 1 for a critic that predicts every return, 0 for one
+many <a href="../glossary.html#term-Rollout">rollouts</a> at a fixed network — printed as a ratio, next to the critic's <a href="../glossary.html#term-Explained-variance">explained
+variance</a>, $1 - \operatorname{Var}[R - V] / \operatorname{Var}[R]$: 1 for a critic that predicts every return, 0 for one
 no better than the returns' mean.
 
-**Prerequisites.** Lecture 1.
+**Prerequisites.** [Lecture 1](01_policy_gradients.ipynb).
 
 **Library.** `ppo/models/networks.py` (`ActorCritic`), `ppo/models/member_networks.py` and
 `ppo/parallel/optim.py` (`MemberNetworks`, `StackedAdam`: many independent networks as one
 batched computation, with their own Adams), `ppo/trainers/ppo.py` (`collect_rollout` and
 `compute_advantages`, for the variance measurement), `ppo/algorithm/losses.py` (`value_loss`,
-`explained_variance`), `experiments/commands/statistics.py` (IQM and bootstrap intervals).
+`explained_variance`), `experiments/commands/statistics.py` (<a href="../glossary.html#term-IQM">IQM</a> and bootstrap intervals).
 """
 
 # %%
@@ -76,17 +78,21 @@ ACTION_SPACE = gym.spaces.Discrete(2)
 CRITIC_PARAMETERS = ("critic_body.", "value_head.")
 
 # %% [markdown]
-"""
+r"""
 ## REINFORCE with and without a learned baseline
 
 Each update plays EPISODES_PER_UPDATE = 4 whole episodes with the current policy and
-computes the discounted return G_t = r_t + γ G_{t+1} (γ = 0.99) to the end of each. The
+computes the discounted return $G_t = r_t + \gamma G_{t+1}$ (γ = 0.99) to the end of each. The
 two losses, for the actor θ and the critic w, are
 
-    L(θ) = −(1/E) Σ_episodes Σ_t log π_θ(a_t | s_t) · w_t          L(w) = ½ mean_t (V_w(s_t) − G_t)²
+$$
+L(\theta) = -\frac{1}{E} \sum_{\text{episodes}} \sum_t \log \pi_\theta(a_t \mid s_t) \cdot w_t,
+\qquad
+L(w) = \tfrac12 \operatorname{mean}_t \big(V_w(s_t) - G_t\big)^2
+$$
 
-with weight w_t = G_t (no baseline: lecture 1's REINFORCE), w_t = G_t − V_w(s_t) (the
-learned baseline) or w_t = G_t − mean G (a constant baseline: the mean of G_t over the
+with weight $w_t = G_t$ (no baseline: [lecture 1](01_policy_gradients.ipynb)'s REINFORCE), $w_t = G_t - V_w(s_t)$ (the
+learned baseline) or $w_t = G_t - \operatorname{mean} G$ (a constant baseline: the mean of $G_t$ over the
 update's samples), computed without gradient: the baseline is a fixed number for the
 actor's update. Each loss has its own Adam: the actor's at the learning rate being
 compared, the critic's at 0.01. Without the learned baseline the critic is trained
@@ -219,7 +225,7 @@ half of the runs, once the lowest and the highest quarter are dropped (one lucky
 failed seed moves it less than the mean). Its 95% interval comes from the bootstrap:
 draw ten runs from the ten with replacement, compute the IQM of that resample, repeat
 2,000 times, and keep the range from the 2.5th to the 97.5th percentile of those IQMs.
-Lecture 7 explains both in full.
+[Lecture 7](07_diagnostics_and_tuning.ipynb) explains both in full.
 """
 
 # %%
@@ -380,22 +386,22 @@ lecture.claim("at lr 0.003 the learned baseline's interval and the constant one'
               f"{interval_text('area', r, 1)} (R − V) against {interval_text('area', r, 2)} (R − mean R)", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## Variance of the gradient estimate, with and without the baseline
 
 Fix the network and collect many rollouts. Each rollout gives one estimate ĝ of the
 policy gradient (the gradient of the actor's loss with respect to the actor's
-parameters). Over the rollouts we measure tr Cov[ĝ], the summed variance of all its
+parameters). Over the rollouts we measure $\operatorname{tr} \operatorname{Cov}[\hat g]$, the summed variance of all its
 components, for three weights on the *same* rollouts:
 
-* w = R: no baseline;
-* w = R − mean(R): a constant baseline, the batch's mean return;
-* w = R − V(s): the learned, state-dependent baseline.
+* $w = R$: no baseline;
+* $w = R - \operatorname{mean}(R)$: a constant baseline, the batch's mean return;
+* $w = R - V(s)$: the learned, state-dependent baseline.
 
 A rollout here is T = 64 steps from each of N = 16 CartPole copies, collected by the
-library's PPO trainer (`PPO.collect_rollout`; lecture 6 introduces the trainer, here it
+library's PPO trainer (`PPO.collect_rollout`; [lecture 6](06_ppo_cartpole.ipynb) introduces the trainer, here it
 only plays and scores the rollouts); with λ = 1, `compute_advantages` returns R_t, the discounted return to the end of the
-episode, bootstrapped with V where the rollout cuts an episode short (lecture 3). We
+episode, bootstrapped with V where the rollout cuts an episode short ([lecture 3](03_gae.ipynb)). We
 measure twice: for an untrained network, whose critic knows nothing, and for a network
 trained above with the baseline (the first seed, at the baseline's best learning rate).
 """
@@ -486,41 +492,41 @@ lecture.claim("and the trained critic's explained variance is between −0.1 and
               measured=f"{trained_row['explained var. of V']:.4f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
 **What the baseline buys in return.** Without a baseline and with the learned one,
 REINFORCE does best at lr 0.003 of the three rates (the peaks of the red and blue lines
-in the right panel of the first figure). The constant baseline's IQM is 290.5 at lr
-0.003 and 302.5 at lr 0.01 in this run, but its intervals at the two rates overlap
+in the right panel of the first figure). The constant baseline's IQM is 294.0 at lr
+0.003 and 252.7 at lr 0.01 in this run, but its intervals at the two rates overlap
 widely, so ten seeds do not tell which is its best (which of the two comes out higher
 changes with the last bits of a run's rounding). Each method at its own
 best learning rate, the learned baseline's interval lies above the interval without a
-baseline: an IQM of 324.4 [310.5, 338.8] against 218.3 [184.9, 251.8]. With the
+baseline: an IQM of 317.7 [303.7, 331.7] against 210.3 [181.3, 244.4]. With the
 baseline the runs learn faster. The left panel shows it at lr 0.003: the blue median
 (R − V) first reaches 475 at update 53, and the red one (R) never does in the 100
 updates. The comparison holds seed by seed too: at lr 0.001 and at lr 0.003 the learned
 baseline's interval lies above the interval without, and its run scores higher on all
 ten seeds (the table of differences; a seed's runs start from the same network). At lr 0.003 the final returns' intervals do not
-overlap either (493.8 [483.0, 498.4] against 368.4 [251.4, 440.6]), and 9 seeds end with
-a final return of at least 475 with the baseline against 2 without (the last column of
+overlap either (465.9 [435.1, 487.0] against 330.1 [221.6, 416.8]), and 5 seeds end with
+a final return of at least 475 with the baseline against 1 without (the last column of
 the first table).
 
 **A constant does most of it.** At lr 0.001 the constant baseline's interval,
-161.2 [150.1, 169.4], lies above the interval without a baseline, and at lr 0.001 and
-0.003 its IQM gets more than half of the learned baseline's gain over no baseline (0.83
-and 0.68 of it in this run). At lr 0.003 its interval, 290.5 [244.4, 329.0], is wide: it
+164.4 [153.2, 172.5], lies above the interval without a baseline, and at lr 0.001 and
+0.003 its IQM gets more than half of the learned baseline's gain over no baseline (0.88
+and 0.78 of it in this run). At lr 0.003 its interval, 294.0 [254.8, 325.8], is wide: it
 overlaps the learned baseline's (the grey and blue points of the right panel), and in
-this run its lower end reaches into the interval without a baseline too. On this budget
+this run its lower end stays only ten steps above the interval without a baseline. On this budget
 ten seeds cannot tell the learned baseline from the batch's mean return. The variance
 measurement, two paragraphs down, says why.
 
 **Where the step size takes over.** At lr 0.01 the learned baseline's gain is no longer
 clear-cut: the intervals with and without it are both wider than at either smaller
 rate, and the baseline scores higher on some seeds and lower on others (the wide bands
-at the right end of the right panel). In this run its IQM is still much higher (212.2
-[173.8, 258.3] against 119.3 [91.6, 175.3], two intervals that overlap by less than two
-steps) and it scores higher on 9 seeds and lower on 1; at this rate every run is
+at the right end of the right panel). In this run its IQM is still much higher (230.7
+[171.6, 279.1] against 126.4 [93.4, 210.2], two intervals that overlap from 171.6 to
+210.2) and it scores higher on 7 seeds and lower on 3; at this rate every run is
 erratic, and where the two land moves with the last bits of a run's rounding. There
 the trouble is the step's size, which a better estimate of the gradient does not cure.
 So a comparison at
@@ -535,29 +541,29 @@ untrained network and at the trained one, a constant baseline lowers the varianc
 CartPole every return is a large positive number, so every action's log-probability
 gets pushed up and only the differences carry information; subtracting the level
 removes that push. At the trained network the learned baseline divides the variance by
-77 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
+16 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
 estimator without a baseline would need for the same precision. But the batch's mean
-return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.24: the grey bar is
-the lowest), and the trained critic's explained variance is 0.0002: V predicts the returns of these rollouts no better than their
+return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.92: the grey bar is
+the lowest, just), and the trained critic's explained variance is −0.00002: V predicts the returns of these rollouts no better than their
 mean does. What the learned baseline buys here is mostly the level of the returns; its
 state-dependent part adds V's own scatter (if V is uncorrelated with R,
-Var[R − V] = Var[R] + Var[V] > Var[R − mean R]). A likely reason: a policy that balances
+$\operatorname{Var}[R - V] = \operatorname{Var}[R] + \operatorname{Var}[V] > \operatorname{Var}[R - \operatorname{mean} R]$). A likely reason: a policy that balances
 earns a return that depends on how many steps are left before the time limit or the
 rollout's end, which the state does not show. The batch mean is not free either: it
 depends on the batch's own returns, so it is not exactly unbiased, and it needs a batch
-of many episodes, where V(s) works one step at a time — what lecture 3's advantages
+of many episodes, where V(s) works one step at a time — what [lecture 3](03_gae.ipynb)'s advantages
 need.
 
 **Explained variance.** It compares V(s_t) with each R_t, one sample at a time; the
 gradient's variance is what the update feels, each weight multiplied by its score
-∇ log π and summed along the rollout. Read explained variance as a check that the critic
+$\nabla \log \pi$ and summed along the rollout. Read explained variance as a check that the critic
 is learning, not as a measure of what the baseline buys.
 
-Advantage normalisation (lecture 8) subtracts the batch mean of the advantages: a
+Advantage normalisation ([lecture 8](08_implementation_details.ipynb)) subtracts the batch mean of the advantages: a
 constant baseline on top of the learned one — the combination the variance
 measurement suggests.
 
-Next, lecture 3 asks how to form the advantage from the critic: the full return minus V
+Next, [lecture 3](03_gae.ipynb) asks how to form the advantage from the critic: the full return minus V
 (λ = 1, used here) or V's own predictions a few steps ahead (λ < 1).
 """
 

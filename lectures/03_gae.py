@@ -1,39 +1,56 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 3 — Generalized Advantage Estimation: between TD(0) and Monte Carlo
 
-**What it teaches.** Lecture 2 weighted each action by G_t − V(s_t): the real return
-minus the critic's guess. That uses the critic only as a baseline, and G_t carries the
+> **If you skipped [lecture 2](02_baseline_actor_critic.ipynb).** The policy gradient weights each action's log-probability
+> by the discounted return that followed it, $G_t = \sum_{k \ge t} \gamma^{k-t} r_k$.
+> Subtracting a <a href="../glossary.html#term-Baseline">baseline</a> $b(s_t)$, any function of the state alone, leaves the gradient
+> unbiased, because the expected score is zero, $\mathbb E_a[\nabla \log \pi(a \mid s)] = 0$:
+>
+> $$\nabla J = \mathbb E\Big[\sum_t \nabla \log \pi_\theta(a_t \mid s_t) \cdot \big(G_t - b(s_t)\big)\Big].$$
+>
+> The baseline used is the *<a href="../glossary.html#term-Critic">critic</a>*: a network $V(s) \approx \mathbb E[G_t \mid s_t = s]$,
+> trained by regression on the returns, $\tfrac12 (V(s_t) - G_t)^2$. Then $G_t - V(s_t)$
+> estimates the *<a href="../glossary.html#term-Advantage">advantage</a>* $A(s, a) = Q(s, a) - V(s)$: how much better the action taken
+> did than the policy's average in that state. This lecture asks how to form that
+> estimate from the critic.
+
+**What it teaches.** [Lecture 2](02_baseline_actor_critic.ipynb) weighted each action by $G_t - V(s_t)$: the real return
+minus the critic's guess. That uses the critic only as a baseline, and $G_t$ carries the
 noise of every later reward and action. The critic can also stand in for the future:
 
-    δ_t = r_t + γ V(s_{t+1}) − V(s_t)                         (TD error)
-    Â_t(λ) = Σ_{k ≥ 0} (γλ)^k δ_{t+k}  =  δ_t + γλ Â_{t+1}(λ)    (GAE, Schulman et al. 2016)
+$$
+\begin{aligned}
+\delta_t &= r_t + \gamma V(s_{t+1}) - V(s_t) \qquad \text{(TD error)} \\
+\hat A_t(\lambda) &= \sum_{k \ge 0} (\gamma\lambda)^k \delta_{t+k} = \delta_t + \gamma\lambda \hat A_{t+1}(\lambda) \qquad \text{(GAE, Schulman et al. 2016)}
+\end{aligned}
+$$
 
-λ = 0 is the one-step TD error: low variance, but it believes V(s_{t+1}) — biased when
-the critic is wrong. λ = 1 telescopes to G_t − V(s_t), the Monte Carlo estimate: no
+λ = 0 is the one-step <a href="../glossary.html#term-TD-error">TD error</a>: low variance, but it believes $V(s_{t+1})$ — biased when
+the critic is wrong. λ = 1 telescopes to $G_t - V(s_t)$, the Monte Carlo estimate: no
 bias from V beyond the baseline, all the variance of the return. λ in between mixes
 them with geometric weights.
 
 **How we measure it.** On a task whose true values we can compute exactly: a random
 walk on a chain of states, both ends terminal, reward +1 for leaving on the right and −1
-on the left. We solve V^π and Q^π with a linear solve, give GAE a *deliberately wrong*
-critic V̂ = V^π + fixed noise, and compare thousands of estimates with the truth.
+on the left. We solve $V^\pi$ and $Q^\pi$ with a linear solve, give <a href="../glossary.html#term-GAE">GAE</a> a *deliberately wrong*
+critic $\hat V = V^\pi + \text{fixed noise}$, and compare thousands of estimates with the truth.
 
-What should Â_t be compared to? Â_t(λ) + V̂(s_t) — the `returns` that `compute_gae`
-outputs, the λ-return — estimates Q(s_t, a_t). Its error R_t^λ − Q(s_t, a_t) is the
+What should $\hat A_t$ be compared to? $\hat A_t(\lambda) + \hat V(s_t)$ — the `returns` that `compute_gae`
+outputs, the λ-return — estimates $Q(s_t, a_t)$. Its error $R_t^\lambda - Q(s_t, a_t)$ is the
 error of the advantage *up to a function of the state alone*, which acts as a baseline
-and cannot bias the policy gradient (lecture 2). So for every state-action pair we
-measure the mean error (bias) and the spread (variance) of R^λ as an estimate of Q.
+and cannot bias the policy gradient ([lecture 2](02_baseline_actor_critic.ipynb)). So for every state-action pair we
+measure the mean error (bias) and the spread (variance) of $R^\lambda$ as an estimate of Q.
 
 **What one estimate hides.** A policy gradient is never one advantage: it averages
 over a batch of B samples. Averaging B estimates whose errors are independent divides
-their variance by B but leaves their bias: the batch's error is about bias² + variance/B.
+their variance by B but leaves their bias: the batch's error is about $\text{bias}^2 + \text{variance}/B$.
 The λ that is best for one estimate is not the λ that is best for a batch of thousands.
 
-**Prerequisites.** Lectures 1–2; the Bellman equation V = r_π + γ P_π V.
+**Prerequisites.** Lectures [1](01_policy_gradients.ipynb)–[2](02_baseline_actor_critic.ipynb); the <a href="../glossary.html#term-Bellman-equation">Bellman equation</a> $V = r_\pi + \gamma P_\pi V$.
 
-**Library.** `ppo/algorithm/advantages.py` — `compute_gae`, with terminations and truncations kept
-apart (lecture 8); the trainer uses λ = 0.95 by default (`gae_lambda` in `ppo/config.py`).
+**Library.** `ppo/algorithm/advantages.py` — `compute_gae`, with <a href="../glossary.html#term-Termination">terminations</a> and <a href="../glossary.html#term-Truncation">truncations</a> kept
+apart ([lecture 8](08_implementation_details.ipynb)); the trainer uses λ = 0.95 by default (`gae_lambda` in `ppo/config.py`).
 """
 
 # %%
@@ -59,13 +76,15 @@ CRITIC_COLORS = {0.0: "tab:purple", 0.25: "tab:olive", 0.5: "tab:orange", 1.0: "
 torch.manual_seed(0)
 
 # %% [markdown]
-"""
+r"""
 ## The chain and its exact values
 
-State s ∈ {1, …, 11}; action 1 moves right, action 0 left, π(right) = 0.5. Leaving at
+State $s \in \{1, \dots, 11\}$; action 1 moves right, action 0 left, $\pi(\text{right}) = 0.5$. Leaving at
 the right end pays +1, at the left end −1, every other step 0. With terminal values 0,
 
-    V = r_π + γ P_π V   ⇒   V = (I − γ P_π)⁻¹ r_π,     Q(s, a) = r(s, a) + γ V(s').
+$$
+V = r_\pi + \gamma P_\pi V \;\Rightarrow\; V = (I - \gamma P_\pi)^{-1} r_\pi, \qquad Q(s, a) = r(s, a) + \gamma V(s').
+$$
 """
 
 # %%
@@ -106,7 +125,7 @@ def noisy_critic(error_scale: float, seed: int = 1) -> torch.Tensor:
 
 N copies walk the chain for T steps. When a copy reaches an end, the step is marked
 `terminated` and the copy restarts in the middle, exactly the (T, N) layout and
-autoreset of the PPO trainer (gymnasium's SAME_STEP mode: the step that ends an episode
+autoreset of the PPO trainer (gymnasium's <a href="../glossary.html#term-SAME_STEP-autoreset">SAME_STEP</a> mode: the step that ends an episode
 already returns the first observation of the next one). `compute_gae` then runs unchanged.
 """
 
@@ -268,17 +287,17 @@ lecture.claim("a perfect critic's best λ is 0 at every batch size", set(best_ba
               measured=", ".join(f"{value:g}" for value in best_batch[0.0]))
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
 In the first table (and the second panel), follow bias² and variance as λ goes from 0
 (TD) to 1 (Monte Carlo). As λ goes from 0 to 1, bias² shrinks at every step: the
-critic's error enters through V̂(s_{t+k}) with weight (γλ)^k. And the variance grows at
+critic's error enters through $\hat V(s_{t+k})$ with weight $(\gamma\lambda)^k$. And the variance grows at
 every step, as more of the random future enters. At λ = 0 it is exactly 0, for every
 critic, only because this chain is deterministic given the action: the action fixes the
-next state and the reward, so r + γ V̂(s') is the same number at every visit of (s, a).
+next state and the reward, so $r + \gamma \hat V(s')$ is the same number at every visit of (s, a).
 Where transitions or rewards are random, TD(0) has a variance too. At λ = 1 the bias
-is zero up to sampling noise, whatever the critic: the return never reads V̂. Its bias²
+is zero up to sampling noise, whatever the critic: the return never reads $\hat V$. Its bias²
 is 1.78 times the `sampling floor` column for every critic in this run; that column is the bias² an unbiased estimator shows from a finite number of
 visits alone.
 
@@ -289,15 +308,15 @@ of the fourth panel).
 
 That is not yet the answer for a policy gradient, which averages a batch. Averaging
 divides the variance by B but not the bias: in the second panel the dashed line,
-bias² + variance / 16, already has its lowest point further right than the solid MSE
+$\text{bias}^2 + \text{variance} / 16$, already has its lowest point further right than the solid MSE
 (at λ = 0.95 against 0.4).
 For every wrong critic, the best λ grows as the batch grows (the third table, and the
 fourth panel: each coloured line climbs towards 1), and at the trainer's default
-minibatch of 128 samples the wrong critics' best λ are 0.97, 0.99 and 1, at or above
+<a href="../glossary.html#term-Minibatch">minibatch</a> of 128 samples the wrong critics' best λ are 0.97, 0.99 and 1, at or above
 its default λ = 0.95 (`gae_lambda`, `ppo/config.py`). That, not a poor critic, is the case for a λ near 1
 in PPO: each of its gradient steps averages a minibatch, 128 samples by default
 (`minibatch_size`), not one estimate. Two cautions keep this a
-direction rather than a formula: steps of one rollout share their future, so a batch
+direction rather than a formula: steps of one <a href="../glossary.html#term-Rollout">rollout</a> share their future, so a batch
 of B steps holds fewer than B independent estimates; and this critic's error is fixed
 per state, while a trained critic's error changes as it learns.
 

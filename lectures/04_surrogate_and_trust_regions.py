@@ -1,20 +1,20 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 4 — The surrogate objective and trust regions
 
-**What it teaches.** Lecture 3 ended with good advantages Â_t for a batch collected by
-the current policy π_old. A policy-gradient step (lectures 1–2) uses that batch for one
-gradient step and throws it away: the gradient E[∇log π · Â] is the gradient at π_old,
-and after one step the policy is no longer π_old. In most environments collecting a batch
+**What it teaches.** [Lecture 3](03_gae.ipynb) ended with good <a href="../glossary.html#term-Advantage">advantages</a> $\hat A_t$ for a batch collected by
+the current policy $\pi_{\text{old}}$. A policy-gradient step (lectures [1](01_policy_gradients.ipynb)–[2](02_baseline_actor_critic.ipynb)) uses that batch for one
+gradient step and throws it away: the gradient $\mathbb E[\nabla \log \pi \cdot \hat A]$ is the gradient at $\pi_{\text{old}}$,
+and after one step the policy is no longer $\pi_{\text{old}}$. In most environments collecting a batch
 costs far more than a gradient step on it, so we would like to take many steps on one batch. How far may one
 batch move the policy? This lecture answers in three steps: importance sampling turns the
-batch into a *surrogate* objective L_{π_old}(π) that can be evaluated for any π; the
-surrogate is exact to first order at π_old and wrong away from it (Kakade & Langford
-2002; the TRPO bound, Schulman et al. 2015); TRPO keeps the policy within a KL *trust
-region* around π_old, with a natural-gradient step, and PPO's clip is a first-order
+batch into a *<a href="../glossary.html#term-Surrogate-objective">surrogate</a>* objective $L_{\pi_{\text{old}}}(\pi)$ that can be evaluated for any π; the
+surrogate is exact to first order at $\pi_{\text{old}}$ and wrong away from it (Kakade & Langford
+2002; the TRPO bound, Schulman et al. 2015); TRPO keeps the policy within a <a href="../glossary.html#term-KL-divergence">KL</a> *<a href="../glossary.html#term-Trust-region">trust
+region</a>* around $\pi_{\text{old}}$, with a <a href="../glossary.html#term-Natural-gradient">natural-gradient</a> step, and <a href="../glossary.html#term-PPO">PPO</a>'s clip is a first-order
 stand-in for that. Then we measure what the theory says, on one real update.
 
-**What it shows.** (1) On a CartPole rollout, the gradient of the surrogate at π_old
+**What it shows.** (1) On a CartPole <a href="../glossary.html#term-Rollout">rollout</a>, the gradient of the surrogate at $\pi_{\text{old}}$
 against the policy gradient (autograd; they are the same vector). (2) The TRPO bound, its
 constant C, the KL-constrained step and the natural gradient, in one page. (3) One PPO
 update repeated from the same start at three learning rates (step sizes) and ε ∈ {0.1,
@@ -24,11 +24,11 @@ update against TRPO's δ, and the bound's penalty (table, plot). (4) The same fr
 other starts: the prediction error of all 45 updates against how far each moved the
 policy (table, plot).
 
-**Prerequisites.** Lectures 1–3.
+**Prerequisites.** Lectures [1](01_policy_gradients.ipynb)–[3](03_gae.ipynb).
 
-**Library.** `ppo/trainers/ppo.py` — `PPO.update`, K epochs of minibatch steps on one
-rollout (lecture 5 takes its loss apart and lecture 6 walks through the whole update; here
-it is used as it is); `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (L^CLIP, lecture 5 takes it apart);
+**Library.** `ppo/trainers/ppo.py` — `PPO.update`, K <a href="../glossary.html#term-Epoch">epochs</a> of <a href="../glossary.html#term-Minibatch">minibatch</a> steps on one
+rollout ([lecture 5](05_clipped_surrogate.ipynb) takes its loss apart and [lecture 6](06_ppo_cartpole.ipynb) walks through the whole update; here
+it is used as it is); `ppo/algorithm/losses.py` — `clipped_surrogate_loss` ($L^{\text{CLIP}}$, [lecture 5](05_clipped_surrogate.ipynb) takes it apart);
 `ppo/algorithm/distributions.py` — `CategoricalDistribution.sample`, which takes its random numbers as an
 argument. `lectures/_saved_update.py` saves the update's start so that it can be repeated.
 """
@@ -46,35 +46,39 @@ from envs.classic import make_torch_vec_env
 lecture = Lecture("04_surrogate_and_trust_regions", __doc__)
 
 # %% [markdown]
-"""
+r"""
 ## A surrogate from the old policy's data
 
-Write η(π) = E[Σ_t γ^t R_t] for the discounted return of π from the start state (R_t the
-reward at step t: from here on r_t is the probability ratio below), and
-A^old(s, a) = Q^old(s, a) − V^old(s) for the advantage of π_old. Kakade & Langford
+Write $\eta(\pi) = \mathbb E[\sum_t \gamma^t R_t]$ for the discounted return of π from the start state ($R_t$ the
+reward at step t: from here on $r_t$ is the <a href="../glossary.html#term-Importance-ratio">probability ratio</a> below), and
+$A^{\text{old}}(s, a) = Q^{\text{old}}(s, a) - V^{\text{old}}(s)$ for the advantage of $\pi_{\text{old}}$. Kakade & Langford
 (2002) give an exact identity for any other policy π:
 
-    η(π) = η(π_old) + E_{τ ~ π}[ Σ_t γ^t A^old(s_t, a_t) ]
+$$
+\eta(\pi) = \eta(\pi_{\text{old}}) + \mathbb E_{\tau \sim \pi}\Big[\sum_t \gamma^t A^{\text{old}}(s_t, a_t)\Big]
+$$
 
 It needs states and actions *from π*, which we have not collected. Importance sampling
-fixes the actions: E_{a~π}[f(a)] = E_{a~π_old}[r(a) f(a)] with the ratio
-r = π(a|s) / π_old(a|s) (exercise 4.1 writes this estimate). The states cannot be fixed
+fixes the actions: $\mathbb E_{a \sim \pi}[f(a)] = \mathbb E_{a \sim \pi_{\text{old}}}[r(a) f(a)]$ with the ratio
+$r = \pi(a \mid s) / \pi_{\text{old}}(a \mid s)$ (exercise 4.1 writes this estimate). The states cannot be fixed
 that way (their probability under π is a product over the whole history), so the
-surrogate simply keeps π_old's:
+surrogate simply keeps $\pi_{\text{old}}$'s:
 
-    L_{π_old}(π) = η(π_old) + E_{τ ~ π_old}[ Σ_t γ^t r_t A^old(s_t, a_t) ]
+$$
+L_{\pi_{\text{old}}}(\pi) = \eta(\pi_{\text{old}}) + \mathbb E_{\tau \sim \pi_{\text{old}}}\Big[\sum_t \gamma^t r_t A^{\text{old}}(s_t, a_t)\Big]
+$$
 
-Every quantity in it comes from π_old's batch, for any π we care to evaluate. At
-π = π_old every ratio is 1 and L = η; the gradient of r_t with respect to θ at
-θ = θ_old is ∇log π_θ(a_t|s_t), so the gradient of L there is the policy gradient of
-lecture 1. L is a first-order model of η around π_old.
+Every quantity in it comes from $\pi_{\text{old}}$'s batch, for any π we care to evaluate. At
+$\pi = \pi_{\text{old}}$ every ratio is 1 and $L = \eta$; the gradient of $r_t$ with respect to θ at
+$\theta = \theta_{\text{old}}$ is $\nabla \log \pi_\theta(a_t \mid s_t)$, so the gradient of L there is the policy gradient of
+[lecture 1](01_policy_gradients.ipynb). L is a first-order model of η around $\pi_{\text{old}}$.
 
 We check that on a real batch: PPO trains CartPole for a few iterations (so that the
 advantages mean something), collects one more rollout and saves the network, the
 optimizer and the minibatch order (`lectures/_saved_update.py`): the start every update
-of this lecture, and of lecture 5, is repeated from. On that rollout we take the
-gradient of the mean of r_t Â_t and of the mean of log π_θ(a_t|s_t) Â_t (Â_t the
-trainer's GAE advantages, as the rollout stores them), both at θ_old, by autograd.
+of this lecture, and of [lecture 5](05_clipped_surrogate.ipynb), is repeated from. On that rollout we take the
+gradient of the mean of $r_t \hat A_t$ and of the mean of $\log \pi_\theta(a_t \mid s_t) \hat A_t$ ($\hat A_t$ the
+trainer's GAE advantages, as the rollout stores them), both at $\theta_{\text{old}}$, by autograd.
 """
 
 # %%
@@ -106,34 +110,41 @@ lecture.claim("at π_old every ratio is 1 and the gradient of the surrogate is t
               measured=f"largest |r − 1| {largest_ratio_error:.1e}, relative difference {relative_difference:.1e}")
 
 # %% [markdown]
-"""
+r"""
 ## How far the surrogate can be trusted: the TRPO bound, the KL constraint, the natural gradient
 
-Away from π_old the states π visits differ from π_old's, and L can be wrong. How wrong is
+Away from $\pi_{\text{old}}$ the states π visits differ from $\pi_{\text{old}}$'s, and L can be wrong. How wrong is
 bounded (Schulman et al. 2015, TRPO, Theorem 1, which extends Kakade & Langford's bound
 for mixtures of policies to any pair of policies):
 
-    η(π) ≥ L_{π_old}(π) − C · max_s KL(π_old(·|s) ‖ π(·|s)),    C = 4 γ max_{s,a} |A^old(s,a)| / (1 − γ)²
+$$
+\eta(\pi) \ge L_{\pi_{\text{old}}}(\pi) - C \cdot \max_s \mathrm{KL}\big(\pi_{\text{old}}(\cdot \mid s) \,\big\Vert\, \pi(\cdot \mid s)\big),
+\qquad C = \frac{4 \gamma \max_{s,a} \lvert A^{\text{old}}(s,a) \rvert}{(1 - \gamma)^2}
+$$
 
-(Achiam et al. 2017 prove a bound of the same kind in terms of the *mean* KL over π_old's
+(Achiam et al. 2017 prove a bound of the same kind in terms of the *mean* KL over $\pi_{\text{old}}$'s
 states, under a square root: closer to what TRPO constrains.) Maximising the right-hand
-side improves η at every step — the bound is an equality at π = π_old, so a π whose
-right-hand side exceeds η(π_old) has a higher η — but C is enormous: with γ = 0.99,
-1/(1 − γ)² = 10⁴. The steps it allows are tiny.
+side improves η at every step — the bound is an equality at $\pi = \pi_{\text{old}}$, so a π whose
+right-hand side exceeds $\eta(\pi_{\text{old}})$ has a higher η — but C is enormous: with γ = 0.99,
+$1/(1 - \gamma)^2 = 10^4$. The steps it allows are tiny.
 
 **TRPO** (Schulman et al. 2015) therefore keeps L and replaces the penalty by a
-constraint, a *trust region*: maximise L_{π_old}(π) subject to the mean KL over visited
-states, E_s[KL(π_old(·|s) ‖ π(·|s))], being at most δ (0.01 in the paper). Expand L to
-first order in Δθ = θ − θ_old (its gradient g, the policy gradient above) and the KL to
-second order (its Hessian at θ_old is the Fisher information matrix F of the policy):
+constraint, a *trust region*: maximise $L_{\pi_{\text{old}}}(\pi)$ subject to the mean KL over visited
+states, $\mathbb E_s[\mathrm{KL}(\pi_{\text{old}}(\cdot \mid s) \,\Vert\, \pi(\cdot \mid s))]$, being at most δ (0.01 in the paper). Expand L to
+first order in $\Delta\theta = \theta - \theta_{\text{old}}$ (its gradient g, the policy gradient above) and the KL to
+second order (its Hessian at $\theta_{\text{old}}$ is the <a href="../glossary.html#term-Fisher-information">Fisher information</a> matrix F of the policy):
 
-    maximise gᵀΔθ   subject to   ½ ΔθᵀFΔθ ≤ δ     →     Δθ = √(2δ / gᵀF⁻¹g) · F⁻¹g
+$$
+\text{maximise } g^\top \Delta\theta \quad \text{subject to} \quad \tfrac12 \Delta\theta^\top F \Delta\theta \le \delta
+\qquad \Rightarrow \qquad
+\Delta\theta = \sqrt{\frac{2\delta}{g^\top F^{-1} g}} \, F^{-1} g
+$$
 
-F⁻¹g is the **natural gradient** (Kakade 2001): the steepest-ascent direction when
+$F^{-1} g$ is the **natural gradient** (Kakade 2001): the steepest-ascent direction when
 distance is measured by the KL between the policies rather than the Euclidean distance
 between their parameters, so (for small steps) the step does not depend on how the
 policy is parametrised. F has as many rows as the network has parameters; TRPO never forms it,
-but solves F x = g by conjugate gradient from products F v (each one a second
+but solves $F x = g$ by <a href="../glossary.html#term-Conjugate-gradient">conjugate gradient</a> from products $F v$ (each one a second
 backward pass through the KL), then follows the step with a line search that shrinks it
 until the true KL is below δ and L has improved. (Exercises 4.2 and 4.3 write the solver
 and the step.)
@@ -143,44 +154,46 @@ and the step.)
 PPO (Schulman et al. 2017) keeps the surrogate and drops the second-order machinery:
 plain first-order (Adam) steps, several epochs of minibatches on one batch, on
 
-    L^CLIP(θ) = E[ min( r_t(θ) Â_t,  clip(r_t(θ), 1 − ε, 1 + ε) Â_t ) ]
+$$
+L^{\text{CLIP}}(\theta) = \mathbb E\Big[\min\big(r_t(\theta) \hat A_t,\; \operatorname{clip}(r_t(\theta), 1 - \varepsilon, 1 + \varepsilon) \hat A_t\big)\Big]
+$$
 
-Where the advantage favours moving r_t away from 1, the clip removes the incentive to go
-beyond 1 ± ε. It computes no F and bounds no KL: it only removes the reason to go
+Where the advantage favours moving $r_t$ away from 1, the clip removes the incentive to go
+beyond $1 \pm \varepsilon$. It computes no F and bounds no KL: it only removes the reason to go
 further, and keeps the ratios, and with them the KL, small if the step size is small
-enough. Lecture 5 takes L^CLIP apart; here we measure what it buys against the
+enough. [Lecture 5](05_clipped_surrogate.ipynb) takes $L^{\text{CLIP}}$ apart; here we measure what it buys against the
 question of this lecture: does the surrogate still predict the return after the update?
 """
 
 # %% [markdown]
-"""
+r"""
 ## The surrogate's prediction against the return, measured
 
-L_{π_old}(π) − η(π_old) is the gain in return the surrogate *predicts* for a new policy
-π; η(π) − η(π_old) is the change that happens. We measure both for one PPO update on the
+$L_{\pi_{\text{old}}}(\pi) - \eta(\pi_{\text{old}})$ is the gain in return the surrogate *predicts* for a new policy
+π; $\eta(\pi) - \eta(\pi_{\text{old}})$ is the change that happens. We measure both for one PPO update on the
 saved rollout — K = 10 epochs of 4 minibatches (`PPO.update`: ten passes over the
 rollout, each shuffled and cut into 4 minibatches, one Adam step per minibatch on
-L^CLIP and the critic's loss; lecture 6 walks through it), from the saved start each time — at
+$L^{\text{CLIP}}$ and the critic's loss; [lecture 6](06_ppo_cartpole.ipynb) walks through it), from the saved start each time — at
 three learning rates (the step size) and ε ∈ {0.1, 0.2, ∞} (∞: no clip, plain
 maximisation of the surrogate):
 
-- **predicted**: on fresh episodes of π_old (not the update's own rollout), the
-  sample mean over episodes of Σ_t γ^t (r_t − 1) Â_t, with Â_t = G_t − V_old(s_t), the
-  discounted return from t minus the critic. (Â_t is A^old(s_t, a_t) plus the critic's
+- **predicted**: on fresh episodes of $\pi_{\text{old}}$ (not the update's own rollout), the
+  sample mean over episodes of $\sum_t \gamma^t (r_t - 1) \hat A_t$, with $\hat A_t = G_t - V_{\text{old}}(s_t)$, the
+  discounted return from t minus the critic. ($\hat A_t$ is $A^{\text{old}}(s_t, a_t)$ plus the critic's
   error, which depends on the state alone, plus noise of mean 0; the critic's error drops
-  out of the prediction because E_{a~π_old}[r − 1] = 0 at every state.)
-- **measured**: η(π) − η(π_old), the mean discounted return from the start state of
-  π's episodes minus π_old's. Both policies play the same episodes' random numbers
+  out of the prediction because $\mathbb E_{a \sim \pi_{\text{old}}}[r - 1] = 0$ at every state.)
+- **measured**: $\eta(\pi) - \eta(\pi_{\text{old}})$, the mean discounted return from the start state of
+  π's episodes minus $\pi_{\text{old}}$'s. Both policies play the same episodes' random numbers
   (the same start states, the same uniforms U in the Gumbel-max sampler of
-  `CategoricalDistribution.sample`, which takes the action argmax_a [log π(a|s) −
-  log(−log U_a)], a sample of π for uniform U), so their episodes differ only where
+  `CategoricalDistribution.sample`, which takes the action
+  $\operatorname{argmax}_a [\log \pi(a \mid s) - \log(-\log U_a)]$, a sample of π for uniform U), so their episodes differ only where
   their actions do: common random numbers, which shrink the standard error of the difference.
 
-Units: discounted return with γ = 0.99, at most 1/(1 − γ) = 100. The table also gives
-each update's mean KL(π_old ‖ π) over the states of π_old's episodes (TRPO's constraint;
+Units: discounted return with γ = 0.99, at most $1/(1 - \gamma) = 100$. The table also gives
+each update's mean $\mathrm{KL}(\pi_{\text{old}} \,\Vert\, \pi)$ over the states of $\pi_{\text{old}}$'s episodes (TRPO's constraint;
 the paper's δ = 0.01), computed exactly at each state from the two action distributions,
-and the penalty C · max KL of the TRPO bound, with the max over the same states (the max
-over all states can only be larger) and max|A| estimated by the largest |Â| of the
+and the penalty $C \cdot \max \mathrm{KL}$ of the TRPO bound, with the max over the same states (the max
+over all states can only be larger) and $\max \lvert A \rvert$ estimated by the largest $\lvert \hat A \rvert$ of the
 episodes.
 """
 
@@ -302,29 +315,32 @@ def prediction_error(row: dict) -> float:
 
 
 # %% [markdown]
-"""
-Read the table and the figure together. Where the update stays near π_old — every
-clipped row, mean KL at most 0.0030, below TRPO's δ = 0.01 — the points lie near the
-diagonal: the surrogate's prediction is within 1.2 of the measured change, on returns
+r"""
+Read the table and the figure together. Where the update stays near $\pi_{\text{old}}$ — every
+clipped row, mean KL at most 0.0044, below TRPO's δ = 0.01 — the points lie near the
+diagonal: the surrogate's prediction is within 1.8 of the measured change, on returns
 of up to 100 (the bars and the `± se` columns show how much of that is sampling noise). That is the first-order model working inside its
 trust region. Without the clip the same step sizes move the policy much further (mean
-KL 0.039, 0.31 and 0.62, above δ at every step size), and there the surrogate is too
-optimistic and the furthest off of the three, by 5.2, 30 and 34: it credits the new
-policy with π_old's states, which the new policy no longer visits. Whether an update
+KL 0.036, 0.33 and 0.89, above δ at every step size), and there the surrogate is too
+optimistic and the furthest off of the three, by 6.6, 37 and 42: it credits the new
+policy with $\pi_{\text{old}}$'s states, which the new policy no longer visits. Whether an update
 raises the return at all depends on the rollout it learned from (the update maximises
 the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
 negative); with the clip, the prediction tells which: every clipped update's predicted
-change has the sign of the measured change. In this run all six clipped updates from
-this start raised the return, so here the sign is only tested on gains; the pooled
+change has the sign of the measured change. In this run five of the six clipped updates
+from this start raised the return, and the sixth, at lr 0.003 and ε = 0.1, lowered it by
+4.2, a loss its surrogate foresaw (a predicted −2.6: the blue triangle below zero), so
+here the sign is tested on a loss as well as on gains; the pooled
 updates below test it from other starts, where 1 of 24 clipped predictions has it wrong.
 Without the clip the prediction is worth little: at lr 0.001 and 0.003 the surrogate
-predicts a gain and the return changes by less than a third of it — in this run a
-predicted 34 and 44 against a measured 4.5 and 10.0 (the red square and triangle).
+predicts a gain and the return changes by less than a third of it — in this run it
+falls: a predicted 31.6 and 31.7 against a measured −5.8 and −10.6 (the red square and
+triangle).
 Whether such an update still raises the return a little or lowers it is the run's, not
 the theory's: these updates move the policy far, and a difference in the last bits of
 rounding (another CPU) is enough to turn the one into the other. The TRPO bound is
-true but useless here: its penalty C · max KL is at least 15,224 in every row, more than a hundred times
-100, the largest discounted return CartPole can give, so the estimate of max|A| cannot be what makes it so large. This is why TRPO
+true but useless here: its penalty $C \cdot \max \mathrm{KL}$ is at least 13,064 in every row, more than a hundred times
+100, the largest discounted return CartPole can give, so the estimate of $\max \lvert A \rvert$ cannot be what makes it so large. This is why TRPO
 constrains the mean KL instead, and why PPO settles for a clip that keeps the ratios,
 and so the KL, small.
 
@@ -372,7 +388,7 @@ lecture.claim("in every row the bound's penalty exceeds 100, the largest discoun
               smallest_penalty > 10 / (1 - config.gamma), measured=f"smallest penalty {smallest_penalty:,.0f}")
 
 # %% [markdown]
-"""
+r"""
 ## From other starts
 
 The same measurement from four other saved starts, training seeds 8–11, each on 512
@@ -382,7 +398,7 @@ new to them. One sentence, on how far clipped updates from other starts can miss
 made precise on seeds 8–11 and holds on seeds 2–7 as well; one more, on how many
 unclipped updates leave the trust region, was restated after runs of seeds 8–11 on two
 machines' rounding.) The theory says what should
-hold whatever the start: the further an update moves the policy from π_old, the less its
+hold whatever the start: the further an update moves the policy from $\pi_{\text{old}}$, the less its
 surrogate's prediction is worth. The figure
 plots each update's prediction error |predicted − measured| against its mean KL, both
 on log scales, with TRPO's δ marked; the table groups the updates by their mean KL.
@@ -447,29 +463,31 @@ axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # outside: 
 lecture.save_figure(figure, "error_against_kl.png")
 
 # %% [markdown]
-"""
+r"""
 Pooled over the five starts, the theory's picture holds: the further an update moved
 the policy, the further off its prediction. In the figure the points climb from left to
-right, and the rank correlation between mean KL and |error| is 0.82 over the 45 updates. It is a trend, not a law for each update: of the
-990 pairs of updates, 185 have the one that moved further missing by less (how far off
-one update lands depends on its start and on chance). The 7 updates that moved by a
-mean KL above 0.1 missed by a median of 34.0, the 33 that stayed below δ by a median of
-0.58 (the table's `median |error|` column), and every
-update that left the trust region, mean KL above δ, over-predicted the change (12 of
-12: all of the two lower rows of the last column). The surrogate leans optimistic
-inside the trust region too — 29 of the 33 updates below δ over-predicted (the first
-row), by a median miss of 0.58 — since the update was chosen to make the surrogate
+right, and the rank correlation between mean KL and |error| is 0.76 over the 45 updates. It is a trend, not a law for each update: of the
+990 pairs of updates, 189 have the one that moved further missing by less (how far off
+one update lands depends on its start and on chance). The 10 updates that moved by a
+mean KL above 0.1 missed by a median of 46.4, the 31 that stayed below δ by a median of
+0.94 (the table's `median |error|` column), and every
+update that left the trust region, mean KL above δ, over-predicted the change (14 of
+14: all of the two lower rows of the last column). The surrogate leans optimistic
+inside the trust region too — 30 of the 31 updates below δ over-predicted (the first
+row), by a median miss of 0.94 — since the update was chosen to make the surrogate
 large on its own rollout; outside it the lean grows into the whole error, as the
-surrogate credits the new policy with π_old's states. The clip keeps the updates
+surrogate credits the new policy with $\pi_{\text{old}}$'s states. The clip keeps the updates
 inside: at least 3 in 4 clipped updates stay below δ, and at least 3 in 4 unclipped
 updates at lr 0.001 or 0.003 leave it. In the run shown here all 30 clipped updates
-stayed below δ (the table's `of them clipped` column), and 9 of the 10 unclipped
-updates at lr 0.001 or 0.003 left it; the one that did not, from training seed 8 at lr
-0.001, moved by a mean KL of 0.0040 (the last line under the table): without the clip,
-how far an update goes depends on its start, and nothing stops it. What does not carry
+stayed below δ (the table's `of them clipped` column), and all 10 unclipped
+updates at lr 0.001 or 0.003 left it (the last line under the table names none that
+stayed inside): without the clip, how far an update goes depends on its start, and
+nothing stops it. At lr 0.001 the five unclipped updates moved by mean KLs from 0.10 to
+0.33; at lr 0.0003 one of the five stayed below δ (0.0078, from training seed 11: the
+one unclipped update of the table's first row) and another reached 0.056. What does not carry
 over from seed 1 is the detail: below δ the prediction is a first-order estimate with
 sampling noise, not an exact one. From the other starts a clipped update missed by
-6.32, where seed 1's clipped updates stayed within 1.2, and 1 of the 24 predicted a
+6.84, where seed 1's clipped updates stayed within 1.8, and 1 of the 24 predicted a
 change of the wrong sign (the line under the table gives both).
 """
 
@@ -515,17 +533,17 @@ lecture.claim("from the other starts, a clipped update missed by more than seed 
                        f"{len(other_clipped)}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
-One batch of π_old's data defines a surrogate for every nearby policy, exact to first
-order at π_old; the further an update moves the policy, the less its prediction is worth,
+One batch of $\pi_{\text{old}}$'s data defines a surrogate for every nearby policy, exact to first
+order at $\pi_{\text{old}}$; the further an update moves the policy, the less its prediction is worth,
 and the bound that would guarantee improvement is far too loose to use. A trust region
 keeps the update where the surrogate can be believed: TRPO by a KL constraint and a
 natural-gradient step, PPO by a clip on the ratio and first-order steps. The tables show
 the clip doing that job — all 30 clipped updates stayed below δ in the run shown
-here — but not perfectly: from the other starts a clipped update missed by 6.32 and
-one got the sign wrong, and nothing in the clip bounds the KL. Lecture 5 shows
+here — but not perfectly: from the other starts a clipped update missed by 6.84 and
+one got the sign wrong, and nothing in the clip bounds the KL. [Lecture 5](05_clipped_surrogate.ipynb) shows
 how it does it — which samples it stops, where its gradient is zero, and how far the
 ratios move anyway.
 """

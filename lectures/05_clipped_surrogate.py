@@ -1,40 +1,67 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 5 — The clipped surrogate objective
 
-**What it teaches.** Lecture 4 repeated one PPO update from the same start with and
+> **If you skipped [lecture 4](04_surrogate_and_trust_regions.ipynb).** PPO collects a batch with the current policy
+> $\pi_{\text{old}}$ and then takes many gradient steps on it. To score a new policy
+> $\pi_\theta$ on $\pi_{\text{old}}$'s samples it weights each sample by the
+> *<a href="../glossary.html#term-Importance-ratio">probability ratio</a>*
+>
+> $$r_t(\theta) = \frac{\pi_\theta(a_t \mid s_t)}{\pi_{\text{old}}(a_t \mid s_t)},$$
+>
+> which gives the *<a href="../glossary.html#term-Surrogate-objective">surrogate objective</a>* $\mathbb E[r_t(\theta) \hat A_t]$, with $\hat A_t$
+> the advantages of [lecture 3](03_gae.ipynb). At $\theta = \theta_{\text{old}}$ every
+> ratio is 1 and its gradient is the policy gradient; away from $\pi_{\text{old}}$ it is
+> wrong, because it keeps $\pi_{\text{old}}$'s states where the new policy would visit
+> others. How far the policy moved is measured by the *<a href="../glossary.html#term-KL-divergence">KL divergence</a>*
+> $\mathrm{KL}(\pi_{\text{old}}(\cdot \mid s) \,\Vert\, \pi_\theta(\cdot \mid s))$,
+> averaged over the batch's states; the *<a href="../glossary.html#term-Trust-region">trust region</a>* is the set of policies within a
+> small KL of $\pi_{\text{old}}$ (TRPO's δ = 0.01), where the surrogate still predicts
+> the change in return. *[Lecture 4](04_surrogate_and_trust_regions.ipynb)'s update* is the one that lecture measures: PPO trains
+> CartPole for a few iterations, collects one more <a href="../glossary.html#term-Rollout">rollout</a> of 1,024 samples and saves the
+> network, the optimiser and the minibatch order (`lectures/_saved_update.py`), so that
+> the same update, K = 10 <a href="../glossary.html#term-Epoch">epochs</a> of minibatch steps, can be repeated from the same start
+> with other settings. With the clip, its updates stayed inside the trust region and the
+> surrogate predicted the change in return; without it, they left it and the prediction
+> overshot.
+
+**What it teaches.** [Lecture 4](04_surrogate_and_trust_regions.ipynb) repeated one PPO update from the same start with and
 without the clip and measured, for each, the gain in return the surrogate predicted
 against the change measured on fresh episodes, and how far (in KL) the update moved the
 policy: the further it moved, the less the prediction was worth, and the clip kept the
 updates close. This lecture takes the clip apart. With the probability ratio
-r_t(θ) = π_θ(a_t | s_t) / π_old(a_t | s_t):
+$r_t(\theta) = \pi_\theta(a_t \mid s_t) / \pi_{\text{old}}(a_t \mid s_t)$:
 
-    L^PG(θ)   = E[ r_t(θ) Â_t ]          (same gradient as REINFORCE at θ = θ_old)
-    L^CLIP(θ) = E[ min( r_t(θ) Â_t,  clip(r_t(θ), 1 − ε, 1 + ε) Â_t ) ]
+$$
+\begin{aligned}
+L^{\text{PG}}(\theta) &= \mathbb E\big[r_t(\theta) \hat A_t\big] \qquad \text{(same gradient as REINFORCE at } \theta = \theta_{\text{old}}\text{)} \\
+L^{\text{CLIP}}(\theta) &= \mathbb E\Big[\min\big(r_t(\theta) \hat A_t,\; \operatorname{clip}(r_t(\theta), 1 - \varepsilon, 1 + \varepsilon) \hat A_t\big)\Big]
+\end{aligned}
+$$
 
-L^PG is lecture 4's surrogate as PPO computes it: a mean over the rollout's samples,
-without the γ^t weights (lecture 1: every implementation drops them). Maximising L^PG
-alone rewards pushing r_t as far as the (noisy) advantage says, with nothing to stop it;
-the data then no longer describes the policy being updated, and lecture 4 measured what
+$L^{\text{PG}}$ is [lecture 4](04_surrogate_and_trust_regions.ipynb)'s surrogate as PPO computes it: a mean over the rollout's samples,
+without the $\gamma^t$ weights ([lecture 1](01_policy_gradients.ipynb): every implementation drops them). Maximising $L^{\text{PG}}$
+alone rewards pushing $r_t$ as far as the (noisy) advantage says, with nothing to stop it;
+the data then no longer describes the policy being updated, and [lecture 4](04_surrogate_and_trust_regions.ipynb) measured what
 that does to the surrogate's prediction. The
-clip removes the incentive to move r_t beyond 1 ± ε *in the direction the advantage
+clip removes the incentive to move $r_t$ beyond $1 \pm \varepsilon$ *in the direction the advantage
 favours*, and the min keeps the unclipped value whenever it is the worse of the two, so
 the objective is a pessimistic (lower) bound.
 
-**What it shows.** (1) L^CLIP against the ratio for Â > 0 and Â < 0 (plot). (2) Where
-its gradient is zero and where it is not (table, from autograd). (3) Lecture 4's update
+**What it shows.** (1) $L^{\text{CLIP}}$ against the ratio for $\hat A > 0$ and $\hat A < 0$ (plot). (2) Where
+its gradient is zero and where it is not (table, from autograd). (3) [Lecture 4](04_surrogate_and_trust_regions.ipynb)'s update
 on CartPole, repeated from the same start with different ε: how far the ratios move, the
-clip fraction (the share of samples whose ratio lies outside [1 − ε, 1 + ε]) and the KL
+<a href="../glossary.html#term-Clip-fraction">clip fraction</a> (the share of samples whose ratio lies outside $[1 - \varepsilon, 1 + \varepsilon]$) and the KL
 between the old and new policy (table, histograms). The KL is estimated from the
-rollout's own samples with k3 = (ρ − 1) − log ρ, ρ = π_new(a|s) / π_old(a|s), averaged
-over them: an unbiased estimate of KL(π_old ‖ π_new) that is never negative (Schulman
-2020; `kl_estimate`; lecture 8 compares it with formulas that estimate nothing).
+rollout's own samples with $k_3 = (\rho - 1) - \log \rho$, $\rho = \pi_{\text{new}}(a \mid s) / \pi_{\text{old}}(a \mid s)$, averaged
+over them: an unbiased estimate of $\mathrm{KL}(\pi_{\text{old}} \,\Vert\, \pi_{\text{new}})$ that is never negative (Schulman
+2020; `kl_estimate`; [lecture 8](08_implementation_details.ipynb) compares it with formulas that estimate nothing).
 
-**Prerequisites.** Lectures 1–4.
+**Prerequisites.** Lectures [1](01_policy_gradients.ipynb)–[4](04_surrogate_and_trust_regions.ipynb).
 
-**Library.** `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (it returns −L^CLIP, a loss to
+**Library.** `ppo/algorithm/losses.py` — `clipped_surrogate_loss` (it returns $-L^{\text{CLIP}}$, a loss to
 minimise), `clip_fraction`, `kl_estimate`; `ppo/trainers/ppo.py` — `PPO.update`, K epochs of
-minibatch steps; `lectures/_saved_update.py` — the saved start of lecture 4's update.
+minibatch steps; `lectures/_saved_update.py` — the saved start of [lecture 4](04_surrogate_and_trust_regions.ipynb)'s update.
 """
 
 # %%
@@ -57,8 +84,8 @@ def clipped_objective(ratio: float, advantage: float, epsilon: float = EPSILON) 
 
 
 # %% [markdown]
-"""
-## L^CLIP against the ratio
+r"""
+## $L^{\text{CLIP}}$ against the ratio
 """
 
 # %%
@@ -82,10 +109,10 @@ lecture.claim("L^CLIP is a pessimistic bound: at every ratio of the plot, for Â
               largest_excess <= 1e-6, measured=f"largest L^CLIP − r·Â over the grid {largest_excess:.2e}")
 
 # %% [markdown]
-"""
+r"""
 ## The gradient zones
 
-The gradient of L^CLIP with respect to log π_θ(a | s) is r·Â where the unclipped term
+The gradient of $L^{\text{CLIP}}$ with respect to $\log \pi_\theta(a \mid s)$ is $r \hat A$ where the unclipped term
 is the one the min picks, and 0 where the clipped (constant) term is picked. We ask
 autograd at one ratio inside each zone.
 """
@@ -110,10 +137,10 @@ for ratio, zone in ((0.6, "r < 1 − ε"), (0.9, "1 − ε < r < 1"), (1.0, "r =
 print_table(zone_rows, title=f"∂L^CLIP/∂log π_θ at ε = {EPSILON}")
 
 # %% [markdown]
-"""
-Read the two "no gradient" cells: for a good action (Â > 0) the gradient stops once
-r > 1 + ε, for a bad one (Â < 0) once r < 1 − ε — but a sample whose ratio moved the
-*wrong* way (r < 1 − ε with Â > 0, r > 1 + ε with Â < 0) keeps its full gradient, so
+r"""
+Read the two "no gradient" cells: for a good action ($\hat A > 0$) the gradient stops once
+$r > 1 + \varepsilon$, for a bad one ($\hat A < 0$) once $r < 1 - \varepsilon$ — but a sample whose ratio moved the
+*wrong* way ($r < 1 - \varepsilon$ with $\hat A > 0$, $r > 1 + \varepsilon$ with $\hat A < 0$) keeps its full gradient, so
 the update can always undo a mistake.
 
 """
@@ -130,28 +157,28 @@ lecture.claim("a ratio that moved the wrong way (r < 1 − ε with Â > 0, r > 1
                                  for (ratio, advantage), gradient in wrong_way.items()))
 
 # %% [markdown]
-"""
+r"""
 ## What clipping does to one real update
 
-We take lecture 4's update: PPO trained on CartPole for a few iterations, one more
+We take [lecture 4](04_surrogate_and_trust_regions.ipynb)'s update: PPO trained on CartPole for a few iterations, one more
 rollout, and the network, optimizer and minibatch order saved (`lectures/_saved_update.py`).
 We run the same update — same rollout, same minibatch order — once for each ε, restoring
 the saved state in between. A large learning rate (1e-3, four times the library's
 default) and K = 10 epochs on 1,024 samples make the policy want to move far, so the
-clip has work to do; that is why this start departs from the library's CartPole preset
+clip has work to do; that is why this start departs from the library's CartPole <a href="../glossary.html#term-Preset">preset</a>
 (the settings that `ppo/presets.py` names for an environment, which
-the training command applies; lecture 6 introduces it), which is set to learn quickly over a whole run, not to stress one update. After each update we compare the new policy with
+the training command applies; [lecture 6](06_ppo_cartpole.ipynb) introduces it), which is set to learn quickly over a whole run, not to stress one update. After each update we compare the new policy with
 the one that collected the data on every sample of the rollout.
 
-Which samples count as "good"? The update does not see the raw Â: with `norm_adv` (the
-default) it whitens the advantages, (Â − mean) / std, before the loss. While returns
+Which samples count as "good"? The update does not see the raw $\hat A$: with `norm_adv` (the
+default) it <a href="../glossary.html#term-Advantage-normalisation">whitens the advantages</a>, $(\hat A - \operatorname{mean}) / \operatorname{std}$, before the loss. While returns
 are still growing, the critic lags behind them and most raw advantages are positive
-(97.5% of them in the line printed below, 59.4% after whitening), so the raw sign
+(97.5% of them in the line printed below, 59.7% after whitening), so the raw sign
 says little; after
 whitening, a sample is pushed up only if it did better than the average sample. The histograms below colour
 the samples by the whitened sign, the one the clip acts on. (The trainer whitens per
 minibatch; whitening the whole rollout at once, as here, flips the sign of a few
-samples near the mean: 1.3% of them for one random split into the trainer's
+samples near the mean: 1.4% of them for one random split into the trainer's
 minibatches, in the second printed line.)
 """
 
@@ -223,11 +250,11 @@ print(f"no clip: {pushed_down_good:.1%} of the samples with whitened Â > 0 end 
       f"{pushed_up_bad:.1%} of those with whitened Â ≤ 0 with r > 1.2")
 
 # %% [markdown]
-"""
+r"""
 The histograms show the same update with and without the clip. With ε = 0.2 (left)
-the ratios stay in a narrow peak around 1: 1.37% of them end outside [0.8, 1.2]. Without the clip (right) they spread over the whole range
-for both colours, and 23.4% of the samples with whitened Â > 0 and 33.7% of those with
-whitened Â ≤ 0 end on the wrong side of the band: a good action (green) whose probability fell below 0.8 of π_old's, a bad one
+the ratios stay in a narrow peak around 1: 0.98% of them end outside [0.8, 1.2]. Without the clip (right) they spread over the whole range
+for both colours, and 26.2% of the samples with whitened $\hat A$ > 0 and 36.3% of those with
+whitened $\hat A$ ≤ 0 end on the wrong side of the band: a good action (green) whose probability fell below 0.8 of $\pi_{\text{old}}$'s, a bad one
 (red) whose probability rose above 1.2 of it. The network cannot move one sample's
 probability alone; ten epochs of unclipped steps that push some samples far drag
 others, of both signs, along with them.
@@ -275,17 +302,17 @@ large the KL gets as ε widens, and what the same update does with no clip at al
 `outside [0.8, 1.2] after` is measured once at the end on the whole rollout with a fixed
 band, so the rows are comparable. The last column is how much the update raised the
 unclipped surrogate (with advantages whitened, as the update sees them); the lines
-under the table give each clipped update's share of the unclipped update's gain and
+under the table give each <a href="../glossary.html#term-Clipped-surrogate">clipped update</a>'s share of the unclipped update's gain and
 of its KL: the clipped ones keep a larger share of the gain than of the KL (ε = 0.2
-keeps 16.3% of the gain at 1.0% of the KL). Without the clip the KL is 0.276, 100 times
-the 0.0028 of ε = 0.2. Ratios do
+keeps 15.9% of the gain at 1.2% of the KL). Without the clip the KL is 0.287, some 80 times
+the 0.0035 of ε = 0.2. Ratios do
 not stop exactly at 1 ± ε (read min r and max r: in some rows they lie outside the
 band): a gradient step for one sample moves the network, and with it the probabilities of other samples
 that are already clipped. Clipping limits the incentive to move, not the movement
-itself — which is why PPO also logs the KL (lecture 7) and can stop an update early
-(`target_kl` in `ppo/config.py`). Lecture 4's table is the other half of the story: what
+itself — which is why PPO also logs the KL ([lecture 7](07_diagnostics_and_tuning.ipynb)) and can stop an update early
+(`target_kl` in `ppo/config.py`). [Lecture 4](04_surrogate_and_trust_regions.ipynb)'s table is the other half of the story: what
 these updates, from the same start, did to the return, and whether the surrogate saw it
-coming. Lecture 6 puts the clipped update into the whole training loop.
+coming. [Lecture 6](06_ppo_cartpole.ipynb) puts the clipped update into the whole training loop.
 """
 
 # %%

@@ -2,7 +2,7 @@
 """
 # Lecture 6 — PPO on CartPole: the whole loop
 
-**What it teaches.** The pieces of lectures 1–5 assembled into one algorithm, run with
+**What it teaches.** The pieces of lectures [1](01_policy_gradients.ipynb)–[5](05_clipped_surrogate.ipynb) assembled into one algorithm, run with
 the library's trainer:
 
     for each iteration:
@@ -16,12 +16,12 @@ the library's trainer:
 Nothing in this script re-implements a step: it configures `ppo.trainers.ppo.PPO` as
 `ppo-train` does, trains, plots, evaluates the result on gymnasium's own CartPole-v1,
 repeats the run over ten seeds and tells you how to look at the run in TensorBoard. Read
-`lectures/ppo_one_file.py` next to it (the book's page "PPO in one file" shows it block by
+`lectures/ppo_one_file.py` next to it (the book's page "<a href="../glossary.html#term-PPO">PPO</a> in one file" shows it block by
 block, beside the equations): the same algorithm in one script, top to bottom, which a
 test holds equal to this trainer weight for weight, on gymnasium's CartPole. In the library, `collect_rollout`,
 `compute_advantages` and `update` of `ppo/trainers/ppo.py` are the three lines of the loop above.
 
-**Prerequisites.** Lectures 1–5.
+**Prerequisites.** Lectures [1](01_policy_gradients.ipynb)–[5](05_clipped_surrogate.ipynb).
 
 **Library.** `ppo/config.py` (every hyperparameter), `ppo/presets.py` (the
 per-environment settings `ppo-train` starts from), `ppo/trainers/ppo.py` (the loop),
@@ -42,7 +42,6 @@ from experiments.commands.cli import given_flags
 from experiments.commands.train import build_parser, training_envs
 from ppo.config import PPOConfig
 from ppo.runs.evaluation import evaluate_policy, load_policy
-from ppo.runs.plotting import plot_learning_curve
 from ppo.trainers.ppo import PPO
 
 lecture = Lecture("06_ppo_cartpole", __doc__)
@@ -52,7 +51,7 @@ lecture = Lecture("06_ppo_cartpole", __doc__)
 ## The configuration
 
 `ppo-train` does not use the library's defaults for CartPole on the batched torch
-backend: it uses a *preset* (`ppo/presets.py`), and so does this lecture.
+backend: it uses a *<a href="../glossary.html#term-Preset">preset</a>* (`ppo/presets.py`), and so does this lecture.
 `build_config` assembles a config the way the command does — dataclass defaults, then
 the env's preset, then the flags given — so the run below is exactly the one the
 printed shell command starts (the lecture parses that command with `ppo-train`'s own
@@ -60,18 +59,18 @@ parser and checks).
 
 **The course's CartPole configuration.** This preset — `build_config({"env_id":
 "CartPole-v1", "env_backend": "torch"})`, what `ppo-train --env-id CartPole-v1` runs
-(`ppo-train --list-presets` prints it) — is the one configuration lectures 6–9 start
+(`ppo-train --list-presets` prints it) — is the one configuration lectures [6](06_ppo_cartpole.ipynb)–[9](09_variants.ipynb) start
 from; where a later lecture changes a setting, it says which and why. The table lists what the preset changes and the settings
 this course keeps coming back to.
 
 Why these values? Stepping CartPole as batched tensor code costs little (the 64 copies
 step together, in a few tensor operations), so the rollout is large (64 envs × 32
-steps) and most of an iteration's time goes into gradient steps (the lecture times both
-after training): 6 epochs of 4 minibatches at a learning rate of 5e-3, on a budget of
+steps) and most of an <a href="../glossary.html#term-Iteration">iteration</a>'s time goes into gradient steps (the lecture times both
+after training): 6 <a href="../glossary.html#term-Epoch">epochs</a> of 4 <a href="../glossary.html#term-Minibatch">minibatches</a> at a learning rate of 5e-3, on a budget of
 `total_timesteps` = 100,000 steps. The trainer runs whole iterations only, so it runs
 ⌊100,000 / 2,048⌋ = 48 iterations of 64 × 32 = 2,048 steps: 98,304 steps.
 Three of the defaults are switched off: value clipping (with few, large updates it holds
-the critic back to ±ε per update), advantage whitening and the entropy bonus. The last
+the critic back to ±ε per update), <a href="../glossary.html#term-Advantage-normalisation">advantage whitening</a> and the <a href="../glossary.html#term-Entropy-bonus">entropy bonus</a>. The last
 two are about what happens once the policy is good: when every episode reaches 500, all
 returns are equal and the advantages are only the critic's errors. Whitening rescales
 that noise to unit size and the entropy bonus pushes towards randomness, so each update
@@ -132,7 +131,9 @@ lecture.claim("the preset runs 64 envs × 32 steps, 6 epochs of 4 minibatches at
 `PPO(config, envs, run_dir=...)` (envs: `training_envs(config)`, the config's N copies)
 writes config.json, metrics.csv, TensorBoard event files and a checkpoint into the run
 folder. The callback is called after every iteration with that iteration's metrics; we
-keep them to plot, and print a line now and then.
+keep them to plot, and print a line now and then. The figure after the run draws the
+last-20 return from them, the curve that `ppo-train` and `ppo-plot` draw from metrics.csv
+(`plot_learning_curve` in `ppo/runs/plotting.py`), with the critic's loss beside it.
 """
 
 # %%
@@ -163,8 +164,6 @@ trainer = PPO(config, training_envs(config), run_dir=run_dir, progress=False)
 final_metrics = trainer.train(callback=report)
 wall_seconds = time.perf_counter() - started
 print(f"\n{trainer.global_step:,} steps in {wall_seconds:.1f} s ({trainer.global_step / wall_seconds:,.0f} steps/s)")
-library_plot = plot_learning_curve(run_dir, "PPO on CartPole-v1 (lecture 6)")
-lecture.wrote(library_plot)
 for name in sorted(path.name for path in run_dir.iterdir()):
     if name.startswith("events.out.tfevents"):
         name = "events.out.tfevents.* (TensorBoard; the name holds a time stamp and the host name)"
@@ -224,17 +223,17 @@ print(f"three iterations: rollout of {config.batch_size} steps {timings['rollout
 """
 What the run shows: once the
 last-20 return (the mean return of the last 20 episodes) first reaches 475 (at step
-83,968), the mean approx KL per update (the trainer's estimate of how far one update
-moved the policy, lecture 5's k3; lecture 7 reads it) falls from 0.0059 to 0.0019,
-about a third; but the solved policy does not stay put: the last-20 return peaks at
-488.5 and then falls back below 475, to 464.8 at its lowest, staying above 450 (it ends
-at 475.5); and in the iterations after its peak the value loss (right panel) rises
-above its level at the solving iteration, from 0.319 to as much as 0.564, 1.8 times
+77,824), the mean <a href="../glossary.html#term-Approx-KL">approx KL</a> per update (the trainer's estimate of how far one update
+moved the policy, [lecture 5](05_clipped_surrogate.ipynb)'s k3; [lecture 7](07_diagnostics_and_tuning.ipynb) reads it) falls from 0.0065 to 0.0014,
+about a fifth; but the solved policy does not stay put: the last-20 return peaks at
+491.8 and then falls back below 475, to 470.4 at the last iteration, staying above 450;
+and in the iterations after its peak the <a href="../glossary.html#term-Value-loss">value loss</a> (right panel) rises
+above its level at the solving iteration, from 0.635 to 3.114 at the last iteration, 4.9 times
 that level: episodes that fall short of 500 again have returns the critic did not
-predict. These numbers are those of this run. The run is chaotic (the seed batch
+predict. These numbers are those of this run. The run is chaotic (the <a href="../glossary.html#term-Seed-batch">seed batch</a>
 below shows how little it takes to change it): how high it peaks, how far it falls
 and how much the value loss rises move with where float32 rounding takes it (on
-another machine's rounding this seed's value loss rose more than tenfold); that the
+another machine's rounding this seed's value loss rose only 1.8 times); that the
 solved run falls back below 475 and its critic's loss rises as it does is what the
 lecture checks.
 """
@@ -264,7 +263,7 @@ lecture.claim("most of an iteration's time goes into the update, not the rollout
 ## Evaluation on gymnasium's CartPole-v1
 
 Training returns are from the *sampling* policy on the torch environment. The number to
-report is the *greedy* policy (argmax of the logits) on the reference environment, over
+report is the *<a href="../glossary.html#term-Greedy-evaluation">greedy</a>* policy (argmax of the logits) on the reference environment, over
 whole episodes: `ppo.runs.evaluation` loads the checkpoint and runs gymnasium's CartPole-v1,
 whatever backend trained it. 500 is the most an episode can score.
 """
@@ -283,25 +282,25 @@ print(f"greedy evaluation, {EVAL_EPISODES} episodes of gymnasium CartPole-v1: "
 A single run can be lucky. The same configuration with other seeds (new initial
 weights, new episodes, new minibatch orders) shows whether the result belongs to the
 method or to seed 21. Ten seeds, 21–30, none of which the preset was tuned on, train
-as one batched computation (`PPO(config, envs, seeds=SEEDS)`, `ppo/trainers/seed_batch.py`; lecture 7 uses it for
+as one batched computation (`PPO(config, envs, seeds=SEEDS)`, `ppo/trainers/seed_batch.py`; [lecture 7](07_diagnostics_and_tuning.ipynb) uses it for
 its sweeps). Member s of the batch draws the same random numbers as the single run with
 seed s and starts from the same weights, but it is not the same run: the batched matrix
 products round differently from one network's, and in a system this sensitive those
 differences grow over the iterations into a different run. Seed 21 below is that
 case: the lecture follows the largest gap between the weights of the single run above
 and of its batch member after every iteration. After the first iteration they agree to
-within 10⁻⁶ (7.5e-08 in this run), float32 rounding; by the ninth they are more than
-10⁻³ apart (4.9e-03), and from there the two are different runs: at some iteration
-their last-20 returns are more than 20 apart (60.5 at step 71,680 in this run, 316.1
-against 376.6). Which of the two gets ahead, which reaches 475 first and which ends
-higher is where rounding takes them, not a property of the batch: in this run both
-first reach 475 in the same iteration (step 83,968) and the batch's seed 21 ends at
-500.0 against the single run's 475.5. Both are fair draws of seed 21's run; neither is
+within 10⁻⁶ (8.9e-08 in this run), float32 rounding; by the ninth they are more than
+10⁻³ apart (9.4e-02), and from there the two are different runs: at some iteration
+their last-20 returns are more than 20 apart (43.4 at step 57,344 in this run, 296.9
+against 253.4). Which of the two gets ahead, which reaches 475 first and which ends
+higher is where rounding takes them, not a property of the batch: in this run the
+single run reaches 475 first (step 77,824 against 81,920) and the batch's seed 21 ends
+higher, at 499.4 against the single run's 470.4. Both are fair draws of seed 21's run; neither is
 the true one. For each seed: when the mean of the last 20 training episodes first
 reached 475 (CartPole's "solved" line), where it ended, and the greedy evaluation of
-its final checkpoint. In the run shown here 9 of the 10 seeds reached 475 within the
-98,304 steps, and every one that did ended at 479 or above; every greedy evaluation
-scored at least 450, all 10 of them a perfect 500 in this run. The preset's comment
+its final checkpoint. In the run shown here 8 of the 10 seeds reached 475 within the
+98,304 steps (seeds 22 and 25 did not), and every one that did ended at 486 or above; every greedy evaluation
+scored at least 450, 7 of the 10 a perfect 500 in this run. The preset's comment
 reports every seed evaluating ≥ 491 on seeds 1–20, the seeds it was tuned on: tuned-on
 seeds flatter a configuration, and untuned ones are what to report.
 """
@@ -391,7 +390,7 @@ lecture.claim("every greedy evaluation scored at least 450, most a perfect 500",
 
 Every scalar of metrics.csv is also in the event files: `charts/` holds episode returns,
 lengths, learning rate and speed; `losses/` holds the policy and value loss, entropy,
-the KL estimates, clip fraction and explained variance. Lecture 7 explains how to read
+the KL estimates, <a href="../glossary.html#term-Clip-fraction">clip fraction</a> and explained variance. [Lecture 7](07_diagnostics_and_tuning.ipynb) explains how to read
 them. To open them (TensorBoard is installed with the project):
 """
 

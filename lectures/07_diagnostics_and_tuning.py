@@ -1,43 +1,43 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 7 — Reading the diagnostics, and tuning
 
 **What it teaches.** A PPO run's return curve says *whether* it learns; four other
 numbers the trainer logs every iteration say *why not*:
 
-* **approx KL** — the k3 estimate of KL[π_old ‖ π_θ] on each minibatch, averaged over
-  the update: how far one update moved the policy, *measured on the actions π_old
+* **<a href="../glossary.html#term-Approx-KL">approx KL</a>** — the $k_3$ estimate of $\mathrm{KL}[\pi_{\text{old}} \,\Vert\, \pi_\theta]$ on each minibatch, averaged over
+  the update: how far one update moved the policy, *measured on the actions $\pi_{\text{old}}$
   took*. Far above a healthy run's, the steps are too big for the clip to contain; in a
   healthy run whose learning rate is annealed it falls as the steps shrink.
-* **clip fraction** — the share of samples whose ratio left [1 − ε, 1 + ε]: how much of
+* **<a href="../glossary.html#term-Clip-fraction">clip fraction</a>** — the share of samples whose ratio left $[1 - \varepsilon, 1 + \varepsilon]$: how much of
   the batch the clip is switching off. Near 0, ε (or the step) is irrelevant; large,
   most samples no longer contribute gradient. It counts only what ε clips: with the
   clip removed it reads 0 however far the policy moves, so read it next to the KL.
-* **entropy** — H[π_θ(· | s)] averaged over the batch: how random the policy still is.
+* **entropy** — $H[\pi_\theta(\cdot \mid s)]$ averaged over the batch: how random the policy still is.
   It should fall slowly as the policy commits; a collapse to ~0 early means it stopped
   exploring.
-* **explained variance** — 1 − Var[R − V] / Var[R] of the critic on the rollout: 1 is
+* **<a href="../glossary.html#term-Explained-variance">explained variance</a>** — $1 - \operatorname{Var}[R - V] / \operatorname{Var}[R]$ of the critic on the rollout: 1 is
   perfect, 0 is no better than the mean, below 0 worse. A critic stuck near or below 0
   gives GAE advantages that are mostly noise.
 
 Read them per iteration, not as one average over a run: a mean over the run hides
-the trend (a KL that falls as the learning rate anneals, one that does not).
+the trend (a KL that falls as the learning rate <a href="../glossary.html#term-Learning-rate-annealing">anneals</a>, one that does not).
 
 And how to tell a real difference between two settings from a lucky seed: every
 setting is trained over ten seeds, and each comparison comes with a 95% confidence
 interval. Then a warning about budgets: a sweep of short runs measures how fast a
 setting learns early, which is not the same as which setting ends best.
 
-**What it shows.** (1) The canonical CartPole configuration (the library's preset, as
-in lecture 6) at its full budget next to two runs with larger steps, ten seeds each:
+**What it shows.** (1) The canonical CartPole configuration (the library's <a href="../glossary.html#term-Preset">preset</a>, as
+in [lecture 6](06_ppo_cartpole.ipynb)) at its full budget next to two runs with larger steps, ten seeds each:
 the diagnostics per iteration, and what a mean over the run hides. (2) A sweep over
 the learning rate, ε, the number of epochs K and λ, each varied alone around the
 preset, on a fifth of the budget: the final return as an interquartile mean and a mean
-with bootstrap confidence intervals (table and figure), and which settings the
+with <a href="../glossary.html#term-Bootstrap-confidence-interval">bootstrap</a> confidence intervals (table and figure), and which settings the
 intervals separate from the preset. (3) The long runs scored early and at the end:
 what the short sweep's ranking of the larger step is worth at the full budget.
 
-**Prerequisites.** Lectures 3–6.
+**Prerequisites.** Lectures [3](03_gae.ipynb)–[6](06_ppo_cartpole.ipynb).
 
 **Library.** `ppo/trainers/ppo.py` (`PPO.update` computes the diagnostics), `ppo/algorithm/losses.py`
 (`kl_estimate`, `clip_fraction`, `explained_variance`), `ppo/runs/logger.py` (the same
@@ -45,7 +45,7 @@ numbers in metrics.csv and TensorBoard); `ppo/trainers/seed_batch.py` (`PPO(conf
 seeds of one setting trained as one batched computation), `ppo/presets.py`
 (the CartPole preset), `experiments/commands/statistics.py` (interquartile mean and
 stratified-bootstrap intervals, from the `rliable` package), `experiments/commands/plot.py`
-(`mean_curve`: the mean over seeds with a t-interval; `ppo-plot` draws the same plots
+(`mean_curve`: the mean over seeds with a <a href="../glossary.html#term-t-interval">t-interval</a>; `ppo-plot` draws the same plots
 from run folders). The runs use the batched torch CartPole (`envs/classic/cartpole.py`,
 `env_backend="torch"`).
 """
@@ -101,7 +101,7 @@ batched matrix product per layer instead of ten Python loops, on the one torch t
 every lecture runs on. Member s of the batch draws the same random numbers as the run
 `PPO(config.replace(seed=SEEDS[s]), ...)` and starts from the same weights, but it is
 not that run: the batched matrix products round differently, and the differences grow
-over the iterations into a different run (lecture 6 measures it on seed 21: weights
+over the iterations into a different run ([lecture 6](06_ppo_cartpole.ipynb) measures it on seed 21: weights
 within 10⁻⁶ of the single run's after the first iteration, more than 10⁻³ apart by the
 ninth; `tests/test_seed_batch.py` checks the draws, and that one iteration started from
 the same weights lands within 10⁻⁵ of the single run's). A member is as fair a run of its
@@ -218,18 +218,31 @@ print_table([{"setting": key, "mean KL over the run": row["mean"], "largest iter
 What the figure and the table show, each checked below on this run:
 
 * The unclipped run's KL is far above the preset's all through the run (the red line
-  of the KL panel, and the table's mean: 1.83 against 0.00381, some 480 times the
+  of the KL panel, and the table's mean: 1.93 against 0.00414, some 470 times the
   preset's), and its entropy falls to near
   0 within the first two iterations, from ln 2 ≈ 0.69 (a coin flip between the two
-  actions) to at most 0.056 on every seed (red, entropy panel): its first updates made
+  actions) to at most 0.060 on every seed (red, entropy panel): its first updates made
   the policy almost deterministic. Its clip fraction reads 0 throughout: with ε = inf
-  nothing is clipped, so that column cannot see the step, however large. It does not
-  stop learning: a near-deterministic policy can still be improved by large steps, but
-  it is behind the preset at the end of the sweep's budget (an IQM of 83.9 against
-  175.0 at 20,480 steps, the last section's table) and its seeds spread widely.
-* The preset's KL falls as its learning rate anneals: its last quarter's KL is 0.00093,
-  about a quarter of its mean over the run, 0.0038. The constant learning rate's does
-  not fall: its last quarter, 0.036, is above its mean, 0.030, which is eight times the
+  nothing is clipped, so that column cannot see the step, however large.
+* In this run the figure's seed collapses: seed 21's unclipped return (red, return
+  panel) climbs for a while, to 161.8, and then, after updates whose KL is above 1, drops
+  to 9.2 and stays there to the end: the policy now picks the same action in every state it
+  meets, and the pole falls in about ten steps. Nothing stops an unclipped step at a
+  large learning rate, repeated over twelve epochs, from driving the policy's
+  probabilities to 0 and 1 within float32's precision in those states. There the sampled
+  action has probability 1, so its log-probability has no gradient, every ratio is
+  exactly 1 and the entropy is 0: no later update can move the policy. The KL drawn at
+  the floor of its panel from then on is that symptom: a policy that has stopped moving,
+  not one that has converged. The critic's explained variance dips as the episodes
+  change and then climbs back towards 1, because ten-step episodes are easy to predict:
+  that panel looks healthy again on a dead run. Other seeds of this setting collapse
+  too (26 and 29 in this run, the claim's line below), earlier or later, or keep learning by large steps to the end (when and whether a
+  seed collapses moves with the last bits of rounding; the claim below checks that at
+  least one does), so the setting is behind the preset at the end of the sweep's budget (an <a href="../glossary.html#term-IQM">IQM</a> of 82.2 against
+  176.7 at 20,480 steps, the last section's table) and its seeds spread widely.
+* The preset's KL falls as its learning rate anneals: its last quarter's KL is 0.0011,
+  about a quarter of its mean over the run, 0.0041. The constant learning rate's does
+  not fall: its last quarter, 0.036, is above its mean, 0.025, which is six times the
   preset's. A mean over the run shows neither trend.
 """
 
@@ -244,6 +257,17 @@ lecture.claim(f"the unclipped run's entropy falls to near 0 within the first few
               f"seed by iteration {early_iterations}; ln 2 ≈ 0.69 is a coin flip)", reckless_entropy_early < 0.1,
               measured=f"largest over the seeds {reckless_entropy_early:.3g}; the preset's last quarter "
                        f"{preset_kl['entropy (end)']:.3g}", quick=False)
+collapsed = [seed for seed, history in long_runs[RECKLESS].items()
+             if history[-1]["episode_return_recent"] < min(20.0, max(row["episode_return_recent"] for row in history) / 5)
+             and history[-1]["approx_kl"] < KL_FLOOR]
+figure_seed = long_runs[RECKLESS][SEEDS[0]]
+lecture.claim("on at least one seed the unclipped run collapses: its last iteration's return is below 20 and below a "
+              "fifth of its peak, and its KL there is below the plot's floor of 10⁻⁸ (a policy that has stopped moving)",
+              bool(collapsed),
+              measured=f"collapsed seeds {collapsed}; the figure's seed {SEEDS[0]}: peak "
+                       f"{max(row['episode_return_recent'] for row in figure_seed):.1f}, last "
+                       f"{figure_seed[-1]['episode_return_recent']:.1f}, last KL {figure_seed[-1]['approx_kl']:.3g}",
+              quick=False)
 lecture.claim("the unclipped run's clip fraction reads about 0 throughout (median mean below 0.01)",
               reckless_kl["clip fraction"] < 0.01,
               measured=f"{reckless_kl['clip fraction']:.3g} (the preset's {preset_kl['clip fraction']:.3g})")
@@ -267,7 +291,7 @@ to 0, now over the short run.
 A run's *final return* is its training return (the mean of its last 20 episodes)
 averaged over the last quarter of the run. Each setting has ten of them, one per seed,
 and two summaries with 95% confidence intervals (`experiments.commands.statistics.interval_estimates`,
-rliable's estimators):
+<a href="../glossary.html#term-rliable">rliable</a>'s estimators):
 
 * **IQM**, the interquartile mean: the mean of the middle half of the runs (with ten,
   the lowest two and the highest two dropped). One failed or lucky seed barely moves
@@ -358,13 +382,13 @@ print_table([{"setting": key, "approx KL": row["approx_kl"], "clip fraction": ro
                   "the run; entropy, explained variance: last quarter)")
 
 # %% [markdown]
-"""
+r"""
 The first figure shows the learning curves of each sweep: at every iteration the mean
-over the ten seeds, and a band of ± t(0.975, 9)·s/√10 around it (s the standard
+over the ten seeds, and a band of $\pm\, t_{0.975,\,9} \cdot s / \sqrt{10}$ around it (s the standard
 deviation over the seeds at that iteration): a 95% t-interval for the mean
 (`experiments.commands.plot.mean_curve`), cut to 0–500, the range a return can take: a
 t-interval is symmetric about the mean, so where most seeds sit at a bound it reaches
-past it. Here that cut never binds (the highest band top is 213.8 after this short
+past it. Here that cut never binds (the highest band top is 205.6 after this short
 budget); in the long runs' figure below it does. In every panel the preset is blue, the
 smaller value orange and the larger value green. The second shows the table's IQM intervals, the
 preset's shaded across the plot: a setting whose bar does not touch the shading
@@ -431,7 +455,7 @@ print_table([{"setting": key, f"seeds {SEEDS[0]}–{SEEDS[1]} minus preset": two
 
 
 # %% [markdown]
-"""
+r"""
 Reading the sweep, each sentence checked below:
 
 * Three settings end below the preset with intervals apart: the learning rate divided
@@ -442,19 +466,19 @@ Reading the sweep, each sentence checked below:
   K = 2 have a lower KL and clip fraction than the preset, and their critics explain
   less of the return (explained variance 0.093 and 0.090 against the preset's 0.74),
   since they too take smaller steps. The larger steps (learning rate × 4, ε = 0.5,
-  K = 12) move the policy further: a KL of 0.013, 0.0275 and 0.010 against the
-  preset's 0.0071.
+  K = 12) move the policy further: a KL of 0.012, 0.028 and 0.010 against the
+  preset's 0.0070.
 * ε = 0.05 is the case to read carefully: it clips a larger share of the samples than
-  the preset (0.24 against 0.089) while its KL is lower (0.00093 against 0.0071). A
+  the preset (0.24 against 0.089) while its KL is lower (0.00093 against 0.0070). A
   narrow band clips more and lets the policy move less.
 * λ = 0 ends below every other setting (an IQM of 15.6; the next lowest is 60.0), and
-  yet its explained variance is above the preset's (0.91 against 0.74). With λ = 0 the target the critic is scored against is r + γV(s′), mostly
+  yet its explained variance is above the preset's (0.91 against 0.74). With λ = 0 the target the critic is scored against is $r + \gamma V(s')$, mostly
   its own guess, which it predicts easily: explained variance is no guide to the
   advantages' quality here.
 * Two seeds rank the settings differently from ten (the table above). On seeds 21–22
-  alone K = 12 scores 11.0 above the preset; over ten seeds its IQM is 1.5 below the
-  preset's, level with it. ε = 0.5 is above the preset on two seeds (by 15.1) and on
-  ten (by 20.1, its interval still overlapping the preset's), so two seeds are not always wrong;
+  alone K = 12 scores 15.4 above the preset; over ten seeds its IQM is 0.3 below the
+  preset's, level with it. ε = 0.5 is above the preset on two seeds (by 18.1) and on
+  ten (by 18.1 as well, its interval still overlapping the preset's), so two seeds are not always wrong;
   but among the settings ten seeds cannot tell from the preset, their order on two
   seeds is not their order on ten. What two seeds get right here are the large gaps:
   the three settings ten seeds put below the preset are below it on seeds 21–22 as
@@ -576,23 +600,23 @@ Reading the table and the figure, each sentence checked below:
 
 * The bands are cut at 500, the most a return can be. Late in the runs the
   t-intervals of the preset and of the larger learning rate, symmetric about the mean,
-  reach above 500 (to 508.3 and 531.3, the line under the figure): a range of returns no
+  reach above 500 (to 521.5 and 509.1, the line under the figure): a range of returns no
   run can score, which is why they are cut.
 * The larger constant learning rate is inside the preset's interval where the sweep's
   runs end, as in the sweep, and at the end it still is: ten seeds separate it from
   the preset at neither budget. Nor did it degrade late on this task: its median drop
-  from its peak to its final return is 5.6, against the preset's 5.8. A larger step is
+  from its peak to its final return is 3.6, against the preset's 11.7. A larger step is
   not harmful by itself; whether it is, only a run of the length you will train for
   can say.
 * The unclipped run is below the preset where the sweep's runs end, intervals apart,
-  and its IQM is still below the preset's at the end (177.0 against 482.6). What the
-  short budget cannot show is how it gets there: its final interval is 294.5 wide
-  against the preset's 56.4, 5.2 times as wide (its seeds land far apart: the red band
+  and its IQM is still below the preset's at the end (289.5 against 470.1). What the
+  short budget cannot show is how it gets there: its final interval is 304.6 wide
+  against the preset's 80.6, 3.8 times as wide (its seeds land far apart: the red band
   of the figure), and it falls furthest from its own peak: its median drop from peak
-  to final return is 107.6, more than 18 times the preset's 5.8. With an interval that
+  to final return is 102.1, more than 8 times the preset's 11.7. With an interval that
   wide, whether ten seeds separate its end from the preset's is where rounding takes
-  the runs: here they do (its interval lies below the preset's); with other rounding
-  the two can overlap.
+  the runs: here they do not (its interval, [138.7, 443.3], reaches into the preset's,
+  [417.6, 498.1]); with other rounding it can lie below the preset's.
 """
 
 # %% tags=["claims"]
@@ -643,7 +667,7 @@ lecture.claim("the unclipped run's median drop from peak to final return is more
   it level.
 * A sweep of short runs measures early speed. Here the short budget and the full one
   agreed on the larger learning rate (not separated at either) and on the direction of
-  the unclipped run (below at both), but only the full budget shows what the unclipped
+  the unclipped run (its IQM below the preset's at both), but only the full budget shows what the unclipped
   run does after the sweep's runs end: the widest spread over seeds and the largest
   late drop from its peak, so wide that whether ten seeds separate its end from the
   preset's changes with the rounding of the runs. Compare settings at the budget you
@@ -651,8 +675,8 @@ lecture.claim("the unclipped run's median drop from peak to final return is more
 
 When a run misbehaves, the order to check is: KL and clip fraction (step size), then
 entropy (exploration), then explained variance (critic), then the implementation
-details of lecture 8. `target_kl` in `ppo/config.py` stops an update's epochs early when
-the KL passes a threshold; lecture 9 adapts the step size to the KL instead. For run
+details of [lecture 8](08_implementation_details.ipynb). `target_kl` in `ppo/config.py` stops an update's epochs early when
+the KL passes a threshold; [lecture 9](09_variants.ipynb) adapts the step size to the KL instead. For run
 folders written by `ppo-train --seeds 21-30` (or a sweep), `ppo-plot` draws the same
 curves, intervals and a performance profile from the shell.
 """

@@ -1,16 +1,16 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 8 — Implementation details that matter, and bugs that look like PPO
 
 **What it teaches.** Two things the equations do not say.
 
 *Part A — details around the clipped loss, measured.* The trainer does several things
 beyond the clipped loss, each one switch in `PPOConfig`: it bootstraps the value of a
-state cut by a time limit (`bootstrap_truncated`), initialises weights orthogonally
-(`ortho_init`), anneals the learning rate to 0 (`anneal_lr`), clips the gradient norm
-(`max_grad_norm`) and cuts each epoch into shuffled minibatches (`num_minibatches`);
-two more, advantage whitening (`norm_adv`) and value clipping (`value_clip_coef`), are
-on by default and off in the CartPole preset. We flip each one against the canonical
+state cut by a <a href="../glossary.html#term-Truncation">time limit</a> (`bootstrap_truncated`), initialises weights <a href="../glossary.html#term-Orthogonal-initialisation">orthogonally</a>
+(`ortho_init`), <a href="../glossary.html#term-Learning-rate-annealing">anneals the learning rate</a> to 0 (`anneal_lr`), <a href="../glossary.html#term-Gradient-clipping">clips the gradient norm</a>
+(`max_grad_norm`) and cuts each epoch into shuffled <a href="../glossary.html#term-Minibatch">minibatches</a> (`num_minibatches`);
+two more, <a href="../glossary.html#term-Advantage-normalisation">advantage whitening</a> (`norm_adv`) and <a href="../glossary.html#term-Value-clipping">value clipping</a> (`value_clip_coef`), are
+on by default and off in the CartPole <a href="../glossary.html#term-Preset">preset</a>. We flip each one against the canonical
 CartPole configuration, over ten seeds, and ask which differences the seeds' spread
 lets us see. (`bootstrap_truncated`, the time-limit rule, is measured in defect 2.)
 
@@ -28,15 +28,15 @@ shows the difference:
 5. log-probabilities computed once, outside the epoch loop;
 6. "entropy" and "KL" computed with formulas that estimate neither;
 7. an "experience replay buffer" for an on-policy method;
-8. one completion per episode.
+8. one <a href="../glossary.html#term-Completion">completion</a> per episode.
 
-Defects 4 and 8 come from PPO for language models, which lectures 12 and 13 build in
+Defects 4 and 8 come from PPO for language models, which lectures [12](12_ppo_for_language_models.ipynb) and [13](13_rlhf_pipeline.ipynb) build in
 full. There the policy is a language model, an action is one token, a *completion* is
-the sequence of tokens the model generates in reply to a prompt, and π_ref is the
+the sequence of tokens the model generates in reply to a prompt, and $\pi_{\text{ref}}$ is the
 *reference model*: a frozen copy of the model as it was before PPO started, which a KL
 penalty keeps the policy close to. Those two sentences are all the two sections need.
 
-**Prerequisites.** Lectures 3–7 (lecture 7 for the confidence intervals).
+**Prerequisites.** Lectures [3](03_gae.ipynb)–[7](07_diagnostics_and_tuning.ipynb) ([lecture 7](07_diagnostics_and_tuning.ipynb) for the confidence intervals).
 
 **Library.** `ppo/config.py` (the switches), `ppo/presets.py` (the CartPole
 preset), `ppo/trainers/seed_batch.py` (`PPO(config, envs, seeds=...)`: ten seeds as one batched computation),
@@ -81,7 +81,7 @@ print(f"canonical CartPole (the preset): {CANONICAL.num_envs} envs × {CANONICAL
 """
 ## Part A — each detail flipped in turn, over ten seeds
 
-The base is the library's CartPole preset (lecture 6, `ppo-train --list-presets`) on the
+The base is the library's CartPole preset ([lecture 6](06_ppo_cartpole.ipynb), `ppo-train --list-presets`) on the
 batched torch CartPole with its 500-step time limit, with one departure: half the
 preset's budget, `total_timesteps` = 50,000 a run, which the trainer runs as 24 whole
 iterations of 2,048 steps (49,152 steps), so that the 80 runs below fit in a few minutes;
@@ -104,15 +104,15 @@ slows learning shows. Each setting changes one switch:
 
 The eight settings include no `bootstrap_truncated` off: at this budget the rule has
 almost nothing to act on: the line printed under the table counts the time-limit cuts
-in the base runs, 0.5% of the episode ends in the run shown here (4.7% in the last
+in the base runs, 0.6% of the episode ends in the run shown here (5.0% in the last
 quarter). Defect 2 below shows what the rule
 does to one episode.
 
-Each setting is ten runs, one per seed, trained as one seed batch (lecture 7).
+Each setting is ten runs, one per seed, trained as one seed batch ([lecture 7](07_diagnostics_and_tuning.ipynb)).
 Two scores per run, both from its training return (the mean of its last 20 episodes):
 the **final return**, averaged over the last quarter of the run, and the **mean return
 over the run**, which also counts how fast it learned. Each setting gets the IQM of
-each score with a 95% stratified-bootstrap interval (Agarwal et al. 2021); as in lecture 7, a setting differs
+each score with a 95% stratified-bootstrap interval (Agarwal et al. 2021); as in [lecture 7](07_diagnostics_and_tuning.ipynb), a setting differs
 from the base when the two intervals do not overlap.
 """
 
@@ -284,37 +284,37 @@ the base; the dots are the ten runs. On this task and budget (CartPole, 49,152 s
 seeds 101–110):
 
 * **Value clipping hurts**: its intervals lie below the base's for both scores (a final
-  IQM of 155 [123, 180] against 237 [212, 276]; 120 against 159 over the run), and its
-  critic explains less of the return's variance (0.804 against 0.954, the line under
+  IQM of 157 [136, 177] against 247 [212, 286]; 120 against 163 over the run), and its
+  critic explains less of the return's variance (0.794 against 0.980, the line under
   the figures). With
   returns in the hundreds, keeping V within 0.2 of its old value per update holds the
   critic back (the preset's comment in `ppo/presets.py` says the same).
   Andrychowicz et al. (2021) found PPO-style value clipping hurt on MuJoCo at every
   threshold they tried and recommend against it.
 * **Advantage whitening helps** at this budget, and clearly: its intervals lie above
-  the base's for both scores (a final IQM of 357 [322, 387] against 237 [212, 276]; 191
-  against 159 over the run). The second figure shows when: its band leaves the base's
-  only in the second half of the run, from step 40,960 on. The preset turns it off all
+  the base's for both scores (a final IQM of 356 [318, 385] against 247 [212, 286]; 190
+  against 163 over the run). The second figure shows when: its band leaves the base's
+  only in the second half of the run, from step 45,056 on. The preset turns it off all
   the same, and this lecture cannot say whether it should: that choice rests on runs at
   the preset's full budget (100,000 steps, of which 98,304 run),
   which its comment in `ppo/presets.py` records (once every episode lasts 500
   steps, whitening scales the advantages' noise to unit size and the policy drifts
   away from the solution), and this lecture, at half that budget, does not test them.
-  Lecture 6's exercise is the place to. Andrychowicz et al. (2021) found per-minibatch
+  [Lecture 6](06_ppo_cartpole.ipynb)'s exercise is the place to. Andrychowicz et al. (2021) found per-minibatch
   advantage normalisation made little difference on their tasks.
 * **Minibatches at the same number of gradient steps**: one full batch × 24 epochs and 4
   minibatches × 6 epochs overlap on both scores — minibatching itself is not shown to
-  matter here (the full batch even scores higher on both, 302 against 237 final and 183
-  against 159 over the run, inside the seeds' spread). **Fewer gradient steps** do: one
+  matter here (the full batch even scores higher on both, 293 against 247 final and 178
+  against 163 over the run, inside the seeds' spread). **Fewer gradient steps** do: one
   full batch × 6 epochs (6 steps per rollout instead of 24) lies below the base over the
-  run, 145 [139, 150] against 159 [152, 171], though its final return overlaps. So the
+  run, 145 [139, 150] against 163 [152, 175], though its final return overlaps. So the
   loss we can see when hand-written code skips minibatches is the gradient steps; that
   the minibatches themselves cost nothing here is only "not shown by ten seeds".
 * **Orthogonal initialisation, learning-rate annealing and gradient clipping**: each
   interval overlaps the base's, on both scores. Ten seeds do not show an effect of
   these three on this task and budget; "not shown" is not "none". Engstrom et al.
   (2020) found, on MuJoCo, that orthogonal initialisation and learning-rate annealing
-  (with reward scaling) changed PPO's results substantially; Andrychowicz et al.
+  (with <a href="../glossary.html#term-Reward-scaling">reward scaling</a>) changed PPO's results substantially; Andrychowicz et al.
   (2021) found the policy's output layer initialised small (what `ortho_init` does with
   its gain of 0.01) among the choices that mattered most, and gradient clipping of
   little effect. Huang et al. (2022) list all of these with the values common code
@@ -422,14 +422,14 @@ lecture.claim("the counter never reaches update_every", spanning["updates run"] 
               measured=f"{spanning['updates run']} updates (per-episode counter: {per_episode['updates run']})")
 
 # %% [markdown]
-"""
+r"""
 ### 2. A truncation treated as a termination
 
 An episode cut by the time limit has not ended: the state it was cut in still has a
 future (Pardo et al. 2018). Take the cleanest case — reward 1 every step, a critic that
-already knows the value of a balanced pole, V = 1 / (1 − γ) = 100, and an episode cut
-after 500 steps. Correctly bootstrapped, every TD error is 1 + γ·100 − 100 = 0: nothing
-to learn. Treated as a termination, the last TD error is 1 − 100 = −99, and GAE spreads
+already knows the value of a balanced pole, $V = 1 / (1 - \gamma) = 100$, and an episode cut
+after 500 steps. Correctly bootstrapped, every TD error is $\delta_t = 1 + \gamma \cdot 100 - 100 = 0$: nothing
+to learn. Treated as a termination, the last TD error is $1 - 100 = -99$, and GAE spreads
 it backwards, shrinking by γλ a step: the last 75 actions of every perfect episode get
 an advantage below −1.
 """
@@ -449,13 +449,13 @@ print_table([{"step t": t, "Â_t, truncation bootstrapped": float(correct[t]), "
 punished = int((mistaken < -1).sum())
 print(f"steps with Â < −1: bootstrapped {int((correct < -1).sum())}, as termination {punished}")
 # %% [markdown]
-"""
+r"""
 The same code's GAE has a second, smaller slip: inside the rollout the next value is
 masked by `done`, but at the rollout's last step it is not, so a rollout that ends
 exactly on a termination bootstraps from the value of the *reset* state of the next
 episode. `gae_as_in_the_mistaken_code` below is that recursion; the line that differs
 from the others is the `next_value` of the last step. A 4-step rollout whose last step
-terminates, with V(reset state) = 50: the last step's advantage is off by γ·50 = 49.5,
+terminates, with $V(\text{reset state}) = 50$: the last step's advantage is off by $\gamma \cdot 50 = 49.5$,
 and the error flows back, by γλ a step, into the three steps before it.
 """
 
@@ -573,7 +573,7 @@ On the shared trunk with raw returns the value term's gradient is 257 times the
 policy's, and their sum points away from the policy's gradient (a cosine of −0.85):
 the trunk's update is the critic's, whatever the advantages say. Scaling the rewards
 brings the two gradients to the same size (the value term's is 0.73 times the
-policy's) and turns the sum back towards the policy's direction (a cosine of 0.80).
+policy's) and turns the sum back towards the policy's direction (a cosine of 0.79).
 Separate networks remove the collision: the
 value loss puts exactly zero gradient on the actor's weights.
 """
@@ -591,13 +591,13 @@ lecture.claim("the value loss puts exactly zero gradient on the actor's weights"
               measured=f"|∇ c_v·value| = {separate['|∇ c_v·value|']}")
 
 # %% [markdown]
-"""
+r"""
 ### 4. The ratio taken against the reference model
 
-In RLHF (reinforcement learning from human feedback: PPO on a language model, lectures
-12–13) there are two "old" policies: π_old, the policy that generated this batch, and
-π_ref, the frozen supervised model the KL penalty anchors to. The ratio in the clipped
-loss must use π_old. The mistaken pseudocode divides by π_ref instead:
+In <a href="../glossary.html#term-RLHF">RLHF</a> (reinforcement learning from human feedback: PPO on a language model, lectures
+[12](12_ppo_for_language_models.ipynb)–[13](13_rlhf_pipeline.ipynb)) there are two "old" policies: $\pi_{\text{old}}$, the policy that generated this batch, and
+$\pi_{\text{ref}}$, the frozen supervised model the KL penalty anchors to. The ratio in the clipped
+loss must use $\pi_{\text{old}}$. The mistaken pseudocode divides by $\pi_{\text{ref}}$ instead:
 
 ```python
 logprobs_ref = reference_model.log_probs(completions)      # frozen SFT model
@@ -607,13 +607,13 @@ for epoch in range(K):
     loss = -torch.min(ratio * advantages, torch.clamp(ratio, 1 - eps, 1 + eps) * advantages).mean()
 ```
 
-On the first minibatch of an update the policy *is* π_old, so the correct ratio is
-exactly 1 and nothing is clipped. Against π_ref, once the policy has drifted (which is
+On the first minibatch of an update the policy *is* $\pi_{\text{old}}$, so the correct ratio is
+exactly 1 and nothing is clipped. Against $\pi_{\text{ref}}$, once the policy has drifted (which is
 the point of training), most ratios are already outside [1 − ε, 1 + ε] before the
 update has moved anything. The clip then acts on each such token according to the sign
-of its advantage: where Â pushes the ratio further out, its gradient is switched off;
-where Â pulls it back, the gradient stays — so every token outside the band that still
-gets a gradient is pushed back towards π_ref. Tensors are enough to see it: token
+of its advantage: where $\hat A$ pushes the ratio further out, its gradient is switched off;
+where $\hat A$ pulls it back, the gradient stays — so every token outside the band that still
+gets a gradient is pushed back towards $\pi_{\text{ref}}$. Tensors are enough to see it: token
 distributions of a reference and of policies that have drifted from it by increasing
 amounts, with advantages of random sign.
 """
@@ -646,12 +646,12 @@ for drift in (0.0, 0.5, 1.0, 2.0, 3.0):
 print_table(drift_rows, title="Defect 4: the first minibatch of an update, ratio against π_old vs against π_ref")
 
 # %% [markdown]
-"""
-Read the rows from the second on (the first is a policy equal to π_ref). The clip
-fraction against π_old is 0 in every row. Against π_ref it is 0.66 already at the
+r"""
+Read the rows from the second on (the first is a policy equal to $\pi_{\text{ref}}$). The clip
+fraction against $\pi_{\text{old}}$ is 0 in every row. Against $\pi_{\text{ref}}$ it is 0.66 already at the
 smallest drift (a KL of 0.10 nats per token) and 0.91 at a KL of 1.06, while the share
 of tokens with no gradient stays between 0.37 and 0.46: about half of the clipped
-tokens (0.45 to 0.53 of them) have an advantage that pulls them back. And every one of those is pushed towards π_ref (last
+tokens (0.45 to 0.53 of them) have an advantage that pulls them back. And every one of those is pushed towards $\pi_{\text{ref}}$ (last
 column): a second, hidden KL penalty whose strength nobody chose.
 """
 
@@ -680,10 +680,10 @@ lecture.claim("every one of those is pushed towards π_ref",
               measured=", ".join(f"{row['outside, with gradient: pushed to π_ref']:.2f}" for row in drifted))
 
 # %% [markdown]
-"""
+r"""
 ### 5. Log-probabilities computed once, outside the epoch loop
 
-The ratio r = π_θ / π_old must be recomputed from the *current* θ in every epoch; that
+The ratio $r = \pi_\theta / \pi_{\text{old}}$ must be recomputed from the *current* θ in every epoch; that
 is the only way the clip can see how far the update has gone. The mistaken code:
 
 ```python
@@ -694,7 +694,7 @@ for epoch in range(K):
     loss.backward(retain_graph=True); optimizer.step()
 ```
 
-Compute log π_θ once before the loop and reuse it, and r stays exactly 1 in every
+Compute log $\pi_\theta$ once before the loop and reuse it, and r stays exactly 1 in every
 epoch: the clip never engages, the loop reports a clip fraction of 0, and every epoch
 repeats the first epoch's gradient. A tabular policy (logits per state) makes the
 effect exact.
@@ -755,10 +755,10 @@ for axis in axes:
 lecture.save_figure(figure, "stale_log_probs.png")
 
 # %% [markdown]
-"""
+r"""
 The dashed red line lies on 0 at every epoch: the mistaken loop believes nothing was
 clipped, while its true clip fraction (solid red) climbs above the correct loop's (0.854
-against 0.475 after ten epochs), and its policy ends further from π_old (a KL of 0.097
+against 0.475 after ten epochs), and its policy ends further from $\pi_{\text{old}}$ (a KL of 0.097
 against 0.039, left panel): with the clip blind, ten epochs take
 ten full steps along the first epoch's gradient.
 
@@ -766,7 +766,7 @@ The correct loop's dashed line trails its solid one by one epoch, and that is no
 defect: a loop logs the clip fraction of the ratios its loss used, computed *before*
 that epoch's optimizer step (the trainer does the same), while the solid line is
 measured after the step. So at epoch e the loop logs what the true clip fraction was
-at epoch e − 1, and 0 at epoch 1, where θ is still θ_old.
+at epoch e − 1, and 0 at epoch 1, where θ is still $\theta_{\text{old}}$.
 """
 
 # %% tags=["claims"]
@@ -784,7 +784,7 @@ lecture.claim("its policy ends further from π_old", reused[-1]["exact KL(old �
               measured=f"KL {reused[-1]['exact KL(old ‖ new)']:.4f} vs {recomputed[-1]['exact KL(old ‖ new)']:.4f}")
 
 # %% [markdown]
-"""
+r"""
 ### 6. An "entropy" and a "KL" that estimate neither
 
 The mistaken code computes both from the log-probabilities of the *sampled* tokens only:
@@ -794,9 +794,9 @@ entropy = -(torch.exp(logprobs) * logprobs).sum()                       # not H[
 kl = (torch.exp(logprobs_ref) * (logprobs_ref - logprobs)).mean()       # not KL(π ‖ π_ref)
 ```
 
-With samples drawn from π, an unbiased entropy estimate is mean(−log π(x)), and the KL
-estimators of `ppo.algorithm.losses` (k1 = −log ρ, k3 = (ρ − 1) − log ρ with ρ = π_ref(x) / π(x);
-Schulman 2020) are unbiased for KL(π ‖ π_ref). Here all are compared with the exact
+With samples drawn from π, an unbiased entropy estimate is $\operatorname{mean}(-\log \pi(x))$, and the <a href="../glossary.html#term-k1-k2-k3-estimators">KL
+estimators</a> of `ppo.algorithm.losses` ($k_1 = -\log \rho$, $k_3 = (\rho - 1) - \log \rho$ with $\rho = \pi_{\text{ref}}(x) / \pi(x)$;
+Schulman 2020) are unbiased for $\mathrm{KL}(\pi \,\Vert\, \pi_{\text{ref}})$. Here all are compared with the exact
 values, which we can compute for a small vocabulary: the "entropy" is a sum, so it
 grows with the number of tokens (1,049 against an exact 1.99 per token), and the "KL"
 is off by more than an order of magnitude (0.027 against an exact 0.380), while the
@@ -835,10 +835,10 @@ for name, row in zip(("entropy", "KL"), estimator_rows):
                   measured=f"exact {row['exact']:.4f}, sampled {row['sampled estimate']:.4f}")
 
 # %% [markdown]
-"""
+r"""
 ### 7. An "experience replay buffer" for an on-policy method
 
-PPO's loss is built around π_old, the policy that collected the data; its ratio and
+PPO's loss is built around $\pi_{\text{old}}$, the policy that collected the data; its ratio and
 its clip assume the data is fresh. The mistaken design keeps an "experience replay
 buffer" of 10⁵–10⁶ transitions and samples minibatches from it — data from hundreds of
 updates ago:
@@ -855,8 +855,8 @@ training, how the final policy relates to each: the fraction of samples whose ra
 outside [0.8, 1.2] (the clip switches off the gradient of those whose advantage pushes
 them further out) and the KL between the policy that collected the rollout and the
 final one. Both grow with the rollout's age: the last rollout, one update old, has
-few ratios outside the band (1.9% of them in this run: with the learning rate annealed
-towards 0 the last updates are small), while of a rollout twenty updates old 85% are
+few ratios outside the band (0.05% of them in this run, one sample of 2,048: with the learning rate annealed
+towards 0 the last updates are small), while of a rollout twenty updates old 86% are
 outside it. How few the last rollout has moves with where rounding takes the run;
 that fresh data lies almost all inside the band and data twenty updates old mostly
 outside it does not.
@@ -893,10 +893,10 @@ lecture.claim("rollouts twenty updates old are mostly outside it",
                        f"{age_rows[-1]['ratio outside [0.8, 1.2]']:.3f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ### 8. One completion per episode
 
-A notebook that teaches PPO on a tiny language model (the experiment of lecture 12)
+A notebook that teaches PPO on a tiny language model (the experiment of [lecture 12](12_ppo_for_language_models.ipynb))
 updates the model after every single completion:
 
 ```python
@@ -906,7 +906,7 @@ for episode in range(300):
     ppo_update(policy, critic, [completion], [reward])    # a batch of one
 ```
 
-Two things go wrong. Whitening advantages over a batch of one gives (Â − Â) / σ = 0, so
+Two things go wrong. Whitening advantages over a batch of one gives $(\hat A - \hat A) / \sigma = 0$, so
 either normalisation is skipped or the signal vanishes. And a single sample is a noisy
 gradient: with a rule reward (1 if the completion is the target, else 0) and a
 starting success rate of 12%, most single completions score 0 and give no gradient at
@@ -914,7 +914,7 @@ all without a baseline. A one-token "completion" over a small vocabulary has an 
 policy gradient, so we can measure how well B completions estimate it, with the
 leave-one-out mean of the other completions' rewards as the baseline (none for B = 1):
 the estimate's agreement with the exact gradient grows with B, and an update gets no
-gradient only when all B completions score the same, 0 with probability 0.88^B. In the
+gradient only when all B completions score the same, 0 with probability $0.88^B$. In the
 table, 88.7% of the single-completion updates have no gradient, and the mean cosine
 between the estimate and the exact gradient climbs from 0.11 at B = 1 to 0.34, 0.85
 and 0.99 at B = 4, 16 and 64.

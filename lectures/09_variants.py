@@ -1,34 +1,42 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 9 — Variants: PPO-Penalty, adaptive clipping and dual-clip
 
-**What it teaches.** PPO-Clip controls the step size with a fixed ε. The PPO paper
-(Schulman et al. 2017, section 4) also proposed a penalty on the KL divergence instead
+**What it teaches.** PPO-Clip controls the step size with a fixed ε. The <a href="../glossary.html#term-PPO">PPO</a> paper
+(Schulman et al. 2017, section 4) also proposed a penalty on the <a href="../glossary.html#term-KL-divergence">KL divergence</a> instead
 of the clip, with a coefficient that adapts to how far each update actually went:
 
-    L_policy = −E[ r_t(θ) Â_t ] + β · KL[π_old ‖ π_θ]
+$$
+L_\text{policy} = -\mathbb E\big[r_t(\theta)\,\hat A_t\big] + \beta\,\mathrm{KL}[\pi_\text{old} \,\Vert\, \pi_\theta]
+$$
 
-    after each update, with d = KL[π_old ‖ π_θ] measured on the rollout:
-        d > 1.5 · d_targ   →  β ← 2β      (it moved too far: penalise more)
-        d < d_targ / 1.5   →  β ← β / 2   (it barely moved: penalise less)
+and after each update, with $d = \mathrm{KL}[\pi_\text{old} \,\Vert\, \pi_\theta]$ measured on the <a href="../glossary.html#term-Rollout">rollout</a>,
+
+$$
+\beta \leftarrow
+\begin{cases}
+2\beta & \text{if } d > 1.5\, d_\text{targ} \quad \text{(it moved too far: penalise more),}\\
+\beta / 2 & \text{if } d < d_\text{targ} / 1.5 \quad \text{(it barely moved: penalise less).}
+\end{cases}
+$$
 
 The factors 1.5 and 2 are the paper's. The same feedback can steer ε instead —
-*adaptive clipping*: halve ε after an update that overshot the KL target, double it
+*<a href="../glossary.html#term-Adaptive-clipping">adaptive clipping</a>*: halve ε after an update that overshot the <a href="../glossary.html#term-Target-KL">KL target</a>, double it
 after one that undershot, within [0.02, 0.5]. That rule is **this library's own**, an
 illustration of the idea, not a method from the literature. Both replace a step size
-you have to guess (ε) with a KL you have to choose (d_targ). This lecture runs all
+you have to guess (ε) with a KL you have to choose ($d_\text{targ}$). This lecture runs all
 three on CartPole over ten seeds and asks what the feedback achieves: does it hold the
-KL of each update near d_targ, and does it change the return?
+KL of each update near $d_\text{targ}$, and does it change the <a href="../glossary.html#term-Return">return</a>?
 
 A third variant bounds the clip from below instead: *dual-clip PPO* (Ye et al. 2020),
-for samples with a negative advantage whose ratio has run far past 1 + ε.
+for samples with a negative <a href="../glossary.html#term-Advantage">advantage</a> whose <a href="../glossary.html#term-Importance-ratio">ratio</a> has run far past $1 + \varepsilon$.
 
 **What it shows.** The penalised objective and its slope at a few ratios, next to the
-clipped one, and the dual clip's bound on a sample with Â < 0; learning curves with 95% bands, the KL of each update against the target
-band, and how β and ε move (plot); per-seed summaries with IQM and bootstrap
+clipped one, and the dual clip's bound on a sample with $\hat A < 0$; learning curves with 95% bands, the KL of each update against the target
+band, and how β and ε move (plot); per-seed summaries with <a href="../glossary.html#term-IQM">IQM</a> and bootstrap
 intervals (table).
 
-**Prerequisites.** Lectures 4–7 (lecture 4 for the KL penalty of the TRPO bound).
+**Prerequisites.** Lectures [4](04_surrogate_and_trust_regions.ipynb)–[7](07_diagnostics_and_tuning.ipynb) ([lecture 4](04_surrogate_and_trust_regions.ipynb) for the KL penalty of the TRPO bound).
 
 **Library.** `ppo/trainers/variants.py` — `kl_penalty_loss`, the update rules
 `update_kl_coefficient` and `update_clip_coefficient`, and the trainers `PPOPenalty`,
@@ -74,15 +82,15 @@ ALGORITHMS = {
 COLORS = dict(zip(ALGORITHMS, ("tab:blue", "tab:orange", "tab:green")))  # one colour per algorithm, in every panel
 
 # %% [markdown]
-"""
+r"""
 ## The penalised objective on one sample
 
-`kl_penalty_loss` adds β times the k3 estimate of KL[π_old ‖ π_θ], (r − 1) − log r, to
-the unclipped surrogate. Take one sample with Â = +1 and look at the objective (minus
+`kl_penalty_loss` adds β times the <a href="../glossary.html#term-k1-k2-k3-estimators">k3</a> estimate of $\mathrm{KL}[\pi_\text{old} \,\Vert\, \pi_\theta]$, $(r - 1) - \log r$, to
+the unclipped surrogate. Take one sample with $\hat A = +1$ and look at the objective (minus
 the loss) and its slope in r, the direction the update pushes the ratio. PPO-Clip's
-slope is 0 once r passes 1 + ε: the clip switches the sample off. The penalty never
-switches a sample off; its slope is 1 − β(1 − 1/r), which with a large β points back
-towards r = 1 from either side.
+slope is 0 once $r$ passes $1 + \varepsilon$: the clip switches the sample off. The penalty never
+switches a sample off; its slope is $1 - \beta(1 - 1/r)$, which with a large β points back
+towards $r = 1$ from either side.
 """
 
 
@@ -129,23 +137,28 @@ lecture.claim("with β = 10 the slope points back towards r = 1 from either side
               measured=f"slope {slopes['penalty β=10', 2.0]:+.2f} at r = 2, {slopes['penalty β=10', 0.5]:+.2f} at r = 0.5")
 
 # %% [markdown]
-"""
+r"""
 ## A bound from below: dual-clip PPO
 
-The clip is pessimistic in one direction only. For a sample with Â < 0 (an action that
-did worse than expected) PPO-Clip's objective is min(r Â, clip(r, 1 − ε, 1 + ε) Â),
-and once r > 1 + ε the first term is the smaller one: the objective is r Â, which
-falls without bound as r grows. An action the new policy already likes far more than
-the old one did (r = 10, say) keeps its full slope Â, and a few such samples can
-dominate a minibatch. Dual-clip PPO (Ye et al. 2020, who trained agents for a
-multi-player game with it) adds a floor c·Â, c > 1 (3 in their paper and here):
+The clip is pessimistic in one direction only. For a sample with $\hat A < 0$ (an action that
+did worse than expected) PPO-Clip's objective is $\min\big(r \hat A,\ \operatorname{clip}(r, 1 - \varepsilon, 1 + \varepsilon)\,\hat A\big)$,
+and once $r > 1 + \varepsilon$ the first term is the smaller one: the objective is $r \hat A$, which
+falls without bound as $r$ grows. An action the new policy already likes far more than
+the old one did ($r = 10$, say) keeps its full slope $\hat A$, and a few such samples can
+dominate a <a href="../glossary.html#term-Minibatch">minibatch</a>. Dual-clip PPO (Ye et al. 2020, who trained agents for a
+multi-player game with it) adds a floor $c\hat A$, $c > 1$ (3 in their paper and here):
 
-    Â ≥ 0:  min( r Â, clip(r, 1 − ε, 1 + ε) Â )                       (PPO-Clip's)
-    Â < 0:  max( min( r Â, clip(r, 1 − ε, 1 + ε) Â ),  c · Â )
+$$
+L^\text{dual}(r, \hat A) =
+\begin{cases}
+\min\big(r \hat A,\ \operatorname{clip}(r, 1 - \varepsilon, 1 + \varepsilon)\,\hat A\big) & \hat A \ge 0 \quad \text{(PPO-Clip's)},\\
+\max\Big(\min\big(r \hat A,\ \operatorname{clip}(r, 1 - \varepsilon, 1 + \varepsilon)\,\hat A\big),\ c \hat A\Big) & \hat A < 0,
+\end{cases}
+$$
 
-so for Â < 0 and r > c the objective is the constant c·Â and the sample sends no
-gradient. Below r = c, and for every Â ≥ 0, it is PPO-Clip exactly. Take one sample
-with Â = −1:
+so for $\hat A < 0$ and $r > c$ the objective is the constant $c\hat A$ and the sample sends no
+gradient. Below $r = c$, and for every $\hat A \ge 0$, it is PPO-Clip exactly. Take one sample
+with $\hat A = -1$:
 """
 
 # %%
@@ -175,7 +188,7 @@ allows (`settings = {"dual_clip": Setting(3.0, ..., above=1.0)}`), and one
 registration (`@register_algorithm("dual-clip", ...)`). From those alone it trains as
 `ppo-train --algorithm dual-clip --dual-clip 3`, on a recurrent network too, a batch of
 seeds with `--seeds`, and resumes with its c. Its trainer logs `dual_clip_fraction`,
-the share of samples held at the bound. One run on the CartPole preset (seed 31, the
+the share of samples held at the bound. One run on the CartPole <a href="../glossary.html#term-Preset">preset</a> (seed 31, the
 first of the seeds below) shows how seldom the bound binds there: ratios rarely reach
 3 within an update of four minibatches. It was built for long updates on data from
 older policies, where ratios run away. `tests/test_dual_clip.py` checks the objective
@@ -196,22 +209,22 @@ lecture.claim("on the CartPole preset the dual clip holds fewer than one sample 
               max(held) < 0.01, measured=f"largest share {max(held):.2e}")
 
 # %% [markdown]
-"""
+r"""
 ## Training the three over ten seeds
 
-All three start from the library's CartPole preset (lecture 6, `ppo-train
+All three start from the library's CartPole preset ([lecture 6](06_ppo_cartpole.ipynb), `ppo-train
 --list-presets`) with one change: the learning rate stays constant instead of
-annealing to 0, because an annealed step makes the last updates move the policy by
+<a href="../glossary.html#term-Learning-rate-annealing">annealing</a> to 0, because an annealed step makes the last updates move the policy by
 ever less whatever β or ε is, and a KL target would then be missed by construction.
-Each run is 48 iterations of 64 × 32 = 2,048 steps, 98,304 steps: the preset's
+Each run is 48 <a href="../glossary.html#term-Iteration">iterations</a> of $64 \times 32 = 2{,}048$ steps, 98,304 steps: the preset's
 `total_timesteps` of 100,000 rounded down to whole iterations.
-The adaptive ones use d_targ = 0.01 and start from β₀ = 1 and the preset's ε = 0.2.
+The adaptive ones use $d_\text{targ} = 0.01$ and start from $\beta_0 = 1$ and the preset's $\varepsilon = 0.2$.
 The variants report, per iteration, the coefficient the update used (`beta` or
 `clip_coef`) and the KL measured on the whole rollout afterwards (`kl_after_update`);
 for PPO-Clip the callback measures the same KL with the same function,
 `ppo.trainers.variants.rollout_kl`. The thirty runs here are single runs, one after another,
 so each is exactly the run `ppo-train --algorithm penalty --seed N` makes; `--seeds` would
-train each variant's ten as one seed batch (`PPOPenalty(config, envs, seeds=SEEDS)`: the
+train each variant's ten as one <a href="../glossary.html#term-Seed-batch">seed batch</a> (`PPOPenalty(config, envs, seeds=SEEDS)`: the
 same class with a member axis), the same experiment within float32 rounding.
 """
 
@@ -235,15 +248,15 @@ for name, make in ALGORITHMS.items():
     print(f"ran {name}")
 
 # %% [markdown]
-"""
+r"""
 ## Per seed, then over seeds
 
 Each run gives four numbers: its *final return* (the mean of its last 20 training
-episodes, averaged over the last quarter of the run, as in lecture 7), the median of
+episodes, averaged over the last quarter of the run, as in [lecture 7](07_diagnostics_and_tuning.ipynb)), the median of
 its per-update KLs, the share of its updates whose KL fell inside the band
-[d_targ / 1.5, 1.5 · d_targ] where neither rule acts, and the spread of its KLs (the
+$[d_\text{targ} / 1.5,\ 1.5\, d_\text{targ}]$ where neither rule acts, and the spread of its KLs (the
 ratio of the 90th to the 10th percentile). Over the ten seeds: the IQM with a 95%
-stratified-bootstrap interval (`experiments.commands.statistics.interval_estimates`; lecture 7).
+<a href="../glossary.html#term-Bootstrap-confidence-interval">stratified-bootstrap interval</a> (`experiments.commands.statistics.interval_estimates`; [lecture 7](07_diagnostics_and_tuning.ipynb)).
 """
 
 # %%
@@ -287,7 +300,7 @@ def overlaps(quantity: str, first: str, second: str) -> bool:
 """
 ## The figure
 
-Left: the return, the mean of the ten seeds with its 95% t-interval
+Left: the return, the mean of the ten seeds with its 95% <a href="../glossary.html#term-t-interval">t-interval</a>
 (`experiments.commands.plot.mean_curve`). Middle: the KL of each update, the median over seeds
 with the band between the 25th and 75th percentiles, on a log axis (every KL here is
 positive), with the target band in grey. Right: β and ε, median over seeds and
@@ -337,48 +350,47 @@ axes[2].legend(fontsize=8, loc="lower left")
 lecture.save_figure(figure, "variants.png")
 
 # %% [markdown]
-"""
+r"""
 ## What the runs show
 
 **Return.** With the preset's settings all three solve CartPole: in this run the IQM
-final returns are 499.8 (PPO-Clip), 492.0 (PPO-Penalty) and 500.0 (adaptive clipping),
+final returns are 499.8 for each of the three (PPO-Clip, <a href="../glossary.html#term-PPO-Penalty">PPO-Penalty</a> and adaptive clipping),
 and each feedback rule's IQM interval overlaps PPO-Clip's — ten seeds show no difference
 in return between the clip and either feedback rule on this task. Not every run holds
-500: the lowest final returns of all thirty runs are PPO-Penalty runs', in this run 143
-on seed 32 and 120 on seed 35 (the per-seed line under the table), which the IQM leaves
-out and the lower end of PPO-Penalty's interval, 317, shows. How many penalty runs fall,
+500: the lowest final return of all thirty runs is a PPO-Penalty run's, in this run 429
+on seed 36 (the per-seed line under the table), which the IQM leaves out and the lower
+end of PPO-Penalty's interval, 486, shows. How many penalty runs fall,
 and which, changes from one machine to another: these runs are chaotic, and a
 difference in the last bits of rounding (another CPU) grows until a run ends elsewhere.
-The two feedback rules' intervals need not overlap each other: here adaptive clipping's
-is the single point 500, all ten of its runs ending there, and PPO-Penalty's ends just
-below it, at 499.
+The two feedback rules' intervals need not overlap each other; here they do, adaptive
+clipping's [498, 500] lying inside PPO-Penalty's [486, 500].
 
 **The KL of each update.** PPO-Clip does not aim at any KL: its KL is whatever ε, the
-learning rate and K produce. The feedback rules aim at d_targ, but a rule that reacts
+learning rate and K produce. The feedback rules aim at $d_\text{targ}$, but a rule that reacts
 once per update, by factors of two, to a KL measured on one rollout cannot pin each
 update to the band: in every run of every algorithm fewer than half of the updates
-land in it (between 10% and 42% in this run), and within one run the KLs vary
-several-fold: the 90th percentile is more than four times the 10th in every run (4.9 to
-91 times here), and more than ten times in a typical run (the IQM over seeds of that
-ratio, 14 to 53 by algorithm here). What the penalty does achieve is a centre: every PPO-Penalty run's
-median KL lies within a factor of two of d_targ (0.0071 to 0.0105 in this run).
+land in it (between 8% and 48% in this run), and within one run the KLs vary
+several-fold: the 90th percentile is more than four times the 10th in every run (8.9 to
+112 times here), and more than ten times in a typical run (the IQM over seeds of that
+ratio, 12 to 44 by algorithm here). What the penalty does achieve is a centre: every PPO-Penalty run's
+median KL lies within a factor of two of $d_\text{targ}$ (0.0053 to 0.0098 in this run).
 
 **The coefficients.** β never settles (right panel): in every PPO-Penalty run it spans
 a factor of 64 or more (2,048 at most) in this run. Its median over seeds rises first, from 1 to 4, then, once the runs
 reach 500 and every algorithm's KL falls (middle panel, the clip's the most), the rule
-halves β again and again: the median ends at 1/64, 256 times below its peak. That is where the penalty's worst run failed: it had reached 500,
-updates that stayed below the band had halved its β below its start (to 1/4 in this
-run), and then the updates overshot: the largest went to a KL of 2.1, more than 200
-times d_targ, with β back at only 1/2 — the rule doubles β only after such an update,
-one factor of two at a time — and the return fell (the orange curve's drop at the end
+halves β again and again: the median ends at 0.023 (between 1/64 and 1/32), about 170 times below its peak. That is where the penalty's worst run failed: it had reached 500,
+updates that stayed below the band had halved its β below its start (to 1/32 in this
+run), and then the updates overshot: the largest went to a KL of 0.71, about 70
+times $d_\text{targ}$, with β back at only 1/8 — the rule doubles β only after such an update,
+one factor of two at a time — and the return fell, to 429 (the orange curve's dip at the end
 of the left panel). How low β had fallen, and how far the largest update went, are the
 run's. Adaptive
 clipping's ε runs into its upper bound 0.5 in every run, and its median KL still stays
-below d_targ in every run (0.0039 to 0.0076): at ε = 0.5 the clip no longer binds (on
-average it cuts off between 0.6% and 1.6% of the samples per run here, fewer than one
+below $d_\text{targ}$ in every run (0.0043 to 0.0092): at $\varepsilon = 0.5$ the clip no longer binds (on
+average it cuts off between 0.7% and 2.6% of the samples per run here, fewer than one
 in twenty), so the learning rate and K set the step, and loosening ε further cannot
 raise the KL. A KL penalty returns in the language-model lectures
-(12–13), where it ties the policy to a frozen reference model instead of the previous
+([12](12_ppo_for_language_models.ipynb)–[13](13_rlhf_pipeline.ipynb)), where it ties the policy to a frozen <a href="../glossary.html#term-Reference-policy-_ref">reference model</a> instead of the previous
 policy.
 """
 

@@ -1,31 +1,35 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 10 — Continuous control on Pendulum
 
 **What it teaches.** What changes when the action is a real number instead of a choice
-from a list. Nothing in the PPO loop does: the ratio r_t(θ), the clip, GAE and the value
-loss only need log π_θ(a | s) and an entropy. What changes is the policy head and the
+from a list. Nothing in the <a href="../glossary.html#term-PPO">PPO</a> loop does: the <a href="../glossary.html#term-Importance-ratio">ratio</a> $r_t(\theta)$, the clip, <a href="../glossary.html#term-GAE">GAE</a> and the value
+loss only need $\log \pi_\theta(a \mid s)$ and an entropy. What changes is the policy head and the
 scales around it:
 
-* **The diagonal Gaussian policy.** The network outputs a mean μ_θ(s) ∈ ℝ^d; a vector
-  log σ ∈ ℝ^d, learned but independent of the state, gives the spread. The d action
+* **The diagonal Gaussian policy.** The network outputs a mean $\mu_\theta(s) \in \mathbb R^d$; a vector
+  $\log \sigma \in \mathbb R^d$, learned but independent of the state, gives the spread. The $d$ action
   dimensions are independent, so the log-probability is a sum over dimensions:
 
-      log π_θ(a | s) = Σ_i [ −(a_i − μ_i(s))² / (2σ_i²) − log σ_i − ½ log 2π ]
-      H[π_θ(· | s)]  = Σ_i [ ½ + ½ log 2π + log σ_i ]
+  $$
+  \begin{aligned}
+  \log \pi_\theta(a \mid s) &= \sum_i \Big[ -\frac{(a_i - \mu_i(s))^2}{2\sigma_i^2} - \log \sigma_i - \tfrac12 \log 2\pi \Big],\\
+  \mathcal H[\pi_\theta(\cdot \mid s)] &= \sum_i \Big[ \tfrac12 + \tfrac12 \log 2\pi + \log \sigma_i \Big].
+  \end{aligned}
+  $$
 
-  The greedy action, for evaluation, is the mean μ_θ(s).
+  The greedy action, for evaluation, is the mean $\mu_\theta(s)$.
 * **Clipping at the env's door.** A Gaussian sample can leave the action bounds. The
   trainer clips it only on its way to the env and stores the *unclipped* sample, whose
   log-probability is the one the update recomputes. We show what goes wrong otherwise.
 * **Normalisation.** Observations are rescaled by running mean and std; rewards are
-  divided by the running std of the discounted return. Pendulum's costs run to −16 per
-  step, so raw returns are large, and the critic must chase them.
-* **The Pendulum preset** of `ppo/presets.py`, and an ablation over ten seeds: the
-  observation normalisation, the reward scaling and the value clipping each switched
-  alone, evaluated greedily on gymnasium's Pendulum-v1, with bootstrap intervals.
+  divided by the running std of the <a href="../glossary.html#term-Discount">discounted</a> <a href="../glossary.html#term-Return">return</a>. Pendulum's costs run to −16 per
+  step, so raw returns are large, and the <a href="../glossary.html#term-Critic">critic</a> must chase them.
+* **The Pendulum <a href="../glossary.html#term-Preset">preset</a>** of `ppo/presets.py`, and an ablation over ten seeds: the
+  <a href="../glossary.html#term-Observation-normalisation">observation normalisation</a>, the <a href="../glossary.html#term-Reward-scaling">reward scaling</a> and the <a href="../glossary.html#term-Value-clipping">value clipping</a> each switched
+  alone, <a href="../glossary.html#term-Greedy-evaluation">evaluated greedily</a> on gymnasium's Pendulum-v1, with <a href="../glossary.html#term-Bootstrap-confidence-interval">bootstrap intervals</a>.
 
-**Prerequisites.** Lectures 6–8.
+**Prerequisites.** Lectures [6](06_ppo_cartpole.ipynb)–[8](08_implementation_details.ipynb).
 
 **Library.** `ppo/models/networks.py` (`GaussianHead`, `ActorCritic.greedy_action`),
 `ppo/trainers/ppo.py` (`PPO.env_action`, `collect_rollout`), `ppo/models/normalize.py`
@@ -64,11 +68,11 @@ lecture = Lecture("10_continuous_control", __doc__)
 ENV_ID = "Pendulum-v1"
 
 # %% [markdown]
-"""
+r"""
 ## 1. The diagonal Gaussian policy
 
 An `ActorCritic` built for a 3-dimensional Box action space gets a `GaussianHead`. We set
-its log σ to different values per dimension, evaluate one state and one action, and
+its $\log \sigma$ to different values per dimension, evaluate one state and one action, and
 compare the library's log-probability and entropy with the sums above written out by hand.
 """
 
@@ -105,11 +109,11 @@ print(f"before we set log σ: log σ = {initial_log_std.tolist()}, max |μ| over
       f"{float(initial_mean.abs().max()):.4f}")
 
 # %% [markdown]
-"""
-The policy head's output layer starts with gain 0.01 (lecture 8), so μ starts near 0 (the
-last line above, before we set log σ by hand); log σ starts at `log_std_init` = 0, i.e. σ = 1
+r"""
+The policy head's output layer starts with gain 0.01 ([lecture 8](08_implementation_details.ipynb)), so μ starts near 0 (the
+last line above, before we set $\log \sigma$ by hand); $\log \sigma$ starts at `log_std_init` = 0, i.e. $\sigma = 1$
 in every dimension. The optimiser moves
-log σ like any other weight, and the entropy — a function of σ alone here — shows how
+$\log \sigma$ like any other weight, and the entropy — a function of σ alone here — shows how
 much exploration is left.
 """
 
@@ -128,14 +132,14 @@ lecture.claim("σ is the same at every state, and the greedy action is the mean"
               measured=f"σ rows equal: {bool((std == std[0]).all())}, max |greedy − μ| {greedy_gap:.1e}")
 
 # %% [markdown]
-"""
+r"""
 ## 2. Clip the action only on its way to the env
 
-Pendulum's torque must lie in [−2, 2]. With σ = 1 and μ near 0, about one sample in twenty
-falls outside (P(|a| > 2) = 4.6% for a standard normal; 4.3% of the rollout below in the
+Pendulum's torque must lie in $[-2, 2]$. With $\sigma = 1$ and μ near 0, about one sample in twenty
+falls outside ($P(|a| > 2) = 4.6\%$ for a standard normal; 4.3% of the <a href="../glossary.html#term-Rollout">rollout</a> below in the
 run shown).
 `PPO.collect_rollout` sends `PPO.env_action(a)` — the sample clipped to the bounds — to the
-env, and stores `a` itself. One rollout of an untrained policy:
+env, and stores $a$ itself. One rollout of an untrained policy:
 """
 
 # %%
@@ -151,20 +155,22 @@ print(f"{stored.numel():,} stored actions: min {float(stored.min()):.2f}, max {f
 preset_trainer.envs.close()
 
 # %% [markdown]
-"""
+r"""
 Why not store the clipped action? Because the Gaussian density of the clipped value is
 not the probability of what happened. Every sample beyond the bound becomes the same
-env action, 2, which therefore has probability P(a ≥ 2) — a point mass. Scoring it as
-log N(2; μ, σ) gives a log-probability whose gradient points the wrong way: raising the
+env action, 2, which therefore has probability $P(a \ge 2)$ — a point mass. Scoring it as
+$\log \mathcal N(2; \mu, \sigma)$ gives a log-probability whose gradient points the wrong way: raising the
 density *at* 2 means moving μ towards 2, even when μ is already above it and the
 samples beyond the bound were the good ones.
 
-A one-step problem makes this exact. The reward is the torque itself, r = clip(a, −2, 2):
-more is better, up to the bound. With a ~ N(μ, σ²) the true gradient is
+A one-step problem makes this exact. The reward is the torque itself, $r = \operatorname{clip}(a, -2, 2)$:
+more is better, up to the bound. With $a \sim \mathcal N(\mu, \sigma^2)$ the true gradient is
 
-    ∂/∂μ E[clip(a)] = Φ((2 − μ)/σ) − Φ((−2 − μ)/σ)       (≥ 0 for every μ)
+$$
+\frac{\partial}{\partial \mu}\, \mathbb E\big[\operatorname{clip}(a)\big] = \Phi\Big(\frac{2 - \mu}{\sigma}\Big) - \Phi\Big(\frac{-2 - \mu}{\sigma}\Big) \qquad (\ge 0 \text{ for every } \mu)
+$$
 
-and the policy-gradient estimate is mean[ r · ∂/∂μ log π(a_stored) ], computed by autograd
+and the <a href="../glossary.html#term-Policy-gradient">policy-gradient</a> estimate is $\operatorname{mean}\big[r \cdot \tfrac{\partial}{\partial \mu} \log \pi(a_\text{stored})\big]$, computed by autograd
 through a `GaussianHead` whose mean is μ. Once with the unclipped sample stored, once
 with the clipped action stored; each over batches of samples, mean ± standard error.
 """
@@ -237,10 +243,10 @@ axes[1].legend(fontsize=8)
 lecture.save_figure(figure, "clipping.png")
 
 # %% [markdown]
-"""
+r"""
 Compare the last two columns with the exact one: the unclipped estimate agrees with it
 within three standard errors at every μ; the clipped one is off by more than that
-wherever a tenth or more of the samples are clipped, and at μ = 3, where most are, its
+wherever a tenth or more of the samples are clipped, and at $\mu = 3$, where most are, its
 sign flips: it would push μ down although a larger μ earns more. (Another fix keeps the
 bounds inside the distribution: squash a Gaussian through tanh and correct the log-probability for the change of variables, as
 SAC does. The PPO implementations this course follows clip instead.)
@@ -274,13 +280,13 @@ lecture.claim("at μ = 3, where most samples are clipped, the clipped estimate's
                        f"exact {at_three['exact'][0]:+.3f}")
 
 # %% [markdown]
-"""
+r"""
 ## 3. Observation normalisation and reward scaling
 
-Pendulum observes (cos θ, sin θ, θ̇): two numbers in [−1, 1] and an angular velocity with
-larger bounds (printed below). Its reward is −(θ² + 0.1 θ̇² + 0.001 u²) with θ ∈ [−π, π],
+Pendulum observes $(\cos\theta, \sin\theta, \dot\theta)$: two numbers in $[-1, 1]$ and an angular velocity with
+larger bounds (printed below). Its reward is $-(\theta^2 + 0.1\, \dot\theta^2 + 0.001\, u^2)$ with $\theta \in [-\pi, \pi]$,
 so every reward is negative, down to the worst case printed below, and with the preset's
-γ the discounted return can reach that worst case / (1 − γ). We run random torques in
+γ the discounted return can reach that worst case $/ (1 - \gamma)$. We run random torques in
 the batched Pendulum and feed what comes out through the library's two normalisers,
 exactly as `PPO.collect_rollout` does.
 """
@@ -335,11 +341,11 @@ print(f"value clipping: the preset's value_clip_coef is {PRESET.value_clip_coef}
       f"{scaled_updates:.0f} in scaled units; the preset's run has {PRESET.num_iterations} updates")
 
 # %% [markdown]
-"""
-Four things follow. Raw θ̇ varies several times more than cos θ and sin θ; the
+r"""
+Four things follow. Raw $\dot\theta$ varies several times more than $\cos\theta$ and $\sin\theta$; the
 observation normaliser gives all three inputs about unit scale (the std columns). The
 reward scaler shrinks the critic's targets by the factor printed above but keeps their
-sign (the mean is not subtracted). And value clipping (`value_clip_coef`, ε_v) limits
+sign (the mean is not subtracted). And value clipping (`value_clip_coef`, $\varepsilon_v$) limits
 how far the critic's prediction may move per update, an amount measured in the units of
 the rewards it is trained on: the last line counts the updates a critic that starts at
 0 would need to reach the mean return, in raw and in scaled units, against the number
@@ -363,7 +369,7 @@ lecture.claim("in raw units the critic would need more updates than the preset's
               measured=f"{raw_updates:.0f} raw, {scaled_updates:.0f} scaled, {PRESET.num_iterations} in the run", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 4. The preset
 
 `build_config({"env_id": "Pendulum-v1"})` starts from the PPOConfig defaults and applies
@@ -371,8 +377,8 @@ the row `PRESETS["Pendulum-v1"]` (its comment in `ppo/presets.py` records what
 it was measured to reach, and on which seeds). The table lists every setting the
 preset changes; the runs below use it with TensorBoard files off and one departure: about
 half its budget, `total_timesteps` 100,000 instead of 200,000, so that section 5's forty
-runs fit in a few minutes of a 2-core CPU. A run trains whole iterations of 8 × 256 =
-2,048 steps: 48 of them, 98,304 steps, where the preset's full budget is 97 (198,656
+runs fit in a few minutes of a 2-core CPU. A run trains whole <a href="../glossary.html#term-Iteration">iterations</a> of
+$8 \times 256 = 2{,}048$ steps: 48 of them, 98,304 steps, where the preset's full budget is 97 (198,656
 steps). What section 5 says is measured at that budget (`--quick`: a smaller one still).
 """
 
@@ -393,15 +399,15 @@ print(f"backend chosen by 'auto': {BASE.env_backend} (the batched Pendulum of en
 
 Four settings over ten seeds: the preset, and the preset with one of observation
 normalisation, reward scaling and value clipping switched (off where the preset has it
-on, on where it has it off). Each setting is one seed batch: the ten runs trained
+on, on where it has it off). Each setting is one <a href="../glossary.html#term-Seed-batch">seed batch</a>: the ten runs trained
 as one batched computation, each writing an ordinary run folder. The seeds, 401–410, are
 none of those the preset's comment says it was tuned on. Each final policy is evaluated greedily (its mean action,
 clipped to the bounds) on gymnasium's own Pendulum-v1 through `load_policy`, with the
 observation statistics frozen as they were at the end of training. Returns are
 negative and closer to 0 is better; a run *succeeds* when its greedy mean reaches the
 mark `experiments/benchmarks/continuous.py` uses (printed below). Over the ten runs of a
-setting: the IQM of the greedy return with a 95% stratified-bootstrap interval
-(`experiments.commands.statistics.interval_estimates`, lecture 7). A setting differs from the
+setting: the <a href="../glossary.html#term-IQM">IQM</a> of the greedy return with a 95% stratified-bootstrap interval
+(`experiments.commands.statistics.interval_estimates`, [lecture 7](07_diagnostics_and_tuning.ipynb)). A setting differs from the
 preset when the two intervals do not overlap. (Engstrom et al. 2020 and Andrychowicz et
 al. 2021 ablate these choices on larger tasks; see the reading list.)
 """
@@ -486,10 +492,10 @@ print_table([{"setting": name, f"greedy return, IQM [95% CI]": interval(greedy[n
 # %% [markdown]
 """
 The figure: left, the training return (mean of the last 20 episodes) of each setting,
-the mean of the ten seeds with its 95% t-interval (`experiments.commands.plot.mean_curve`);
+the mean of the ten seeds with its 95% <a href="../glossary.html#term-t-interval">t-interval</a> (`experiments.commands.plot.mean_curve`);
 middle, each setting's IQM of the greedy return with its interval, the dots its ten
 runs, the dashed line the success mark, on a log scale of the cost −return so that
-returns near −1000 and near −200 are both readable; right, the critic's explained variance, mean
+returns near −1000 and near −200 are both readable; right, the critic's <a href="../glossary.html#term-Explained-variance">explained variance</a>, mean
 and 95% t-interval. Each setting has one colour in every panel.
 """
 
@@ -531,27 +537,28 @@ axes[2].set_title(f"What the critic predicts: mean of {len(SEEDS)} seeds, 95% t-
 lecture.save_figure(figure, "normalisation_ablation.png")
 
 # %% [markdown]
-"""
+r"""
 Read the table with the figure; the numbers quoted here are this run's. At about half
-its budget the preset succeeds on most seeds, not all: 6 of its ten runs reach the mark, and the dots spread over 65 points of return,
-from −165 for the best run to −230 for the worst.
+its budget the preset succeeds on most seeds, not all: 7 of its ten runs reach the mark, and the dots spread over 77 points of return,
+from −149 for the best run to −226 for the worst.
 Switching off reward scaling costs the most, by far: the rewards reach the critic in
-raw units, where value clipping (on in the preset) lets its prediction move only ε_v per
+raw units, where value clipping (on in the preset) lets its prediction move only $\varepsilon_v$ per
 update (section 3's count), and the critic explains clearly less of the return — its
-explained-variance interval lies below the preset's, an IQM of 0.36 against the
+explained-variance interval lies below the preset's, an IQM of 0.35 against the
 preset's 0.99 (right panel) — and the
 greedy return is worse, the two intervals apart: none of its ten runs reaches the mark,
-and its IQM, −916, is the lowest of the four settings. Observation normalisation off and
+and its IQM, −977, is the lowest of the four settings. Observation normalisation off and
 value clipping off each stay inside the seed spread: their greedy-return intervals
 overlap the preset's, so ten seeds do not show that either matters here on its own.
-Value clipping off reaches the mark on 6 runs, as many as the preset; a count at a
+Value clipping off reaches the mark on 4 runs, three fewer than the preset, with overlapping
+intervals all the same; a count at a
 threshold moves with a few points of return — each of the two settings has a run within
-five points of the mark (the preset's nearest −199, value clipping off's −201 here) —
+five points of the mark (the preset's nearest −202, value clipping off's −203 here) —
 so how the two counts compare can change from one machine to another, which is why the
 comparison rests on the intervals. Early on, value clipping off is ahead: free to jump to the return, its
 critic explains more of it over the first tenth of the run (0.57 against the preset's
 0.12; right panel, purple above blue) and its training return is higher over the first
-half (−731 against −842; left panel); by the end the preset has caught up.
+half (−744 against −839; left panel); by the end the preset has caught up.
 """
 
 # %% tags=["claims"]
@@ -635,14 +642,14 @@ lecture.claim("without its statistics the same checkpoint does worse", float(wit
               measured=f"{float(with_statistics.mean()):.1f} with, {float(without_statistics.mean()):.1f} without", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
-* A continuous action needs only a new head: μ_θ(s), a learned state-independent log σ,
+* A continuous action needs only a new head: $\mu_\theta(s)$, a learned state-independent $\log \sigma$,
   and a log-probability summed over dimensions. The rest of PPO is unchanged.
 * Clip the action for the env, store the sample for the update (section 2's table).
 * On Pendulum the reward's scale matters most: without reward scaling the critic, whose
-  value clipping allows ε_v per update in raw units, explains far less of the return and
+  value clipping allows $\varepsilon_v$ per update in raw units, explains far less of the return and
   no run reaches the mark (section 5's table and right panel).
 * Normalisation statistics are part of the policy; evaluation must load them.
 

@@ -1,34 +1,39 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 12 — PPO for language models
 
-**What it teaches.** Text generation is an MDP, and PPO runs on it unchanged:
+**What it teaches.** Text generation is an MDP, and <a href="../glossary.html#term-PPO">PPO</a> runs on it unchanged:
 
-    state   s_t = (prompt x, tokens y_0 … y_{t−1} generated so far)
-    action  a_t = y_t, the next token, drawn from π_θ(· | s_t) = softmax(z_t / τ)
-    episode ends at the EOS token (or at a length limit)
-    reward  r_t = −β · KL_t            at every token,
-                  + score(y)           added at the EOS token only
+$$
+\begin{aligned}
+&\text{state} && s_t = (\text{prompt } x,\ \text{tokens } y_0 \ldots y_{t-1} \text{ generated so far})\\
+&\text{action} && a_t = y_t \text{, the next token, drawn from } \pi_\theta(\cdot \mid s_t) = \operatorname{softmax}(z_t / \tau)\\
+&\text{episode} && \text{ends at the EOS token (or at a length limit)}\\
+&\text{reward} && r_t = -\beta\, \mathrm{KL}_t \text{ at every token, } + \operatorname{score}(y) \text{ added at the EOS token only}
+\end{aligned}
+$$
 
-where KL_t = log π_θ(y_t | s_t) − log π_ref(y_t | s_t) compares the policy with a frozen
-reference, the supervised (SFT) model PPO started from. Summed over a completion, the
-KL_t are an estimate of KL(π_θ ‖ π_ref) for that prompt, so PPO maximises
+where $\mathrm{KL}_t = \log \pi_\theta(y_t \mid s_t) - \log \pi_\text{ref}(y_t \mid s_t)$ compares the policy with a frozen
+<a href="../glossary.html#term-Reference-policy-_ref">reference</a>, the supervised (<a href="../glossary.html#term-SFT">SFT</a>) model PPO started from. Summed over a <a href="../glossary.html#term-Completion">completion</a>, the
+$\mathrm{KL}_t$ are an estimate of $\mathrm{KL}(\pi_\theta \,\Vert\, \pi_\text{ref})$ for that prompt, so PPO maximises
 
-    J(π) = E_y~π[ score(y) ] − β · KL(π ‖ π_ref),
+$$
+J(\pi) = \mathbb E_{y \sim \pi}\big[\operatorname{score}(y)\big] - \beta\, \mathrm{KL}(\pi \,\Vert\, \pi_\text{ref}),
+$$
 
-whose maximiser is known exactly: π*(y) ∝ π_ref(y) · exp(score(y) / β). On our toy
+whose maximiser is known exactly: $\pi^*(y) \propto \pi_\text{ref}(y) \exp\big(\operatorname{score}(y) / \beta\big)$. On our toy
 corpus every well-formed answer is one of ten foods, so π* can be computed and PPO's
-result checked against it — a yardstick real RLHF never has.
+result checked against it — a yardstick real <a href="../glossary.html#term-RLHF">RLHF</a> never has.
 
-The machinery is the one from CartPole: the clipped surrogate and the value loss of
-`ppo/algorithm/losses.py`, GAE of `ppo/algorithm/advantages.py` run along the token axis (γ = 1, the
-last real token terminal), the same K epochs of minibatches of `ppo/algorithm/update.py`, the same
-KL estimators (k1, and k3, the "approx KL"; section 5 sets them side by side). The trainer does not know the task: it gets
+The machinery is the one from CartPole: the <a href="../glossary.html#term-Clipped-surrogate">clipped surrogate</a> and the <a href="../glossary.html#term-Value-loss">value loss</a> of
+`ppo/algorithm/losses.py`, <a href="../glossary.html#term-GAE">GAE</a> of `ppo/algorithm/advantages.py` run along the token axis ($\gamma = 1$, the
+last real token <a href="../glossary.html#term-Termination">terminal</a>), the same K <a href="../glossary.html#term-Epoch">epochs</a> of <a href="../glossary.html#term-Minibatch">minibatches</a> of `ppo/algorithm/update.py`, the same
+<a href="../glossary.html#term-KL-divergence">KL</a> estimators (<a href="../glossary.html#term-k1-k2-k3-estimators">k1</a>, and k3, the "<a href="../glossary.html#term-Approx-KL">approx KL</a>"; section 5 sets them side by side). The trainer does not know the task: it gets
 the prompts and the reward from us, as a `CompletionTask`.
 
 The experiment is a classic first exercise in RLHF teaching material: teach a model
 that rarely completes "ravin likes " with "pizza" (section 1 gives the exact rate) to
-say pizza, with a reward for exactly "pizza" + EOS. One of this course's reference
+say pizza, with a reward for exactly "pizza" + <a href="../glossary.html#term-EOS">EOS</a>. One of this course's reference
 texts runs this experiment: the teaching notebook "Proximal Policy Optimization" of a
 small-language-model course built on its own library, `cleanllm` ("We use PPO to shift
 Ravin's diet"). On its own character-level model it updates the model after every
@@ -47,25 +52,25 @@ after 300 episodes (a sample counts when its
 text contains "pizza"), a logged "mean KL" between 3.76 and 3.88 over episodes 100–300
 (which it describes as an average over an episode's tokens, so not the sequence KL this
 lecture measures), and garbled completions among the pizzas ("pizzaicres wpiesE").
-Lecture 8 (defect 8) measures why a batch of one is a poor gradient. Here we train with
+[Lecture 8](08_implementation_details.ipynb) (defect 8) measures why a batch of one is a poor gradient. Here we train with
 batches of completions and measure ours — target rate, KL, entropy, well-formed rate —
 and set it next to π*.
 
 The pizza task has one decision: the first letter of the food settles everything, so it
 is a one-decision bandit, the clearest case for the mechanics (sections 1–6: one episode
 token by token, GAE along the tokens, the KL estimators and placements, π*). On it a
-critic, token-level credit and a critic-free group baseline have nothing to differ on.
+<a href="../glossary.html#term-Critic">critic</a>, token-level credit and a critic-free group <a href="../glossary.html#term-Baseline">baseline</a> have nothing to differ on.
 Section 7 therefore runs a second task with two decisions six tokens apart — a relation,
 "likes" or "hates", at the first token and a food at the seventh, paid only in the right
-combination — and there sets PPO's critic against RLOO's and GRPO's group baselines and
+combination — and there sets PPO's critic against <a href="../glossary.html#term-RLOO">RLOO</a>'s and <a href="../glossary.html#term-GRPO">GRPO</a>'s group baselines and
 against π*.
 
-**Prerequisites.** Lectures 3–8; lecture 8's defects 4–8 are the LM-side pitfalls.
+**Prerequisites.** Lectures [3](03_gae.ipynb)–[8](08_implementation_details.ipynb); [lecture 8](08_implementation_details.ipynb)'s defects 4–8 are the LM-side pitfalls.
 
 **Library.** `ppo/lm/` — in `models/`: `tokenizer.py`, `gpt.py` (a tiny GPT),
 `sampling.py`, `pretrain.py` (`load_or_pretrain_sft`); in `algorithm/`: `rollout.py`
 (sample, then score every token), `rewards.py` (per-token rewards), `kl_penalty.py` (where
-β·KL goes), `task.py` (`CompletionTask`); in `exact/`: `kl_gradients.py` (each placement's
+$\beta\,\mathrm{KL}$ goes), `task.py` (`CompletionTask`); in `exact/`: `kl_gradients.py` (each placement's
 exact expected gradient), `optimum.py` (π*); in `trainers/`: `rlhf_trainer.py`
 (`RLHFTrainer`), `evaluation.py`, `diagnostics.py`; `envs/corpus.py`
 (the known distribution), `envs/token_task.py` (prompts and rule rewards),
@@ -73,7 +78,7 @@ exact expected gradient), `optimum.py` (π*); in `trainers/`: `rlhf_trainer.py`
 `experiments/tasks/two_choice_task.py`, `ppo/lm/trainers/group_trainer.py` (RLOO and GRPO),
 `ppo/lm/exact/optimum_distance.py` (distance to π*), `experiments/studies/compare_lm_trainers.py`
 (`position_shares`, `first_reaching`), `experiments/studies/grpo_biases.py` (`difficulty_bias`) and
-`experiments/commands/statistics.py` (IQM with confidence intervals); `ppo/algorithm/update.py`,
+`experiments/commands/statistics.py` (<a href="../glossary.html#term-IQM">IQM</a> with confidence intervals); `ppo/algorithm/update.py`,
 `ppo/algorithm/losses.py` (`kl_per_sample`), `ppo/algorithm/advantages.py`
 (`compute_gae`). Command lines: `python -m experiments.commands.rlhf`, `python -m
 experiments.studies.compare_lm_trainers`.
@@ -120,14 +125,14 @@ EVAL_SAMPLES = lecture.choose(full=1000, quick=200)
 KL_SAMPLES = lecture.choose(full=2000, quick=200)  # completions on which section 5 compares the KL estimators
 
 # %% [markdown]
-"""
+r"""
 ## 1. The model: an SFT model of a corpus whose distribution we know
 
 `envs/corpus.py` draws sentences "person relation food" from a table of percentages.
 `load_or_pretrain_sft` trains the tiny GPT of `ppo/lm/models/gpt.py` on them by next-token
 prediction (once; the checkpoint is cached under a hash of its configuration). Because
 the table is known, so is what the model should have learned. For each food,
-π_ref(food + EOS | prompt) is a product of next-token probabilities — computed exactly
+$\pi_\text{ref}(\text{food} + \text{EOS} \mid \text{prompt})$ is a product of next-token probabilities — computed exactly
 (`ppo.lm.exact.optimum.completion_probabilities`), no sampling involved. The full run's SFT
 model matches the corpus's ten foods to within a percentage point each and puts under
 1% on malformed strings; it says pizza rarely, under 15% of the time. (The --quick run
@@ -158,19 +163,19 @@ lecture.claim("it says pizza rarely, under 15% of the time", reference_probabili
               measured=f"π_ref({TARGET} + EOS) = {reference_probabilities[TARGET]:.1%}")
 
 # %% [markdown]
-"""
+r"""
 ## 2. One episode, token by token
 
 The task is ours to hand over: `food_task` wraps the prompt "ravin likes ", the rule
 reward (`score` for exactly "pizza" + EOS, else 0), the well-formedness check and the
 pizza rate into a `CompletionTask`. `RLHFTrainer` holds three copies of the SFT
-weights: the policy π_θ (trained), the reference π_ref (frozen) and a critic with a
+weights: the policy $\pi_\theta$ (trained), the reference $\pi_\text{ref}$ (frozen) and a critic with a
 scalar value head (trained; the head starts at zero). One call to `collect` samples a batch of completions with the KV-cache
 sampler (it keeps every layer's keys and values of the tokens already generated, so each
 new token costs one position's forward pass) and then scores every token with a full forward pass at the sampling
-temperature: log π_old(y_t|s_t), log π_ref(y_t|s_t), V(s_t), all zero after EOS.
-`rewards` turns them into the per-token rewards r_t. Before any update π_θ = π_ref,
-so every KL_t is exactly 0 and the only reward is the score at EOS.
+temperature: $\log \pi_\text{old}(y_t \mid s_t)$, $\log \pi_\text{ref}(y_t \mid s_t)$, $V(s_t)$, all zero after EOS.
+`rewards` turns them into the per-token rewards $r_t$. Before any update $\pi_\theta = \pi_\text{ref}$,
+so every $\mathrm{KL}_t$ is exactly 0 and the only reward is the score at EOS.
 """
 
 # %%
@@ -225,15 +230,15 @@ lecture.claim("the critic's value head starts at zero", bool((rollout.values[mas
               measured=f"largest |V(s_t)| in the first rollout {float(rollout.values[mask].abs().max()):.1e}")
 
 # %% [markdown]
-"""
+r"""
 ## 3. The pizza experiment
 
-`RLHFTrainer.train` runs one PPO iteration per batch of completions (the module
+`RLHFTrainer.train` runs one PPO <a href="../glossary.html#term-Iteration">iteration</a> per batch of completions (the module
 docstring of `ppo/lm/trainers/rlhf_trainer.py` spells out the loop) and calls us back after each
 with its metrics, as CartPole's trainer does. We print the
 diagnostics worth watching, the ones TRL (Hugging Face's RLHF library) logs among them: the target rate, the share of
 well-formed completions (a food, then EOS), the mean sequence KL to the reference, the
-entropy per token, and the update's approx KL(π_old ‖ π_θ) and clip fraction, and plot
+entropy per token, and the update's approx $\mathrm{KL}(\pi_\text{old} \,\Vert\, \pi_\theta)$ and <a href="../glossary.html#term-Clip-fraction">clip fraction</a>, and plot
 them with the score, the total reward and the critic's loss. (`ppo-rlhf` writes the
 same curves, and β, into its run folder as training_grid.png.) The critic's values
 along "ravin likes pizz" and "ravin likes sala" are recorded before and after.
@@ -300,30 +305,30 @@ def optimum_at(beta: float):
 
 
 # %% [markdown]
-"""
+r"""
 What the run shows (the numbers are this run's). In the top-middle panel the pizza rate climbs from the SFT model's
 11% to above 95% at iteration 6 and averages 99.5% over the
 last five iterations, while the well-formed rate never drops below 98.4%. The entropy per token (bottom left) falls from 0.300 to 0.0095, below a tenth of
 where it started, and the approx KL (bottom middle, left axis) and the clip fraction
 (its right axis) end at 0 to four decimals: the policy has all but stopped moving. That
-is not a collapse to fix: at this β the exact optimum π* itself puts 99.0% on
+is not a collapse to fix: at this β the <a href="../glossary.html#term-KL-regularised-optimum">exact optimum</a> π* itself puts 99.0% on
 "pizza" + EOS (section 6), so a nearly deterministic policy is what the objective asks for.
 
 The critic figure: before training every value is 0 (dashed; the head starts at zero).
 After it, the value of "ravin likes pizz" is 1.002, within 0.05 of the score, and that
 of "ravin likes sala" −0.016, near 0: once the first character is chosen,
-the outcome is settled. The value of the prompt itself, s_0, is 0.668, within 0.05 of
-the last iteration's mean total reward score − β·KL, 0.674. Inside the prompt (shaded) the values wander away from 0: PPO never acts in
+the outcome is settled. The value of the prompt itself, $s_0$, is 0.668, within 0.05 of
+the last iteration's mean total reward $\operatorname{score} - \beta\,\mathrm{KL}$, 0.674. Inside the prompt (shaded) the values wander away from 0: PPO never acts in
 those states, so no loss constrains the critic there.
 """
 
 # %% [markdown]
-"""
+r"""
 The same episode table on the trained policy shows the other half of the reward:
-KL_t is no longer zero, and it is not spread evenly. Look at which token carries it:
+$\mathrm{KL}_t$ is no longer zero, and it is not spread evenly. Look at which token carries it:
 the first, "p". Pizza is the only food that starts with p, and after "ravin likes p" the
 SFT model already finishes "izza" + EOS with probability above 0.99, so the policy had
-nothing to change after t = 0.
+nothing to change after $t = 0$.
 """
 
 # %%
@@ -379,13 +384,13 @@ lecture.claim("pizza is the only food that starts with p, and after 'ravin likes
               quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 4. Token-level GAE is `compute_gae` along the token axis
 
 Each completion is one episode of n tokens; the last real token (EOS) is terminal, so
-nothing is bootstrapped past it; γ = 1 (nothing to discount inside a sentence) and λ < 1
-lets the critic shorten the credit path. `ppo.algorithm.advantages.compute_gae` takes (T, N)
-tensors, steps × environments: here T is the token position and N the batch of
+nothing is <a href="../glossary.html#term-Bootstrap">bootstrapped</a> past it; $\gamma = 1$ (nothing to <a href="../glossary.html#term-Discount">discount</a> inside a sentence) and $\lambda < 1$
+lets the critic shorten the credit path. `ppo.algorithm.advantages.compute_gae` takes $(T, N)$
+tensors, steps × environments: here $T$ is the token position and $N$ the batch of
 completions. For the completion above, by hand:
 """
 
@@ -404,14 +409,14 @@ print_table([{"t": t, "r_t": float(rewards_tn[t]), "V(s_t)": float(values_tn[t])
                   f"norm_adv = {CONFIG.norm_adv}, whiten_rewards = {CONFIG.whiten_rewards})")
 
 # %% [markdown]
-"""
+r"""
 **On this task the critic and token-level GAE have nothing to do.** Section 5 measures
-where the policy's KL to π_ref is spent along the completion: at least 99% of it at t = 0,
+where the policy's KL to $\pi_\text{ref}$ is spent along the completion: at least 99% of it at $t = 0$,
 the first character. The food task is a one-decision bandit: the first token settles the
-food, the value of every later state is settled with it (the critic's V ≈ 1 after "pizz",
-≈ 0 after "sala", above), and what a critic adds is a baseline for the one state s_0,
+food, the value of every later state is settled with it (the critic's $V \approx 1$ after "pizz",
+$V \approx 0$ after "sala", above), and what a critic adds is a baseline for the one state $s_0$,
 which the mean reward of the batch provides as well. Token-level credit assignment, a
-learned critic against a critic-free baseline (RLOO and GRPO, defined in section 7), λ = 0.95 against λ = 1:
+learned critic against a critic-free baseline (RLOO and GRPO, defined in section 7), $\lambda = 0.95$ against $\lambda = 1$:
 none of these has anything to differ on here. Section 7 runs the task where they can:
 its reward depends on a relation chosen at the first token and a food chosen six tokens
 later.
@@ -424,17 +429,17 @@ lecture.claim("compute_gae along the token axis gives the trainer's advantages",
               measured=f"largest difference {float((by_hand[:, 0] - advantages[row, :n]).abs().max()):.1e}")
 
 # %% [markdown]
-"""
+r"""
 ## 5. The KL penalty: measuring it, and where it goes
 
-**Measuring.** The penalty needs KL(π ‖ π_ref) from samples. Per token, with
-ρ = π_ref(y_t|s_t) / π(y_t|s_t), k1 = −log ρ and k3 = (ρ − 1) − log ρ are both unbiased
+**Measuring.** The penalty needs $\mathrm{KL}(\pi \,\Vert\, \pi_\text{ref})$ from samples. Per token, with
+$\rho = \pi_\text{ref}(y_t \mid s_t) / \pi(y_t \mid s_t)$, $k_1 = -\log \rho$ and $k_3 = (\rho - 1) - \log \rho$ are both unbiased
 (Schulman 2020; `ppo.algorithm.losses.kl_per_sample`); k1 can be negative, k3 cannot. Schulman
-finds k3 the one with the smaller variance while π and π_ref are close (ρ near 1). Once
-the policy has moved far, as ours has, a rare token that π_ref likes much more than π does
+finds k3 the one with the smaller variance while π and $\pi_\text{ref}$ are close (ρ near 1). Once
+the policy has moved far, as ours has, a rare token that $\pi_\text{ref}$ likes much more than π does
 gives a huge ρ, and k3 a heavy tail. With a tiny vocabulary we can also compute the exact
 KL of the two next-token distributions at every visited prefix,
-Σ_v π(v|s_t) log(π(v|s_t) / π_ref(v|s_t)) (`rollout.exact_kl`), and sum it along the
+$\sum_v \pi(v \mid s_t) \log\big(\pi(v \mid s_t) / \pi_\text{ref}(v \mid s_t)\big)$ (`rollout.exact_kl`), and sum it along the
 completion: an estimate of the same sequence KL without the sampling noise of the token.
 The figure puts every completion's k1 and k3 on one axis (a symmetric log scale, so that a
 value tens of nats out fits next to the bulk), and the printed lines say how much of each
@@ -444,11 +449,11 @@ What the run shows: the exact sum's spread over completions is smaller than k1's
 std of 0.26 against 0.54; what is left is the noise of which prefixes a completion
 visits); k3's spread is larger than k1's (23), and its largest 1% of completions carry
 52.5% of its mean, against 1.1% for k1 (the right panel's far-right dots). k1's sample mean, 2.131 ± 0.012, lies within three
-standard errors of the exact 2.135; k3's, 2.675, rests on how many of those rare
+standard errors of the exact 2.135; k3's, 2.674, rests on how many of those rare
 completions a sample happens to catch. The left panel: 99.7% of the exact KL is spent at
-t = 0 (the bandit of section 4; section 7 sets the two-choice task's shares
+$t = 0$ (the bandit of section 4; section 7 sets the two-choice task's shares
 beside it). The estimators are compared on this policy because it has moved two nats
-from π_ref, where k3's tail shows; no credit across tokens is involved.
+from $\pi_\text{ref}$, where k3's tail shows; no credit across tokens is involved.
 """
 
 # %%
@@ -500,50 +505,53 @@ axes[1].set_title("k1 and k3, one number per completion")
 lecture.save_figure(figure, "kl_estimators.png")
 
 # %% [markdown]
-"""
+r"""
 **Where it goes: the same value, different gradients** (Tang & Munos 2025, *On a few
 pitfalls in KL divergence gradient estimation for RL*, arXiv 2506.09477). The three
 estimators agree on the *value* of the KL. What trains the policy is a *gradient*, and there they part. A term in
-the reward is detached, like the score: the policy-gradient step −Â_t·∇log π(y_t|s_t)
-moves it through the sampled actions only, so its expected gradient is E_π[KL̂·∇log π],
-and that equals ∇E_π[KL̂] only if E_π[∇KL̂] = 0 — true for k1 alone:
+the reward is detached, like the score: the <a href="../glossary.html#term-Policy-gradient">policy-gradient</a> step $-\hat A_t \nabla \log \pi(y_t \mid s_t)$
+moves it through the sampled actions only, so its expected gradient is $\mathbb E_\pi\big[\widehat{\mathrm{KL}}\, \nabla \log \pi\big]$,
+and that equals $\nabla \mathbb E_\pi\big[\widehat{\mathrm{KL}}\big]$ only if $\mathbb E_\pi\big[\nabla \widehat{\mathrm{KL}}\big] = 0$ — true for k1 alone:
 
-* **k1 in the reward** (`--kl-penalty reward-k1`, PPO's default): ∇KL(π ‖ π_ref) =
-  E_π[ℓ(y)·∇log π(y)] + E_π[∇ℓ(y)], and the second term is E_π[∇log π(y)] = 0. With
+* **k1 in the reward** (`--kl-penalty reward-k1`, PPO's default):
+  $\nabla \mathrm{KL}(\pi \,\Vert\, \pi_\text{ref}) = \mathbb E_\pi\big[\ell(y) \nabla \log \pi(y)\big] + \mathbb E_\pi\big[\nabla \ell(y)\big]$,
+  and the second term is $\mathbb E_\pi\big[\nabla \log \pi(y)\big] = 0$. With
   reward-to-go, each token is charged the k1 of itself and of everything after it: exactly
-  the RLHF objective, whose maximiser is π* ∝ π_ref·exp(score/β).
-* **k3 in the reward** (refused): at one state E_π[k3·∇log π] = ∇KL(π‖π_ref) − ∇KL(π_ref‖π),
-  about 0 near π_ref, and pointing anywhere far from it: β then pulls the policy almost
-  nowhere, or sideways (the table below measures how far off). Near π_ref is where a
-  large β keeps the policy: on the pizza task π* at β = 1 says pizza 25.8% of the time, at
-  a KL of 0.08 nats from π_ref.
-* **The exact per-state KL in the reward** (refused): KL(π(·|s_t) ‖ π_ref(·|s_t)) depends on
-  s_t alone, so it drops out of the advantage of the token chosen there; only the moves
-  that *led* to s_t are charged for it. Same symptom in the table below.
+  the RLHF objective, whose maximiser is $\pi^* \propto \pi_\text{ref} \exp(\operatorname{score}/\beta)$.
+* **k3 in the reward** (refused): at one state
+  $\mathbb E_\pi\big[k_3 \nabla \log \pi\big] = \nabla \mathrm{KL}(\pi \,\Vert\, \pi_\text{ref}) - \nabla \mathrm{KL}(\pi_\text{ref} \,\Vert\, \pi)$,
+  about 0 near $\pi_\text{ref}$, and pointing anywhere far from it: β then pulls the policy almost
+  nowhere, or sideways (the table below measures how far off). Near $\pi_\text{ref}$ is where a
+  large β keeps the policy: on the pizza task π* at $\beta = 1$ says pizza 25.8% of the time, at
+  a KL of 0.08 nats from $\pi_\text{ref}$.
+* **The exact per-state KL in the reward** (refused): $\mathrm{KL}\big(\pi(\cdot \mid s_t) \,\Vert\, \pi_\text{ref}(\cdot \mid s_t)\big)$ depends on
+  $s_t$ alone, so it drops out of the <a href="../glossary.html#term-Advantage">advantage</a> of the token chosen there; only the moves
+  that *led* to $s_t$ are charged for it. Same symptom in the table below.
 * **The exact per-state KL in the loss** (`loss-full`): differentiated, it charges the
-  decision at s_t; by the chain rule KL(π ‖ π_ref) = E_π[Σ_t KL_t(s_t)], so the full gradient
-  is that *plus* E_π[Σ_t KL_t·∇log P(s_t)] — which is exactly what the same KL_t in the
-  reward contributes. The two halves together follow ∇KL(π ‖ π_ref) exactly, without the
+  decision at $s_t$; by the chain rule $\mathrm{KL}(\pi \,\Vert\, \pi_\text{ref}) = \mathbb E_\pi\big[\sum_t \mathrm{KL}_t(s_t)\big]$, so the full gradient
+  is that *plus* $\mathbb E_\pi\big[\sum_t \mathrm{KL}_t \nabla \log P(s_t)\big]$ — which is exactly what the same $\mathrm{KL}_t$ in the
+  reward contributes. The two halves together follow $\nabla \mathrm{KL}(\pi \,\Vert\, \pi_\text{ref})$ exactly, without the
   noise of the sampled token. The reward half alone does not (the row "exact KL in the
   reward alone" below). The loss half alone comes close on these small models — cosine
-  above 0.99 and norm within 2% of ∇KL's (the row "exact KL in the loss alone") — because
-  the reward half is small here (under a fifth of ∇KL's length, by the row just above it); close
+  above 0.99 and norm within 2% of $\nabla \mathrm{KL}$'s (the row "exact KL in the loss alone") — because
+  the reward half is small here (under a fifth of $\nabla \mathrm{KL}$'s length, by the row just above it); close
   is not exact. It is not the quieter choice where it
-  matters, though: at π*, score(y) − β·ℓ(y) = β·log Z for *every* y, so with k1 in the
-  reward every return is the same and the gradient noise vanishes at the optimum; with
+  matters, though: at π*, $\operatorname{score}(y) - \beta\,\ell(y) = \beta \log Z$ for *every* $y$, so with k1 in the
+  reward every <a href="../glossary.html#term-Return">return</a> is the same and the gradient noise vanishes at the optimum; with
   loss-full the returns still differ there and a run jitters around π* (more
   completions per batch shrink the jitter).
 * **k3 in the loss** (`loss-k3`, as published GRPO does it (section 7); the default of the
-  library's GRPO trainer): ∇k3_t =
-  (1 − ρ_t)·∇log π(y_t|s_t), whose mean over y_t ~ π is −Σ_v π_ref(v|s_t)∇log π(v|s_t) =
-  ∇KL(π_ref(·|s_t) ‖ π(·|s_t)): the *reverse* KL at each state the policy visits, the visits
+  library's GRPO trainer):
+  $\nabla k_{3,t} = (1 - \rho_t) \nabla \log \pi(y_t \mid s_t)$, whose mean over $y_t \sim \pi$ is
+  $-\sum_v \pi_\text{ref}(v \mid s_t) \nabla \log \pi(v \mid s_t) = \nabla \mathrm{KL}\big(\pi_\text{ref}(\cdot \mid s_t) \,\Vert\, \pi(\cdot \mid s_t)\big)$:
+  the *reverse* KL at each state the policy visits, the visits
   held fixed. It regularises, but towards a different optimum (at each state
-  π(a|s) = β·π_ref(a|s)/(μ_s − Q(s,a)), with μ_s the Lagrange multiplier that makes
-  π(·|s) sum to 1, rather than π* ∝ π_ref·exp(score/β)).
+  $\pi(a \mid s) = \beta\, \pi_\text{ref}(a \mid s) / \big(\mu_s - Q(s, a)\big)$, with $\mu_s$ the Lagrange multiplier that makes
+  $\pi(\cdot \mid s)$ sum to 1, rather than $\pi^* \propto \pi_\text{ref} \exp(\operatorname{score}/\beta)$).
 
 `ppo.lm.exact.kl_gradients` checks these claims on a model small enough to list every
 completion (a 7-token vocabulary, at most 3 tokens: 259 completions): the exact expected
-gradient of each placement's surrogate, Σ_y π(y)·∇S(y), against the exact gradient of each
+gradient of each placement's <a href="../glossary.html#term-Surrogate-objective">surrogate</a>, $\sum_y \pi(y) \nabla S(y)$, against the exact gradient of each
 divergence. A cosine of 1 with a norm ratio of 1 means the placement follows that gradient.
 """
 
@@ -569,17 +577,17 @@ for policy_seed, reference_seed in ((1, 2), (3, 4)):
 print_table(gradient_rows, title="Expected gradient of each placement, every completion enumerated (β = 1)", digits=4)
 
 # %% [markdown]
-"""
+r"""
 And on the pizza task: each offered placement trained at the same β, its exact pizza rate
 (`completion_probabilities` of the trained policy, no sampling) and its KL (the exact
-per-state KL summed along fresh samples), next to π*_β. reward-k1 and loss-full land on
+per-state KL summed along fresh samples), next to $\pi^*_\beta$. reward-k1 and loss-full land on
 π*; loss-k3 lands elsewhere, because the divergence it controls is not the objective's. Its
 own fixed point can be computed too: only the states on the path to "pizza" + EOS have
-actions of different value, Q(s, on the path) = V(next state) and 0 off it, so at each of
-them π(on|s) = β·q/(μ − V) and π(off|s) = β·(1 − q)/μ with q = π_ref(on|s) and μ the
+actions of different value, $Q(s, \text{on the path}) = V(\text{next state})$ and 0 off it, so at each of
+them $\pi(\text{on} \mid s) = \beta q / (\mu - V)$ and $\pi(\text{off} \mid s) = \beta (1 - q) / \mu$ with $q = \pi_\text{ref}(\text{on} \mid s)$ and μ the
 Lagrange multiplier that makes them sum to 1 (μ, not λ: λ is GAE's), solved backwards from
 the score at EOS; everywhere else
-π = π_ref. This comparison stays on the pizza task because only there, with one path
+$\pi = \pi_\text{ref}$. This comparison stays on the pizza task because only there, with one path
 carrying the whole reward, can loss-k3's fixed point be solved by hand; section 7 shows
 k3 in the loss on the two-choice task against π*.
 """
@@ -691,17 +699,17 @@ lecture.claim("reward-k1 and loss-full land on π*; loss-k3 lands elsewhere (on 
               measured=", ".join(f"{p} {trained[p][f'{TARGET} rate']}" for p in trained), quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 6. Against the exact optimum
 
 For the rule reward (score for exactly "pizza" + EOS, 0 for anything else) the
-objective's maximiser is π*(y) ∝ π_ref(y) · exp(score(y) / β), computed here over the
+objective's maximiser is $\pi^*(y) \propto \pi_\text{ref}(y) \exp\big(\operatorname{score}(y) / \beta\big)$, computed here over the
 ten foods and the lumped malformed rest (`ppo.lm.exact.optimum`). A small β buys a high target
 rate at a large KL; a large β keeps the model close to the SFT model. We train PPO at a
 few β (the run above is one of them), evaluate each policy on fresh samples at
 temperature 1 (`ppo.lm.trainers.evaluation.evaluate_lm_policy`) and put the results on π*'s curve.
 
-What the run shows: PPO follows π*'s trade-off — from β = 0.05 to β = 0.5 its rate falls
+What the run shows: PPO follows π*'s trade-off — from $\beta = 0.05$ to $\beta = 0.5$ its rate falls
 from 99.8% to 51.2% and its KL from 2.16 to 0.48 nats — and at every β it ends within 2.6 points of π*'s rate and 0.06
 nats of π*'s KL (the red dots on the black curves). The last printed line sets the figures the `cleanllm` notebook reports (see the
 introduction) beside ours; its model, reward (4, not 1) and KL measure differ from ours, so the two are set
@@ -794,32 +802,38 @@ lecture.claim("at every β PPO ends within 5 points of π*'s rate and within 0.1
               quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 7. A decision in mid-sequence: the two-choice task
 
 `experiments/tasks/two_choice_task.py`. The prompt is a name — eight prompts, "ravin ",
 "maya ", …, one per person of the corpus — and the SFT model completes it with a relation
 and a food: "likes donuts", "hates lettuce". The relation is decided at the completion's
-first token (t = 0, "l" or "h"), the food at t = 6 (and at t = 7 among soda, salad and
+first token ($t = 0$, "l" or "h"), the food at $t = 6$ (and at $t = 7$ among soda, salad and
 sushi, which share their first letter). The rule pays only the right combination: 1 for a
 healthy food liked (lettuce, salad, apples, sushi), 0.5 for an unhealthy one hated (soda,
 donuts, cookies, ice cream), 0 for anything else. Neither word pays on its own: what
 "likes" is worth depends on the food that follows it six tokens later.
 
-π* stays exact: r is constant on each of the 20 answers "relation food", so per prompt
-π*_β(y) ∝ π_ref(y)·exp(r(y)/β) is a distribution over 20 answers and the rest. So is the
-value of every state under π*: V*_β(s) = β·log Σ_y π_ref(y|s)·exp(r(y)/β), summed over the
-completions that continue s — the total reward r − β·Σ_t KL_t that π* collects from s on,
+π* stays exact: $r$ is constant on each of the 20 answers "relation food", so per prompt
+$\pi^*_\beta(y) \propto \pi_\text{ref}(y) \exp\big(r(y)/\beta\big)$ is a distribution over 20 answers and the rest. So is the
+value of every state under π*,
+
+$$
+V^*_\beta(s) = \beta \log \sum_y \pi_\text{ref}(y \mid s) \exp\big(r(y)/\beta\big),
+$$
+
+summed over the
+completions that continue $s$ — the total reward $r - \beta \sum_t \mathrm{KL}_t$ that π* collects from $s$ on,
 which is what a critic learns to predict once the policy is π*. The table gives it after
-"ravin ", "ravin likes " and "ravin hates ": V*_β is about 0.54 after 'ravin likes ' and
+"ravin ", "ravin likes " and "ravin hates ": $V^*_\beta$ is about 0.54 after 'ravin likes ' and
 0.14 after 'ravin hates '. From either state the SFT model adds a paid food in 11–15% of
 its completions (second column), but "likes" is paid twice as much, so the SFT model's
-expected reward E_π_ref[r | s] is about 0.14 after "likes " and 0.06 after "hates "; the
-exponential tilt of π* multiplies that difference: the gap in V*_β is about five times
+expected reward $\mathbb E_{\pi_\text{ref}}[r \mid s]$ is about 0.14 after "likes " and 0.06 after "hates "; the
+exponential tilt of π* multiplies that difference: the gap in $V^*_\beta$ is about five times
 as large.
 
-The runs here use β = 0.25, not the 0.15 of the pizza runs: π*_β says 'hates' about one
-time in six at β = 0.25 (at 0.15, one in twenty-five), so both branches stay visited and
+The runs here use $\beta = 0.25$, not the 0.15 of the pizza runs: $\pi^*_\beta$ says 'hates' about one
+time in six at $\beta = 0.25$ (at 0.15, one in twenty-five), so both branches stay visited and
 a critic has data on each.
 """
 
@@ -881,33 +895,35 @@ print(f"over the {len(TWO_TASK.prompts)} prompts: SFT gold {sft_gold:.3f}, 'like
       f"nats (at β = 0.15 π* says 'likes' {likes_at_015:.1%})")
 
 # %% [markdown]
-"""
+r"""
 ### Four trainers, ten seeds each
 
-    PPO                    a critic V(s_t) and GAE along the tokens; k1 in the reward
-    RLOO                   Â_i = R_i − mean of the other G − 1 completions of the prompt; k1 in the reward
-    RLOO, k3 in the loss   the same baseline; β·k3 differentiated in the loss
-    GRPO                   Â_i = (R_i − mean_j R_j) / std_j R_j over the group; β·k3 in the loss, as published
+| trainer | baseline | KL term |
+|---|---|---|
+| PPO | a critic $V(s_t)$ and GAE along the tokens | k1 in the reward |
+| RLOO | $\hat A_i = R_i - {}$ the mean of the other $G - 1$ completions of the prompt | k1 in the reward |
+| RLOO, k3 in the loss | the same baseline | $\beta k_3$ differentiated in the loss |
+| GRPO | $\hat A_i = (R_i - \operatorname{mean}_j R_j) / \operatorname{std}_j R_j$ over the group | $\beta k_3$ in the loss, as published |
 
 (`ppo/lm/trainers/group_trainer.py`: RLOO is Ahmadian et al. 2024's leave-one-out baseline, GRPO
-Shao et al. 2024's group-normalised one; lecture 13 works one group by hand.) Each row
+Shao et al. 2024's group-normalised one; [lecture 13](13_rlhf_pipeline.ipynb) works one group by hand.) Each row
 differs from the one above in one thing: the critic gives way to a group baseline, then
 k1 in the reward to k3 in the loss, then the plain difference to one divided by the
-group's std. A group baseline gives every token of completion i the same Â_i; PPO's
-critic gives each token its own. Every run: β = 0.25, 30 iterations of 64 completions
+group's std. A group baseline gives every token of completion i the same $\hat A_i$; PPO's
+critic gives each token its own. Every run: $\beta = 0.25$, 30 iterations of 64 completions
 (eight groups of eight, one group per prompt), the library's other defaults, seeds 1–10.
 The table's columns. Four are measured exactly on the trained policy, over the 20
 answers (the rest, malformed or unfinished, one group scored 0), and averaged over the
 eight prompts: *gold E[r]*, the expected rule reward; `TV to π*`, the total variation
-distance to π*_β (0 on the optimum, 1 for disjoint distributions); *'likes'*, the
+distance to $\pi^*_\beta$ (0 on the optimum, 1 for disjoint distributions); *'likes'*, the
 probability that the answer starts with "likes"; *rest*, the probability of a malformed
 or unfinished string. Two come from the run's own training batches (their mean rule
 score r, the KL not subtracted): *half-way at*, sample efficiency, the completions
 sampled until the mean of two consecutive batches' scores first reaches half-way from
 the SFT model's gold to π*'s (`first_reaching`; *reached half-way* counts the seeds that
 got there); *batches, last ⅔*, the batches' mean score over the last two thirds of the
-run. Each cell is an IQM over the ten seeds with its 95% stratified bootstrap interval,
-written IQM [low, high] (lecture 7); the SFT and π* rows are exact.
+run. Each cell is an IQM over the ten seeds with its 95% <a href="../glossary.html#term-Bootstrap-confidence-interval">stratified bootstrap interval</a>,
+written IQM [low, high] ([lecture 7](07_diagnostics_and_tuning.ipynb)); the SFT and π* rows are exact.
 
 What the run shows (the table, and the figure's three panels). Every run of every method
 gets half-way from the SFT model's gold to π*'s, and the four intervals of the
@@ -919,21 +935,21 @@ lower than both, its interval below both of theirs by a few hundredths (column
 The likely reason is the critic itself, still being learned: its errors (below, up to a
 third) enter every Â, while a group baseline is computed afresh from each group. Where
 a run lands is decided by the KL term. PPO and RLOO, with k1 in the reward,
-land closest to π*_β: their TV intervals overlap each other and lie below those of both
-runs with k3 in the loss (middle panel), and their gold (IQMs 0.831 and 0.857 in this
+land closest to $\pi^*_\beta$: their TV intervals overlap each other and lie below those of both
+runs with k3 in the loss (middle panel), and their gold (IQMs 0.831 and 0.858 in this
 run) is within 0.04 of π*'s 0.859. RLOO with
 k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*: k3
 in the loss has its own fixed point (section 5), not π*. GRPO says 'likes' more often
 than π* and than each of the three others (right panel). Its one difference from the
 row above is the division by the group's std, and the std of r over one prompt's
 completions is about 0.36 under the SFT model and 0.29 under π*: dividing by it
-multiplies the score's pull, roughly by 1/std, so two- to threefold or more (computed
-exactly below for a 0/1 score), while the β·k3 term keeps its size, as a smaller β
+multiplies the score's pull, roughly by $1/\operatorname{std}$, so two- to threefold or more (computed
+exactly below for a 0/1 score), while the $\beta k_3$ term keeps its size, as a smaller β
 would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM, 2.1% in
 this run, is the highest of the four, and the two runs with k1 in the reward leave under
-1.2% (0.7% and 0.8% here). RLOO with k3 in the loss, at 1.6% in this run, lies between;
+1.2% (0.7% and 0.9% here). RLOO with k3 in the loss, at 1.0% in this run, lies between;
 how much it leaves changes from one machine to another, as does its share of the KL past
-t = 7 (next table). With ten seeds the intervals are wide and may overlap, so read this
+$t = 7$ (next table). With ten seeds the intervals are wide and may overlap, so read this
 as a tendency of a fraction of a percent, not a separation. The next table shows where.
 """
 
@@ -1066,19 +1082,19 @@ for axis, title, ylabel in ((axes[1], "Where each lands: distance to π*_β", "T
 lecture.save_figure(figure, "two_choice_comparison.png")
 
 # %% [markdown]
-"""
+r"""
 ### GRPO's division by the group's std, exactly
 
 How much does the division weigh? `experiments/studies/grpo_biases.py` computes it exactly for a
 score that is 1 with probability p and 0 otherwise (ours has three levels, so this gives
 the shape, not our exact factor): summed over the binomial number of successes in a group
-of G = 8, the expected gradient of one completion's term is c(p)·∇p, and the table sets
-c(p) with the group's std against c(p) without any division (the choice of Dr. GRPO,
+of G = 8, the expected gradient of one completion's term is $c(p) \nabla p$, and the table sets
+$c(p)$ with the group's std against $c(p)$ without any division (the choice of Dr. GRPO,
 Liu et al. 2025, *Understanding R1-Zero-Like Training*; `advantage_scale none`). At
-p = ½ the division multiplies the pull by about two; towards
-p = 0 or 1 by more (about 2.6 at p = 0.05 and 0.95), because the group's std shrinks when
-nearly all its scores agree, which is also when most groups tie: at p = 0.95 two groups
-in three tie and get Â = 0. The β·k3 term is divided by nothing, so GRPO trains as if β
+$p = \tfrac12$ the division multiplies the pull by about two; towards
+$p = 0$ or 1 by more (about 2.6 at $p = 0.05$ and 0.95), because the group's std shrinks when
+nearly all its scores agree, which is also when most groups tie: at $p = 0.95$ two groups
+in three tie and get $\hat A = 0$. The $\beta k_3$ term is divided by nothing, so GRPO trains as if β
 were two to three times smaller, the more so on prompts it nearly always or never gets
 right. (The runs above average the loss over tokens, `loss_averaging token`, the
 library's default; published GRPO averages per completion, and the same module computes
@@ -1091,21 +1107,21 @@ difficulty = difficulty_bias(list(GRPO_SUCCESS_RATES), TWO_CONFIG.group_size)
 print_difficulty(difficulty)
 
 # %% [markdown]
-"""
+r"""
 ### Where the KL is spent
 
 The same measurement as section 5's left panel, now for every run: the exact per-state
 KL along fresh completions, as shares of its sum over positions. On the pizza task all of
-it was at t = 0. Here PPO spends between a fifth and a third of its KL at t = 0 on every
-seed (25% to 28% in this run), and more than three fifths at t = 6 and 7 (68% to 72%), where the food is chosen, and almost
-nothing between them (t = 1–5 spell out a relation already chosen): two decisions, two
-places where the policy leaves π_ref. The two runs with k3 in the loss spend the largest
-shares of their KL past t = 7, GRPO the most (14.3% against PPO's 2.2%, means over seeds), with a wide
+it was at $t = 0$. Here PPO spends between a fifth and a third of its KL at $t = 0$ on every
+seed (23% to 28% in this run), and more than three fifths at $t = 6$ and 7 (63% to 74%), where the food is chosen, and almost
+nothing between them ($t = 1$–5 spell out a relation already chosen): two decisions, two
+places where the policy leaves $\pi_\text{ref}$. The two runs with k3 in the loss spend the largest
+shares of their KL past $t = 7$, GRPO the most (14.5% against PPO's 2.5%, means over seeds), with a wide
 spread over seeds (the whiskers: the range over seeds). The spread there is wide for
 every method: PPO and RLOO each have a seed that spends more than twice their IQM's
-share of its KL past t = 7. Past t = 7 the SFT model spells the food out letter by
+share of its KL past $t = 7$. Past $t = 7$ the SFT model spells the food out letter by
 letter, so KL spent there is a misspelling in the making: the malformed mass above. One reading: with k1 in the
-reward a misspelt letter is charged its log-ratio, many nats where π_ref all but never
+reward a misspelt letter is charged its log-ratio, many nats where $\pi_\text{ref}$ all but never
 misspells; k3 in the loss charges the reverse KL at the state, small while the right
 letter keeps most of the mass; and GRPO's division by the std enlarges every step.
 """
@@ -1141,31 +1157,38 @@ axis.legend(fontsize=8)
 lecture.save_figure(figure, "two_choice_kl_positions.png")
 
 # %% [markdown]
-"""
+r"""
 ### What the critic says
 
 The pizza task left the critic one thing to learn; here it has to price the first word
 by the food that will follow it. The table sets PPO's critic after training beside the
-exact value of the same seed's trained policy, V^π(s) = Σ_g π(g|s)·(r(g) − β·log(π(g|s) /
-π_ref(g|s))) over the answers g that continue s (what the critic regresses on: the total
-reward from s on; the rest, scored 0, is one group, which slightly understates its KL),
-and beside V*_β(s).
+exact value of the same seed's trained policy,
+
+$$
+V^\pi(s) = \sum_g \pi(g \mid s) \Big( r(g) - \beta \log \frac{\pi(g \mid s)}{\pi_\text{ref}(g \mid s)} \Big)
+$$
+
+over the answers $g$ that continue $s$ (what the critic regresses on: the total
+reward from $s$ on; the rest, scored 0, is one group, which slightly understates its KL),
+and beside $V^*_\beta(s)$.
 
 What the run shows. Where the trained policy goes — the prompt, 'likes ', 'likes a' —
-the critic's errors have either sign and stay within 0.2 of the exact V^π on every seed.
+the critic's errors have either sign and stay within 0.2 of the exact $V^\pi$ on every seed.
 After 'ravin hates ' and 'ravin likes d' it is too high on every seed, by up to a third:
 the trained policy says 'hates' in about one completion in seven or eight, and seldom adds donuts
 to "likes", so the critic is trained on few of those states. Yet it ranks 'likes ' above
 'hates ' on every seed, by less than the exact gap. That gap is what the critic adds to
-the first token's credit, ten or more tokens before the reward arrives. With γ = 1 and
-the library's λ = 0.95, GAE's advantage of the first token is
+the first token's credit, ten or more tokens before the reward arrives. With $\gamma = 1$ and
+the library's $\lambda = 0.95$, GAE's advantage of the first token is
 
-    Â_0 = Σ_l λ^l·δ_l = Σ_l λ^l·r_l + (1 − λ)·Σ_{l≥1} λ^(l−1)·V(s_l) − V(s_0)
+$$
+\hat A_0 = \sum_l \lambda^l \delta_l = \sum_l \lambda^l r_l + (1 - \lambda) \sum_{l \ge 1} \lambda^{l-1} V(s_l) - V(s_0):
+$$
 
-the rewards, the score discounted by λ per token (λ^10 ≈ 0.6 ten tokens on), plus the
+the rewards, the score discounted by λ per token ($\lambda^{10} \approx 0.6$ ten tokens on), plus the
 critic's values of the states the first token led to ("ravin l", …, "ravin likes ",
-…), each weighted (1 − λ)·λ^(l−1): higher along "likes" than along "hates". RLOO and
-GRPO give the "l" of a completion the same Â as its food. On this task that finer
+…), each weighted $(1 - \lambda) \lambda^{l-1}$: higher along "likes" than along "hates". RLOO and
+GRPO give the "l" of a completion the same $\hat A$ as its food. On this task that finer
 credit did not make PPO faster (the table above); what a critic adds over the group
 baselines is the per-token value, not speed, here.
 """
@@ -1320,7 +1343,7 @@ lecture.claim("yet it ranks 'likes ' above 'hates ' on every seed, by less than 
 * A language model is a policy over tokens; the episode ends at EOS; the score arrives
   once, at the last real token, and the KL penalty arrives at every token. The rest —
   ratio, clip, GAE, value loss — is imported unchanged from the CartPole library.
-* The KL is where the policy decided something: on the pizza task all of it at t = 0, a
+* The KL is where the policy decided something: on the pizza task all of it at $t = 0$, a
   one-decision bandit on which the critic and token-level GAE have nothing to do; on the
   two-choice task a fifth to a third at the relation and most of the rest at the food (§7).
 * A token-level critic prices a word by what follows it: on the two-choice task it ranks
@@ -1332,11 +1355,11 @@ lecture.claim("yet it ranks 'likes ' above 'hates ' on every seed, by less than 
 * Compare PPO's rate and KL with π*'s in the table: the gap is the optimiser's, not the
   objective's. If a run ends far above π*'s KL or below its well-formed rate, something
   other than the objective is at work (too few completions per update, too large
-  steps, dropout, a stale ratio — lecture 8's defects).
+  steps, dropout, a stale ratio — [lecture 8](08_implementation_details.ipynb)'s defects).
 * A KL value is not a KL gradient. Only k1 belongs in a detached reward; the exact
   per-state KL belongs in the loss (with its reward half), and k3 in the loss controls the
   reverse KL at the visited states, not the objective's KL (§5's tables).
-* β is the exchange rate between reward and KL; lecture 13 removes it (β = 0) and
+* β is the exchange rate between reward and KL; [lecture 13](13_rlhf_pipeline.ipynb) removes it (β = 0) and
   makes it adaptive.
 """
 

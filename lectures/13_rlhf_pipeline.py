@@ -1,19 +1,24 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 13 — The RLHF pipeline
 
-**What it teaches.** In lecture 12 the reward was a rule we wrote down. In RLHF nobody
-can write it down: people compare pairs of answers, a *reward model* learns to score
-answers from those comparisons, and PPO optimises the reward model's score. The three
+**What it teaches.** In [lecture 12](12_ppo_for_language_models.ipynb) the reward was a rule we wrote down. In <a href="../glossary.html#term-RLHF">RLHF</a> nobody
+can write it down: people compare pairs of answers, a *<a href="../glossary.html#term-Reward-model">reward model</a>* learns to score
+answers from those comparisons, and <a href="../glossary.html#term-PPO">PPO</a> optimises the reward model's score. The three
 stages:
 
-    1. SFT            supervised next-token training on demonstrations          (lecture 12)
-    2. reward model   r_φ(x, y) fitted to comparisons (x, y_w ≻ y_l) with the
-                      Bradley–Terry likelihood  P(y_w ≻ y_l) = σ(r_φ(x, y_w) − r_φ(x, y_l))
-    3. PPO            maximise E[r_φ(x, y)] − β · KL(π ‖ π_SFT)
+1. **<a href="../glossary.html#term-SFT">SFT</a>**: supervised next-token training on demonstrations ([lecture 12](12_ppo_for_language_models.ipynb));
+2. **reward model**: $r_\phi(x, y)$ fitted to comparisons $(x,\ y_w \succ y_l)$ with the
+   <a href="../glossary.html#term-BradleyTerry-model">Bradley–Terry likelihood</a>
+
+   $$
+   P(y_w \succ y_l) = \sigma\big(r_\phi(x, y_w) - r_\phi(x, y_l)\big);
+   $$
+
+3. **PPO**: maximise $\mathbb E\big[r_\phi(x, y)\big] - \beta\, \mathrm{KL}(\pi \,\Vert\, \pi_\text{SFT})$.
 
 The reward model is a proxy. It was fitted on the answers people compared, and PPO is
-an optimiser that goes looking for whatever the proxy over-scores. The KL penalty is
+an optimiser that goes looking for whatever the proxy over-scores. The <a href="../glossary.html#term-KL-divergence">KL</a> penalty is
 what keeps it near the text the reward model was trained on. We make this concrete:
 our "people" prefer healthy food according to a hidden table (`envs/token_task.py`,
 `HEALTHINESS`), so we can score every answer with the truth (the *gold* score) as well
@@ -23,19 +28,19 @@ as with the proxy.
 1. A reward model trained on synthetic comparisons: its loss, its accuracy on held-out
    pairs, its scores next to the hidden rule — and strings it never saw that it scores
    above every food.
-2. Reward over-optimisation measured as Gao, Schulman & Hilton (2022) measure it
+2. Reward <a href="../glossary.html#term-Over-optimisation">over-optimisation</a> measured as Gao, Schulman & Hilton (2022) measure it
    (`experiments/studies/overoptimization.py`): the gold and the proxy score against the
-   distance d = √KL from the SFT model, for PPO at a sweep of β over training and for
-   best-of-n sampling (exactly), with their fitted functional forms.
+   distance $d = \sqrt{\mathrm{KL}}$ from the SFT model, for PPO at a sweep of β over training and for
+   <a href="../glossary.html#term-Best-of-n">best-of-n</a> sampling (exactly), with their fitted functional forms.
 3. Two KL controllers (`ppo/lm/algorithm/kl_control.py`): Ziegler et al.'s proportional rule, and
-   β solved from the batch so that the KL-regularised optimum has the target KL.
-4. Two critic-free trainers of the library (`ppo/lm/trainers/group_trainer.py`) — a
-   group-normalised baseline (GRPO) and a leave-one-out baseline (RLOO) — against PPO
+   β solved from the batch so that the <a href="../glossary.html#term-KL-regularised-optimum">KL-regularised optimum</a> has the <a href="../glossary.html#term-Target-KL">target KL</a>.
+4. Two <a href="../glossary.html#term-Critic">critic</a>-free trainers of the library (`ppo/lm/trainers/group_trainer.py`) — a
+   group-normalised <a href="../glossary.html#term-Baseline">baseline</a> (<a href="../glossary.html#term-GRPO">GRPO</a>) and a leave-one-out baseline (<a href="../glossary.html#term-RLOO">RLOO</a>) — against PPO
    with a critic, on the same reward.
-5. DPO (`ppo/lm/trainers/dpo.py`): the policy trained on the comparisons directly, against the
+5. <a href="../glossary.html#term-DPO">DPO</a> (`ppo/lm/trainers/dpo.py`): the policy trained on the comparisons directly, against the
    exact optimum it aims at.
 
-**Prerequisites.** Lecture 12.
+**Prerequisites.** [Lecture 12](12_ppo_for_language_models.ipynb).
 
 **Library.** `ppo/lm/algorithm/reward_model.py` (`RewardModel`, `bradley_terry_loss`,
 `train_reward_model`, `pairwise_accuracy`), `envs/token_task.py` (`preference_pairs`,
@@ -96,7 +101,7 @@ BATCH = lecture.choose(full=128, quick=32)
 """
 ## 1. Stage 1: the SFT model
 
-The same cached model as lecture 12: it completes "ravin likes " with the foods of the
+The same cached model as [lecture 12](12_ppo_for_language_models.ipynb): it completes "ravin likes " with the foods of the
 corpus in the corpus's proportions, and almost always spells them right.
 """
 
@@ -106,16 +111,16 @@ sft, tokenizer = load_or_pretrain_sft(corpus.FOOD_CORPUS, lecture.choose(full=Pr
 print(f"SFT model: {sft.num_parameters():,} parameters")
 
 # %% [markdown]
-"""
+r"""
 ## 2. Stage 2: a reward model from comparisons
 
-`preference_pairs` draws two candidate completions for a random person's prompt — a
+`preference_pairs` draws two candidate <a href="../glossary.html#term-Completion">completions</a> for a random person's prompt — a
 food, or with some probability a corrupted food ("pizzza", "lettce") — and labels the
 pair with the hidden rule: the healthier food wins, and any food beats a corrupted one.
 These labels are all the reward model ever sees of the rule.
 
 `train_reward_model` starts from the SFT weights with a zero scalar head read at the
-EOS token, and minimises the Bradley–Terry loss −log σ(r(y_w) − r(y_l)). Only score
+<a href="../glossary.html#term-EOS">EOS</a> token, and minimises the Bradley–Terry loss $-\log \sigma\big(r(y_w) - r(y_l)\big)$. Only score
 *differences* are learned, so afterwards the scores are shifted and scaled to mean 0 and
 std 1 on the SFT model's own completions. We keep its budget small — a few thousand
 comparisons, a few hundred steps — as a real reward model is small next to the space of
@@ -206,8 +211,8 @@ lecture.claim("The proxy scores some strings it never saw above every food", int
               measured=f"{int(above.sum())} of {len(probes):,} probes above {best_food:.2f}", quick=False)
 
 # %% [markdown]
-"""
-## 3. Over-optimisation, measured: the gold and the proxy score against √KL
+r"""
+## 3. Over-optimisation, measured: the gold and the proxy score against $\sqrt{\mathrm{KL}}$
 
 The probe shows *that* a proxy over-scores strings it never saw. Gao, Schulman & Hilton
 (2022) measure *how much optimisation* it takes before the gold score suffers, and find
@@ -220,33 +225,39 @@ under `--quick`), and write the same CSV and a figure like its own:
 * the gold score is the hidden rule (`healthiness`: a food's healthiness, the malformed
   score of section 2 for anything else);
 * the proxy (`train_proxy`) is a reward model fitted, as in InstructGPT, to comparisons
-  of the SFT model's *own* samples, labelled by raters who prefer a over b with
-  probability σ((gold(a) − gold(b)) / T). Two imperfections follow, as in real reward
+  of the SFT model's *own* samples, labelled by raters who prefer $a$ over $b$ with
+  probability $\sigma\big((\operatorname{gold}(a) - \operatorname{gold}(b)) / T\big)$. Two imperfections follow, as in real reward
   models: few comparisons (very few between the healthy foods the SFT model rarely says),
   and a blind spot — the SFT model almost never writes a malformed string, so this proxy
   has hardly seen one (section 2's reward model saw many, on purpose);
-* best-of-n (`best_of_n_points`): draw n completions from π_ref, keep the one the proxy
-  scores highest. Every completion with π_ref(y|x) ≥ ε is enumerated with its exact
-  probability (`ppo.lm.exact.enumeration`), and with F(s) = P_ref(r ≤ s), F⁻(s) = P_ref(r < s),
-  q = F − F⁻ (`ppo.lm.exact.best_of_n`),
+* best-of-n (`best_of_n_points`): draw $n$ completions from $\pi_\text{ref}$, keep the one the proxy
+  scores highest. Every completion with $\pi_\text{ref}(y \mid x) \ge \varepsilon$ is enumerated with its exact
+  probability (`ppo.lm.exact.enumeration`), and with $F(s) = P_\text{ref}(r \le s)$, $F^-(s) = P_\text{ref}(r < s)$,
+  $q = F - F^-$ (`ppo.lm.exact.best_of_n`),
 
-      π_bon(y) = π_ref(y) / q(r(y)) · (F(r(y))ⁿ − F⁻(r(y))ⁿ),
+  $$
+  \pi_\text{bon}(y) = \frac{\pi_\text{ref}(y)}{q(r(y))} \Big( F\big(r(y)\big)^n - F^-\big(r(y)\big)^n \Big),
+  $$
 
-  so KL(π_bon ‖ π_ref) and both expected scores follow in closed form for every n, no
+  so $\mathrm{KL}(\pi_\text{bon} \,\Vert\, \pi_\text{ref})$ and both expected scores follow in closed form for every $n$, no
   sampling — exact up to the completions rarer than ε (their total mass is the
-  residual; at least one of n draws falls among them with probability 1 − (1 − residual)ⁿ,
+  residual; at least one of $n$ draws falls among them with probability $1 - (1 - \text{residual})^n$,
   the total variation by which the results may be off, printed for the largest n);
 * PPO against the proxy (`ppo_points`, `RLHFTrainer`) for every β of a sweep: both
-  scores and the sequence KL of every iteration's rollout, and of fresh samples at the end.
+  scores and the sequence KL of every <a href="../glossary.html#term-Iteration">iteration</a>'s <a href="../glossary.html#term-Rollout">rollout</a>, and of fresh samples at the end.
 
-With d = √KL(π ‖ π_ref), the gold score gained over the SFT model is fitted by least
+With $d = \sqrt{\mathrm{KL}(\pi \,\Vert\, \pi_\text{ref})}$, the gold score gained over the SFT model is fitted by least
 squares (`ppo.lm.exact.overoptimization_fit`) with the paper's forms
 
-    best-of-n:  R(d) = d · (a − b·d)           peak at d* = a / (2b)
-    RL:         R(d) = d · (a − b·log d)       peak at d* = exp(a/b − 1)
+$$
+\begin{aligned}
+&\text{best-of-}n\text{:} && R(d) = d\,(a - b\,d), && \text{peak at } d^* = a / (2b),\\
+&\text{RL:} && R(d) = d\,(a - b \log d), && \text{peak at } d^* = \exp(a/b - 1)
+\end{aligned}
+$$
 
-(a, b are the fit's coefficients; the paper calls them α, β, but here β is the KL
-coefficient), and KL* = d*² is where more optimisation starts to lower the gold score.
+($a$, $b$ are the fit's coefficients; the paper calls them α, β, but here β is the KL
+coefficient), and $\mathrm{KL}^* = {d^*}^2$ is where more optimisation starts to lower the gold score.
 """
 
 # %%
@@ -365,9 +376,9 @@ for axis, ylabel in zip(axes, ("score", "gold score (hidden rule)", "proxy score
 lecture.save_figure(figure, "overoptimization.png")
 
 # %% [markdown]
-"""
+r"""
 Read the tables and overoptimization.png. Best-of-n first: its KL falls ever further
-below log n − (n−1)/n as n grows — that formula assumes no two draws tie, and here a few
+below $\log n - (n-1)/n$ as $n$ grows — that formula assumes no two draws tie, and here a few
 likely completions hold almost all the mass. Its gold score rises with the proxy, by far
 more than the enumeration may be off, up to a few hundred draws, where the best of n is
 almost always the proxy's favourite food, the healthiest one (the best-of-n lines
@@ -385,9 +396,10 @@ lines above), the proxy rises above every food's score while the gold drops to t
 malformed score, far from the SFT model — the paper's rise-then-fall of gold against d,
 in one run (the gold panel: each small-β line climbs with the others, then runs right
 and down). From some β on PPO settles on the foods the proxy ranks highest: every run
-from β = 0.01 up ends at the foods' KL or nearer the SFT model, the largest β nearest (the
-KL column of the PPO table). Below that, with one seed per β, whether a run finds the
-blind spot is a matter of the run, not a smooth function of β: a difference in the last
+from $\beta = 0.01$ up ends at the foods' KL or nearer the SFT model, the largest β nearest (the
+KL column of the PPO table). Below that — in the run shown every β under 0.01 finds
+it — with one seed per β, whether a run finds the blind spot is a matter of the run, not
+a smooth function of β: a difference in the last
 bits of rounding (another CPU) can move a small-β run from one side to the other, so one
 seed per β cannot rank the small β. β decides where along the curve PPO stops, and near
 the edge it decides only the odds.
@@ -400,11 +412,11 @@ marked "beyond": that is an extrapolation, not a measurement, and the last colum
 the fit's best gold inside the measured range instead.
 
 The PPO fit misses its data. Its rms error is more than five times best-of-n's (the "rms
-error" column; 0.331 against 0.034 in the run shown), and its best gold, +0.847, lies
+error" column; 0.401 against 0.034 in the run shown), and its best gold, +0.726, lies
 more than 0.1 below the best gold PPO actually reached at the end of a run, +0.997 at
-β = 0.01 (the PPO table): the data are a cliff — gold near the best
-food's up to d ≈ 2, then the malformed score once PPO finds the proxy's blind spot — and
-d(a − b log d) is a smooth hump. Its peak KL* says little about where the cliff is.
+$\beta = 0.01$ (the PPO table): the data are a cliff — gold near the best
+food's up to $d \approx 2$, then the malformed score once PPO finds the proxy's blind spot — and
+$d(a - b \log d)$ is a smooth hump. Its peak $\mathrm{KL}^*$ says little about where the cliff is.
 """
 
 # %% tags=["claims"]
@@ -458,15 +470,17 @@ lecture.claim("Small β (or none) lets PPO run far past the foods to a string th
                        f"above the SFT model's at β = {', '.join(f'{beta:g}' for beta in settled) or 'none'}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 4. An adaptive β
 
 A fixed β is an exchange rate you must guess. `ppo-rlhf --kl-target` asks for a KL
 instead, and a controller of `ppo/lm/algorithm/kl_control.py` moves β after every batch. Ziegler
 et al. (2019) use a proportional rule (`ProportionalKLController`): with the batch's mean
-sequence KL and its n completions,
+sequence KL and its $n$ completions,
 
-    e = clip(KL / KL_target − 1, −0.2, 0.2),     β ← β · (1 + e · n / horizon).
+$$
+e = \operatorname{clip}\big(\mathrm{KL} / \mathrm{KL}_\text{target} - 1,\ -0.2,\ 0.2\big), \qquad \beta \leftarrow \beta\, (1 + e\, n / \text{horizon}).
+$$
 
 It was made for runs of thousands of batches, in which the policy moves slowly next to
 β. Here the policy reaches its optimum in a handful of iterations — as fast as the rule
@@ -480,23 +494,23 @@ the target, changes from one machine to another: the rule reacts to the policy's
 overshoot, and the size of that overshoot is the run's.
 
 The library's default (`OptimumKLController`) uses what this objective lets us know:
-its maximiser, π*_β(y) ∝ π_ref(y)·exp(r(y)/β). The batch estimates KL(π*_β ‖ π_ref) for
-every β at once: re-weight the completions by exp(−ℓ_i), ℓ_i = log π(y_i)/π_ref(y_i),
-to make them a sample of π_ref (q_i), tilt that by exp(r_i/β) (p_i(β)), and take
-K(β) = Σ p_i log(p_i/q_i). K falls as β grows, so K(β̂) = KL_target has one root. β̂
-depends on π_ref, the reward and the target only, so every batch estimates the same
+its maximiser, $\pi^*_\beta(y) \propto \pi_\text{ref}(y) \exp\big(r(y)/\beta\big)$. The batch estimates $\mathrm{KL}(\pi^*_\beta \,\Vert\, \pi_\text{ref})$ for
+every β at once: re-weight the completions by $\exp(-\ell_i)$, $\ell_i = \log \pi(y_i)/\pi_\text{ref}(y_i)$,
+to make them a sample of $\pi_\text{ref}$ ($q_i$), tilt that by $\exp(r_i/\beta)$ ($p_i(\beta)$), and take
+$K(\beta) = \sum_i p_i \log(p_i/q_i)$. $K$ falls as β grows, so $K(\hat\beta) = \mathrm{KL}_\text{target}$ has one root. $\hat\beta$
+depends on $\pi_\text{ref}$, the reward and the target only, so every batch estimates the same
 number; the controller averages them (geometrically, each weighted by the batch's
-effective sample size, which falls as the policy moves away from π_ref, and each clipped
+effective sample size, which falls as the policy moves away from $\pi_\text{ref}$, and each clipped
 to within a factor 2 of the average so far, so no one batch drags it further). β moves
 there (by at most a factor 2 per batch) before the policy does, and PPO then converges to
 the optimum that has the target KL. This rule is the library's own, not a published one,
-and it has a finite-sample bias: once the policy is far from π_ref, its batches hold few of
-the completions π_ref favours and the policy avoids, so K(β) reads low, β̂ with it, and
+and it has a finite-sample bias: once the policy is far from $\pi_\text{ref}$, its batches hold few of
+the completions $\pi_\text{ref}$ favours and the policy avoids, so $K(\beta)$ reads low, $\hat\beta$ with it, and
 the KL can settle above the target. In the run shown it stays near it: the last batches
-average 1.07 nats and fresh samples of the final policy 1.03, against a target of 1.
+average 0.99 nats and fresh samples of the final policy 0.965, against a target of 1.
 
 The table takes one step of the proportional rule by hand next to the library's, and
-evaluates K(β) on one batch of the SFT model's completions. Then PPO runs three times
+evaluates $K(\beta)$ on one batch of the SFT model's completions. Then PPO runs three times
 against section 2's reward model: fixed β, and each controller asked for a target KL
 well below what the fixed β settles at.
 """
@@ -625,13 +639,13 @@ lecture.save_figure(figure, "adaptive_kl.png")
 
 
 # %% [markdown]
-"""
+r"""
 Read adaptive_kl.png: the proportional rule first lowers β while the KL is still
 climbing from 0 (its lowest β comes within the first iterations), the policy runs to
 where the fixed β takes it, and β then climbs at its limited rate while the policy
 answers late: at the end of the run the KL is still on its way down. The optimum rule
-sets β near β̂ within two batches and holds it there; after an early excursion that all
-three runs share, the KL comes down to the target as PPO converges to π*_β̂. Compare both with the fixed-β row: the same reward
+sets β near $\hat\beta$ within two batches and holds it there; after an early excursion that all
+three runs share, the KL comes down to the target as PPO converges to $\pi^*_{\hat\beta}$. Compare both with the fixed-β row: the same reward
 model, another point on the reward–KL trade-off.
 """
 
@@ -681,30 +695,34 @@ lecture.claim("Under the proportional rule the policy comes back only as fast as
                        f" (target {KL_TARGET}); {proportional_fresh['most frequent']}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 5. Without a critic: group baselines (GRPO) and leave-one-out (RLOO)
 
 PPO's critic is a second network as large as the policy, trained alongside it, whose
-only job is the baseline V(s_t). For a reward paid once per completion there is a
-cheaper baseline: sample G completions of the same prompt and compare each with the
-others. With the sequence reward R_i = r_φ(y_i) − β · Σ_t KL_t(y_i):
+only job is the baseline $V(s_t)$. For a reward paid once per completion there is a
+cheaper baseline: sample $G$ completions of the same prompt and compare each with the
+others. With the sequence reward $R_i = r_\phi(y_i) - \beta \sum_t \mathrm{KL}_t(y_i)$, and $j$ over the group of $G$:
 
-    GRPO:   Â_i = (R_i − mean_j R_j) / (std_j R_j + ε)         (j over the group of G)
-    RLOO:   Â_i = R_i − (1 / (G − 1)) Σ_{j ≠ i} R_j
+$$
+\begin{aligned}
+\text{GRPO:}\quad \hat A_i &= \frac{R_i - \operatorname{mean}_j R_j}{\operatorname{std}_j R_j + \varepsilon},\\
+\text{RLOO:}\quad \hat A_i &= R_i - \frac{1}{G - 1} \sum_{j \ne i} R_j.
+\end{aligned}
+$$
 
-Every token of completion i gets the same Â_i; no value network, no GAE. The library's
+Every token of completion $i$ gets the same $\hat A_i$; no value network, no <a href="../glossary.html#term-GAE">GAE</a>. The library's
 `GroupBaselineTrainer` (`ppo/lm/trainers/group_trainer.py`) is `RLHFTrainer` with three methods
-replaced: the rollout's prompts come in groups of G, `advantages` puts Â_i on every token
-(`group_advantages`), and `minibatch_loss` drops the value loss. Everything else is PPO's:
-the sampler, the per-token log-probs at temperature τ, the clipped surrogate with the
-same ε, and the same update routine (`ppo.algorithm.update.run_update`: epochs, minibatches,
-gradient clipping, early stop). `trainer_class(config.algorithm)` picks the trainer, as
+replaced: the rollout's prompts come in groups of G, `advantages` puts $\hat A_i$ on every token
+(`group_advantages`), and `minibatch_loss` drops the <a href="../glossary.html#term-Value-loss">value loss</a>. Everything else is PPO's:
+the sampler, the per-token log-probs at temperature τ, the <a href="../glossary.html#term-Clipped-surrogate">clipped surrogate</a> with the
+same ε, and the same update routine (`ppo.algorithm.update.run_update`: <a href="../glossary.html#term-Epoch">epochs</a>, <a href="../glossary.html#term-Minibatch">minibatches</a>,
+<a href="../glossary.html#term-Gradient-clipping">gradient clipping</a>, <a href="../glossary.html#term-Early-stopping">early stop</a>). `trainer_class(config.algorithm)` picks the trainer, as
 `ppo-rlhf --algorithm grpo|rloo --group-size G` does. Where the KL penalty goes is
-`RLHFConfig.kl_penalty` (`ppo/lm/algorithm/kl_penalty.py`): RLOO keeps PPO's placement, k1 in the
+`RLHFConfig.kl_penalty` (`ppo/lm/algorithm/kl_penalty.py`): RLOO keeps PPO's placement, <a href="../glossary.html#term-k1-k2-k3-estimators">k1</a> in the
 reward, so its baseline is the only difference from PPO. GRPO divides each reward by its
 group's std, which would rescale a KL in the reward, so it puts k3 in the loss as
 published (`loss-k3`, the default for `grpo`): that regularises the reverse KL at each
-visited state, not the KL(π ‖ π_SFT) of PPO's objective, so GRPO's row optimises a
+visited state, not the $\mathrm{KL}(\pi \,\Vert\, \pi_\text{SFT})$ of PPO's objective, so GRPO's row optimises a
 different objective at the same β. First the two baselines on one group by hand:
 """
 
@@ -751,28 +769,30 @@ lecture.claim("The critic-free trainers hold no second network; PPO's critic is 
                        + f" (policy {sft.num_parameters():,})")
 
 # %% [markdown]
-"""
+r"""
 ## 6. Without a reward model: DPO
 
 DPO (Rafailov et al. 2023, *Direct Preference Optimization*) skips stages 2 and 3. The
-maximiser of E[r] − β·KL(π ‖ π_ref) is π* ∝ π_ref·exp(r/β) (lecture 12), so
-r = β·log(π*/π_ref) + β·log Z(x), the last term a function of the prompt alone. The
-Bradley–Terry likelihood of a comparison, σ(r(y_w) − r(y_l)), sees only the difference of
+maximiser of $\mathbb E[r] - \beta\, \mathrm{KL}(\pi \,\Vert\, \pi_\text{ref})$ is $\pi^* \propto \pi_\text{ref} \exp(r/\beta)$ ([lecture 12](12_ppo_for_language_models.ipynb)), so
+$r = \beta \log(\pi^*/\pi_\text{ref}) + \beta \log Z(x)$, the last term a function of the prompt alone. The
+Bradley–Terry likelihood of a comparison, $\sigma\big(r(y_w) - r(y_l)\big)$, sees only the difference of
 two rewards for the same prompt, so that term cancels and the likelihood can be written
-in the policy itself; maximised over π in place of r, it is
+in the policy itself; maximised over π in place of $r$, it is
 
-    L_DPO = −log σ(β·h),    h = log π(y_w)/π_ref(y_w) − log π(y_l)/π_ref(y_l)
+$$
+L_\text{DPO} = -\log \sigma(\beta h), \qquad h = \log \frac{\pi(y_w)}{\pi_\text{ref}(y_w)} - \log \frac{\pi(y_l)}{\pi_\text{ref}(y_l)}
+$$
 
 (`ppo/lm/trainers/dpo.py`, `train_dpo`). No reward model, no sampling during training: one
 supervised pass over the comparisons. It runs here as `experiments/studies/preference_methods.py`
-runs it, on the two-choice task of lecture 12, section 7 (a relation at the first token
+runs it, on the two-choice task of [lecture 12](12_ppo_for_language_models.ipynb), section 7 (a relation at the first token
 and a food six tokens later, paid only together): comparisons of the SFT model's own
-samples, two completions of one prompt, labelled by a simulated rater who prefers y₁ with
-probability σ((r(y₁) − r(y₂))/t) (`experiments/tasks/preference_rater.py`). Those comparisons
-imply the reward r/t, so DPO at β aims at π_ref·exp(r/(t·β)), which we compute exactly over
-the 20 answers (lecture 12's `kl_regularised_optimum`): on this task, unlike the food
+samples, two completions of one prompt, labelled by a simulated rater who prefers $y_1$ with
+probability $\sigma\big((r(y_1) - r(y_2))/t\big)$ (`experiments/tasks/preference_rater.py`). Those comparisons
+imply the reward $r/t$, so DPO at β aims at $\pi_\text{ref} \exp\big(r/(t\beta)\big)$, which we compute exactly over
+the 20 answers ([lecture 12](12_ppo_for_language_models.ipynb)'s `kl_regularised_optimum`): on this task, unlike the food
 answers scored by a learned reward model above, we can say exactly where DPO should land
-and measure how far it is. One seed, t = 0.5, β = 0.3 (t·β = 0.15), the module's
+and measure how far it is. One seed, $t = 0.5$, $\beta = 0.3$ ($t\beta = 0.15$), the module's
 defaults for the rest.
 
 The table measures each policy exactly over the 20 answers (the rest, malformed or
@@ -846,13 +866,13 @@ lecture.claim("it leaves more than 3% of its mass on malformed or unfinished str
               quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
 * A reward model is trained on comparisons and is only trustworthy near them (the probe
   in section 2). PPO is an optimiser: it will find what the proxy over-scores unless
   something holds it back.
-* Over-optimisation has a shape (section 3): measured against d = √KL, the gold score
+* Over-optimisation has a shape (section 3): measured against $d = \sqrt{\mathrm{KL}}$, the gold score
   first rises with the proxy and then, once PPO's policy leaves the region the
   comparisons covered, falls while the proxy keeps rising (best-of-n's rise is clear;
   its fall, at n in the thousands, is within what the computation may be off). The KL
@@ -860,7 +880,7 @@ lecture.claim("it leaves more than 3% of its mass on malformed or unfinished str
 * The adaptive controller replaces "choose β" with "choose a KL budget" (section 4).
 * With one reward per completion, a baseline from other samples of the same prompt can
   stand in for the critic (section 5): one network fewer to train and hold in memory, at
-  the price of G samples per prompt and no per-token credit assignment. Compare the
+  the price of $G$ samples per prompt and no per-token credit assignment. Compare the
   rows and the seconds per iteration.
 * DPO (section 6) learns from the comparisons directly, without a reward model or
   sampling, and comes most of the way to the exact optimum its loss aims at; the mass it

@@ -1,10 +1,10 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 14 — Debugging a PPO run
 
-**What it teaches.** A broken PPO rarely crashes: it runs, logs, and draws a learning
-curve that is merely bad. The return says *that* something is wrong; the diagnostics
-the trainer logs every iteration say *what*. Each kind of bug leaves its own
+**What it teaches.** A broken <a href="../glossary.html#term-PPO">PPO</a> rarely crashes: it runs, logs, and draws a learning
+curve that is merely bad. The <a href="../glossary.html#term-Return">return</a> says *that* something is wrong; the diagnostics
+the trainer logs every <a href="../glossary.html#term-Iteration">iteration</a> say *what*. Each kind of bug leaves its own
 signature in them. This lecture plants five bugs of known kind in the library's PPO,
 trains each next to the correct run on the same seeds, shows their diagnostics side by
 side, and turns what they show into a table of signatures. Then it hands you the
@@ -12,36 +12,51 @@ diagnostics of three runs with their bug hidden, to name it yourself; the answer
 at the end.
 
 The diagnostics, all in every row of `metrics.csv` (`ppo/algorithm/update.py`, `run_update`,
-lists how each is computed; lecture 7 explains approx KL, clip fraction, entropy and
-explained variance):
+lists how each is computed; [lecture 7](07_diagnostics_and_tuning.ipynb) explains <a href="../glossary.html#term-Approx-KL">approx KL</a>, <a href="../glossary.html#term-Clip-fraction">clip fraction</a>, entropy and
+<a href="../glossary.html#term-Explained-variance">explained variance</a>):
 
 * **return** — the mean of the last 20 finished episodes (`episode_return_recent`);
-* **approx KL** — the k3 estimate of KL(π_old ‖ π_θ), averaged over the update's minibatches;
-* **clip fraction** — the share of samples with |r_t(θ) − 1| > ε;
-* **entropy** — H[π_θ(· | s)] averaged over the batch;
-* **explained variance** — 1 − Var[R − V] / Var[R] of the critic on the rollout;
-* **value loss** — the critic's mean squared error against the returns R;
+* **approx KL** — the <a href="../glossary.html#term-k1-k2-k3-estimators">k3</a> estimate of $\mathrm{KL}(\pi_\text{old} \,\Vert\, \pi_\theta)$, averaged over the update's <a href="../glossary.html#term-Minibatch">minibatches</a>;
+* **clip fraction** — the share of samples with $|r_t(\theta) - 1| > \varepsilon$;
+* **entropy** — $\mathcal H[\pi_\theta(\cdot \mid s)]$ averaged over the batch;
+* **explained variance** — $1 - \operatorname{Var}[R - V] / \operatorname{Var}[R]$ of the <a href="../glossary.html#term-Critic">critic</a> on the <a href="../glossary.html#term-Rollout">rollout</a>;
+* **<a href="../glossary.html#term-Value-loss">value loss</a>** — the critic's mean squared error against the returns $R$;
 * **gradient norm** — the global norm of the loss's gradient before clipping, averaged over the steps;
-* **first-minibatch ratio error** — the largest |r_t(θ) − 1| on the update's first
-  minibatch, before any step. There θ *is* θ_old, so this is 0 up to rounding in a
-  correct run; anything else means log π_old is not the log-probability of the policy
+* **<a href="../glossary.html#term-First-minibatch-ratio-error">first-minibatch ratio error</a>** — the largest $|r_t(\theta) - 1|$ on the update's first
+  minibatch, before any step. There θ *is* $\theta_\text{old}$, so this is 0 up to rounding in a
+  correct run; anything else means $\log \pi_\text{old}$ is not the log-probability of the policy
   that collected the data.
 
 **The bugs.** Each one is a line of PPO code written wrong, planted as a small
 subclass of `PPO` (or one changed setting) below:
 
-1. **wrong sign** — the advantage with its sign flipped (Â = V − R), i.e. gradient
+1. **wrong sign** — the <a href="../glossary.html#term-Advantage">advantage</a> with its sign flipped ($\hat A = V - R$), i.e. gradient
    ascent on the policy loss;
-2. **log π_old recomputed each minibatch** — log π_old taken from the current network
+2. **$\log \pi_\text{old}$ recomputed each minibatch** — $\log \pi_\text{old}$ taken from the current network
    at every minibatch instead of from the rollout (a cached value refreshed at the wrong
-   place), so the ratio is always 1;
-3. **too-large step** — the learning rate 30 times the preset's;
-4. **shared trunk, raw returns** — lecture 8's defect 3: the value loss on returns in
-   the hundreds pulls on the weights the policy uses;
-5. **ratio against the reference** — lecture 8's defect 4 carried to CartPole: the
-   ratio taken against a frozen copy of the initial policy instead of the rollout policy.
+   place), so the <a href="../glossary.html#term-Importance-ratio">ratio</a> is always 1;
+3. **too-large step** — the learning rate 30 times the <a href="../glossary.html#term-Preset">preset</a>'s;
+4. **shared trunk, raw returns** — the <a href="../glossary.html#term-Actor-critic">actor and the critic</a> share one network body
+   (`shared_network = True`), and the critic learns the raw <a href="../glossary.html#term-Discount">discounted</a> returns, tens to a hundred
+   on CartPole. The value loss's gradient grows with the size of its targets, so on the
+   weights both heads share it outweighs the policy loss's by far: the shared body learns
+   what the critic needs, and the policy's features move with it, whatever the advantages
+   say. This is defect 3 of [lecture 8](08_implementation_details.ipynb), which measures
+   the two gradients on one rollout; it is why the library's default is two separate
+   networks, where the value loss has no path into the policy's weights;
+5. **ratio against the <a href="../glossary.html#term-Reference-policy-_ref">reference</a>** — the ratio $r_t(\theta)$ taken against a frozen copy of
+   the initial policy instead of the policy that collected the rollout. PPO's ratio
+   must compare the current policy with $\pi_\text{old}$, the rollout's: then it is 1 on the
+   first minibatch and the clip limits how far *this* update moves. Against a fixed
+   reference the ratio drifts from 1 as training moves the policy, the clip acts on most
+   samples before the update has moved anything, and the gradients it leaves pull the
+   policy back towards the reference, a brake nobody chose. This is defect 4 of
+   [lecture 8](08_implementation_details.ipynb), where the reference is the frozen model
+   of <a href="../glossary.html#term-RLHF">RLHF</a>; here it is carried to CartPole.
 
-**Prerequisites.** Lectures 5–8 (lecture 7 for the diagnostics, lecture 8 for defects 3 and 4).
+**Prerequisites.** Lectures [5](05_clipped_surrogate.ipynb)–[7](07_diagnostics_and_tuning.ipynb) ([lecture 7](07_diagnostics_and_tuning.ipynb) for the diagnostics). Bugs 4 and 5 are defects 3
+and 4 of [lecture 8](08_implementation_details.ipynb); the list above says what each is and why it matters, so this lecture
+can be read without it.
 
 **Library.** `ppo/algorithm/update.py` (the diagnostics), `ppo/trainers/ppo.py` (`PPO`, which the
 bugs subclass), `ppo/trainers/seed_batch.py` (how a batch of seeds runs a subclass's hooks),
@@ -75,12 +90,12 @@ print(f"canonical CartPole (the preset): {CONFIG.num_envs} envs × {CONFIG.num_s
       f"seeds {SEEDS[0]}–{SEEDS[-1]}")
 
 # %% [markdown]
-"""
+r"""
 ## The bugs, as code
 
 Every bug is a few lines: a subclass of `PPO` that overrides the one method where the
 mistake lives, or a changed setting. `transitions_loss` is the loss of a minibatch's
-transitions from log π_θ, H and V recomputed; `minibatch_loss` is the method that
+transitions from $\log \pi_\theta$, $\mathcal H$ and $V$ recomputed; `minibatch_loss` is the method that
 recomputes them and hands the update its loss and its log-ratio; the diagnostics are
 computed from that log-ratio, exactly as the mistaken code would log them. Each class is
 written for one run, and `PPO(config, envs, seeds=...)` trains its five seeds as one
@@ -261,7 +276,7 @@ print("Var[R] of a rollout's returns, last quarter, median over the seeds: "
       + ", ".join(f"{name} {float(values.median()):.3g}" for name, values in return_variance.items()))
 
 # %% [markdown]
-"""
+r"""
 ## The signatures
 
 Read the figure row by row, then the table of numbers; what each bug leaves behind (the
@@ -274,10 +289,10 @@ numbers in brackets are the run shown):
   advantage flips the first step's direction, not its size. They rise above the
   correct run's for a few updates while the policy commits to failing, then fall to
   near 0 with the entropy; the return is the plainer signal.
-* **log π_old recomputed each minibatch** (blue): approx KL and clip fraction are **exactly 0 in every
+* **$\log \pi_\text{old}$ recomputed each minibatch** (blue): approx KL and clip fraction are **exactly 0 in every
   iteration** of every seed, the first update included: the ratio is always 1, so the
-  clip never acts and the KL the loop measures is between a policy and itself. With
-  r = 1 the loss is the plain policy gradient, taken 24 times per rollout (the
+  clip never acts and the <a href="../glossary.html#term-KL-divergence">KL</a> the loop measures is between a policy and itself. With
+  $r = 1$ the loss is the plain <a href="../glossary.html#term-Policy-gradient">policy gradient</a>, taken 24 times per rollout (the
   `gradient_steps` the run logs) with nothing to stop it, and the seeds split (the wide band of the return panel): on some the
   return still reaches the 500 limit (3 of 5 seeds), on others the policy collapses to a
   deterministic one (entropy ~0) and the return ends below the untrained policy's.
@@ -295,8 +310,8 @@ numbers in brackets are the run shown):
   panel). After the first update the KL and the clip fraction read exactly 0 in many
   iterations (33% of the later iterations × seeds in this run, all of them on the two
   seeds whose return ends below the untrained policy's) — a deterministic policy has
-  log π = 0 for the only action it takes — so a KL of 0 alone does not mean a recomputed
-  log π_old: look at the first update.
+  $\log \pi = 0$ for the only action it takes — so a KL of 0 alone does not mean a recomputed
+  $\log \pi_\text{old}$: look at the first update.
 * **Shared trunk, raw returns** (purple): no exact zeros, no ratio error, no outsized
   first step; the critic's diagnostics are what differ. The value loss at the end is
   many times the correct run's and the gradient norm peaks higher (the critic's
@@ -306,7 +321,7 @@ numbers in brackets are the run shown):
   0.551 in this run's table, its seeds from 0.25 to 0.98) is below that of the wrong sign
   and the too-large step (0.98 or more), runs that fail. Its critic is not worse: its
   value loss at the end is smaller than theirs. Its returns have saturated: with episodes
-  at the 500 limit the discounted return is nearly the same at every step, so Var[R], the
+  at the 500 limit the discounted return is nearly the same at every step, so $\operatorname{Var}[R]$, the
   denominator of explained variance, is more than ten times smaller than theirs (the line
   under the table), and a small error of the critic is a large share of it. Read the
   explained variance beside the value loss, never alone.
@@ -515,6 +530,47 @@ named = {name: diagnose(medians(S[name]), reference_numbers) for name in [CORREC
 lecture.claim("the first rule that matches names the bug (every planted bug, and none for the correct run)",
               all(named[name] == name for name in BUGS) and named[CORRECT] == NO_BUG,
               measured=", ".join(f"{name} → {diagnosis}" for name, diagnosis in named.items()), quick=False)
+
+# %% [markdown]
+"""
+## The same reading as a command: `ppo-diagnose`
+
+`ppo-diagnose RUN_DIR` reads a run folder's metrics.csv with rules drawn from these
+signatures and from [lecture 7](07_diagnostics_and_tuning.ipynb)
+(`experiments/commands/findings.py`; the guide's page "Diagnosing a run"). For each finding
+it names the metric, what the metric did and when, its healthy range, the likely causes
+and the lecture section that explains them. Unlike the table above, it reads one run
+alone, with no correct run to compare against. Here its rules read every run above, seed
+by seed, as they would read that seed's metrics.csv; the table lists the metrics each
+rule flags as a problem.
+"""
+
+# %%
+from experiments.commands.findings import diagnose_rows
+
+
+def as_rows(run: dict[str, torch.Tensor], member: int) -> list[dict]:
+    """Seed number `member`'s diagnostics as the rows of its metrics.csv, one per iteration."""
+    columns = [*DIAGNOSTICS, "episode_return_mean"]
+    return [{"iteration": i + 1, "global_step": (i + 1) * CONFIG.batch_size,
+             **{name: float(run[name][i, member]) for name in columns}} for i in range(run["approx_kl"].shape[0])]
+
+
+run_settings = {CORRECT: {}, **{name: change for name, (_, change) in BUGS.items()}}  # what config.json would hold
+problems = {name: [sorted({finding.metric for finding in diagnose_rows(as_rows(run, member), run_settings[name], 475.0)
+                           if finding.severity == "problem"}) for member in range(len(SEEDS))]
+            for name, run in runs.items()}
+print_table([{"run": name, **{f"seed {seed}": ", ".join(found) or "—" for seed, found in zip(SEEDS, per_seed)}}
+             for name, per_seed in problems.items()], title="ppo-diagnose's problems, per run and seed")
+
+# %% tags=["claims"]
+flagged = {name: sum(bool(found) for found in problems[name]) for name in BUGS}
+lecture.claim("ppo-diagnose finds no problem in any seed of the correct run",
+              not any(problems[CORRECT]), measured=f"{sum(map(bool, problems[CORRECT]))} of {len(SEEDS)} seeds flagged",
+              quick=False)
+lecture.claim("reading each run alone, ppo-diagnose flags a problem on most seeds of every planted bug",
+              all(count > len(SEEDS) / 2 for count in flagged.values()),
+              measured=", ".join(f"{name}: {count} of {len(SEEDS)}" for name, count in flagged.items()), quick=False)
 
 # %% [markdown]
 """

@@ -1,23 +1,23 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 15 — Memory: when the observation is not the state
 
 **What it teaches.** Every earlier lecture gave the policy an observation that *is* the
-state: CartPole's (x, ẋ, θ, θ̇) settles everything the future depends on, so π(a | o_t)
+state: CartPole's $(x, \dot x, \theta, \dot\theta)$ settles everything the future depends on, so $\pi(a \mid o_t)$
 loses nothing by forgetting the past. Remove the velocities and it no longer does. This
 lecture measures what that costs a feed-forward policy (an MLP), and two ways to give the
 policy a memory:
 
-1. **frame stacking**: the network sees the last K observations; two frames give a finite
+1. **<a href="../glossary.html#term-Frame-stacking">frame stacking</a>**: the network sees the last $K$ observations; two frames give a finite
    difference, and a finite difference is a velocity;
-2. **a recurrent policy**: a GRU carries a state h_t from step to step, and the network
+2. **a <a href="../glossary.html#term-Recurrent-policy">recurrent policy</a>**: a <a href="../glossary.html#term-GRU">GRU</a> carries a state $h_t$ from step to step, and the network
    learns what to keep in it.
 
 A task built so that no stack short of its delay can help (the cue task) separates the
 two; and a linear probe from the GRU's state to the hidden velocities shows what the
 trained state holds.
 
-**Prerequisites.** Lectures 6–8 (the PPO loop, seeds and confidence intervals).
+**Prerequisites.** Lectures [6](06_ppo_cartpole.ipynb)–[8](08_implementation_details.ipynb) (the <a href="../glossary.html#term-PPO">PPO</a> loop, seeds and confidence intervals).
 
 **Library.** `envs/partially_observable.py` (CartPoleNoVel-v1), `envs/cue_memory.py`
 (CueMemory-v0), `envs/frame_stack.py` (`FrameStackVecEnv`, `frame_stack` in PPOConfig),
@@ -49,23 +49,23 @@ from ppo.trainers.recurrent import RecurrentPPO
 lecture = Lecture("15_memory", __doc__)
 
 # %% [markdown]
-"""
+r"""
 ## 1. Hide the velocities: the MLP fails
 
-`CartPoleNoVel-v1` is CartPole with the observation cut to o = (x, θ): the same physics,
+`CartPoleNoVel-v1` is CartPole with the observation cut to $o = (x, \theta)$: the same physics,
 rewards and time limit, the velocity columns removed (the RL Baselines3 Zoo registers an
 env of the same name, with the columns zeroed). The configuration is the course's
-CartPole preset (`build_config({"env_id": "CartPole-v1", "env_backend": "torch"})`,
-lecture 6), with only the env id changed, so that the one thing that differs from
-lecture 6 is what the policy sees. Seeds 201–210: none of them was used to choose any
+CartPole <a href="../glossary.html#term-Preset">preset</a> (`build_config({"env_id": "CartPole-v1", "env_backend": "torch"})`,
+[lecture 6](06_ppo_cartpole.ipynb)), with only the env id changed, so that the one thing that differs from
+[lecture 6](06_ppo_cartpole.ipynb) is what the policy sees. Seeds 201–210: none of them was used to choose any
 setting of this lecture.
 
-**Why an MLP cannot do it.** A feed-forward policy is a function π(a | o_t). Two states
-with the same (x, θ) and opposite θ̇ — a pole that is falling right and one that is
+**Why an MLP cannot do it.** A feed-forward policy is a function $\pi(a \mid o_t)$. Two states
+with the same $(x, \theta)$ and opposite $\dot\theta$ — a pole that is falling right and one that is
 swinging back up — give it the same input, so it must act alike in both, though they
 need opposite pushes. How often that happens is measured below on the torch env, whose
 full state keeps the velocities: among the states that a random policy visits with the
-pole near upright (|θ| < 0.05 rad), θ̇ is positive in some and negative in others: in
+pole near upright ($|\theta| < 0.05$ rad), $\dot\theta$ is positive in some and negative in others: in
 the run shown it is positive in 47.3% of them.
 """
 
@@ -97,9 +97,9 @@ print(f"random policy, {visited.shape[1]:,} states, {int(upright.sum()):,} with 
 
 # %% [markdown]
 """
-Now train. Ten seeds of the MLP train as one batched computation (a seed batch,
-lecture 6), each evaluated greedily on gymnasium's CartPoleNoVel-v1 (the same
-`evaluate_policy` as `ppo-eval`); lecture 6 trained the same preset on full CartPole.
+Now train. Ten seeds of the MLP train as one batched computation (a <a href="../glossary.html#term-Seed-batch">seed batch</a>,
+[lecture 6](06_ppo_cartpole.ipynb)), each <a href="../glossary.html#term-Greedy-evaluation">evaluated greedily</a> on gymnasium's CartPoleNoVel-v1 (the same
+`evaluate_policy` as `ppo-eval`); [lecture 6](06_ppo_cartpole.ipynb) trained the same preset on full CartPole.
 An episode lasts at most 500 steps: in the run shown the MLP's seeds score 37.8 to 49.5.
 """
 
@@ -145,18 +145,23 @@ lecture.claim("among the near-upright states a random policy visits, each sign o
 lecture.claim("every MLP seed stays below 100", max(mlp_scores) < 100, measured=f"highest {max(mlp_scores):.1f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 2. Frame stacking: a finite difference is a velocity
 
-CartPole integrates with explicit Euler at τ = 0.02 s: x_{t+1} = x_t + τ ẋ_t and
-θ_{t+1} = θ_t + τ θ̇_t. So two consecutive positions give the *previous* velocity
-exactly, (x_{t+1} − x_t)/τ = ẋ_t, and the current one differs from it by one step's
-acceleration, τ ẍ_t. The run checks the identity on the torch env, from the float32
-observations a policy sees: it holds to float32 rounding (within 10⁻⁴ rad/s, the
-rounding of x over τ).
+CartPole integrates with explicit Euler at $\tau = 0.02$ s:
 
-`frame_stack = 2` (`envs/frame_stack.py`): the network's input is (o_{t−1}, o_t), four
-numbers; at an episode's first step it is (o_0, o_0). The MLP can form the difference
+$$
+x_{t+1} = x_t + \tau\, \dot x_t, \qquad \theta_{t+1} = \theta_t + \tau\, \dot\theta_t .
+$$
+
+So two consecutive positions give the *previous* velocity
+exactly, $(x_{t+1} - x_t)/\tau = \dot x_t$, and the current one differs from it by one step's
+acceleration, $\tau\, \ddot x_t$. The run checks the identity on the torch env, from the float32
+observations a policy sees: it holds to float32 rounding (within $10^{-4}$ rad/s, the
+rounding of $x$ over τ).
+
+`frame_stack = 2` (`envs/frame_stack.py`): the network's input is $(o_{t-1}, o_t)$, four
+numbers; at an episode's first step it is $(o_0, o_0)$. The MLP can form the difference
 itself with one linear layer. Everything else is the MLP's configuration.
 """
 
@@ -185,11 +190,11 @@ print(f"{STACK} frames, greedy return per seed: " + ", ".join(f"{score:.1f}" for
 
 # %% [markdown]
 """
-The table gives the IQM over the ten seeds with its 95% stratified-bootstrap interval
-(`experiments.commands.statistics.interval_estimates`, lecture 7). With two frames the interval
+The table gives the <a href="../glossary.html#term-IQM">IQM</a> over the ten seeds with its 95% <a href="../glossary.html#term-Bootstrap-confidence-interval">stratified-bootstrap interval</a>
+(`experiments.commands.statistics.interval_estimates`, [lecture 7](07_diagnostics_and_tuning.ipynb)). With two frames the interval
 lies entirely above the MLP's (in the run shown, IQM 462 [399, 500] against 45.8 [42.7,
 47.5]): the stack recovers most of what hiding the velocities took. It does not recover
-all of it on every seed (its lowest seed scores 261); the per-seed returns printed above
+all of it on every seed (its lowest seed scores 261); the per-seed <a href="../glossary.html#term-Return">returns</a> printed above
 show the spread.
 """
 
@@ -226,24 +231,29 @@ lecture.claim("the stack does not recover all of it on every seed", min(stack_sc
               measured=f"lowest seed {min(stack_scores):.1f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 3. The cue task: what a stack cannot reach
 
-`CueMemory-v0` (`envs/cue_memory.py`) shows one of C = 4 cues at t = 0, then D = 8 blank
+`CueMemory-v0` (`envs/cue_memory.py`) shows one of $C = 4$ cues at $t = 0$, then $D = 8$ blank
 steps, then a question flag; the action at the question is the answer, rewarded 1 if it
 names the cue. The return of an episode is 1 or 0, so the mean return is the success
-rate. The env's docstring proves that any memoryless policy is right exactly 1/C of the
-time: at the question the observation is (0, …, 0, 1) whatever the cue, so the answer is
-drawn from one distribution p for every cue, and P(answer = cue) = Σ_c (1/C) p(c) = 1/C,
-whatever p is. The same holds for a stack of F ≤ D + 1 frames: all of them are cue-free at
-the question. D + 2 = 10 frames reach back to t = 0.
+rate. The env's docstring proves that any memoryless policy is right exactly $1/C$ of the
+time: at the question the observation is $(0, \ldots, 0, 1)$ whatever the cue, so the answer is
+drawn from one distribution $p$ for every cue, and
+
+$$
+P(\text{answer} = \text{cue}) = \sum_c \frac1C\, p(c) = \frac1C,
+$$
+
+whatever $p$ is. The same holds for a stack of $F \le D + 1$ frames: all of them are cue-free at
+the question. $D + 2 = 10$ frames reach back to $t = 0$.
 
 Three settings, ten seeds each, the same preset as above (64 envs × 32 steps) for a
-shorter budget, 12 iterations, enough for 10 frames (below): the MLP,
-9 frames (= D + 1, the longest stack the proof covers) and 10 frames. Each seed is
+shorter budget, 12 <a href="../glossary.html#term-Iteration">iterations</a>, enough for 10 frames (below): the MLP,
+9 frames ($= D + 1$, the longest stack the proof covers) and 10 frames. Each seed is
 evaluated greedily on 200 episodes of gymnasium's CueMemory-v0; the 2,000 episodes of a
 setting are pooled into one success rate, and a rate is "at chance" when it lies within
-three standard errors, 3·√(¼·¾/n), of ¼.
+three standard errors, $3\sqrt{\tfrac14 \cdot \tfrac34 / n}$, of $\tfrac14$.
 """
 
 # %%
@@ -285,20 +295,24 @@ lecture.claim("10 frames answer right at least 95% of the time", reach_rate >= 0
               measured=f"pooled success {reach_rate:.3f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 4. The recurrent policy
 
 `ppo/models/recurrent_networks.py`: the MLP's hidden layers, then a GRU cell, then the heads.
-The actor and the critic each have their own (the config's `shared_network = False`, as
+The <a href="../glossary.html#term-Actor-critic">actor and the critic</a> each have their own (the config's `shared_network = False`, as
 for the feed-forward network), stepped together as one batched computation. Per step,
-with x_t the hidden layers' output for o_t:
+with $x_t$ the hidden layers' output for $o_t$:
 
-    h_{t−1} ← h_{t−1} · (1 − start_t)                     (a new episode forgets the last)
-    r = σ(W_r x_t + U_r h_{t−1} + b_r),  z = σ(W_z x_t + U_z h_{t−1} + b_z)
-    n = tanh(W_n x_t + b_n + r ⊙ (U_n h_{t−1} + b'_n)),   h_t = (1 − z) ⊙ n + z ⊙ h_{t−1}
-    π(a | o_≤t) = softmax(head(h_t))
+$$
+\begin{aligned}
+h_{t-1} &\leftarrow h_{t-1} \cdot (1 - \text{start}_t) && \text{(a new episode forgets the last)}\\
+r &= \sigma(W_r x_t + U_r h_{t-1} + b_r), \qquad z = \sigma(W_z x_t + U_z h_{t-1} + b_z)\\
+n &= \tanh\big(W_n x_t + b_n + r \odot (U_n h_{t-1} + b'_n)\big), \qquad h_t = (1 - z) \odot n + z \odot h_{t-1}\\
+\pi(a \mid o_{\le t}) &= \operatorname{softmax}\big(\operatorname{head}(h_t)\big)
+\end{aligned}
+$$
 
-`recurrent = "lstm"` swaps the cell for an LSTM (a state (h, c) and four gates). What the
+`recurrent = "lstm"` swaps the cell for an LSTM (a state $(h, c)$ and four gates). What the
 trainer (`ppo/trainers/ppo.py`, `PPO` on a recurrent config) must get right, each with the test
 in `tests/test_recurrent.py` that fails when it is wrong:
 
@@ -306,16 +320,16 @@ in `tests/test_recurrent.py` that fails when it is wrong:
   autoreset step, before the cell reads the new episode's first observation
   (`test_unroll_zeroes_the_state_before_an_episodes_first_observation`,
   `test_rollout_marks_the_first_reset_and_every_autoreset_step_as_an_episode_start`);
-* **the update replays each sequence from the state it started the rollout with**, so the
-  recomputed log-probs are the rollout's and the first minibatch has r_t = 1
+* **the update replays each sequence from the state it started the <a href="../glossary.html#term-Rollout">rollout</a> with**, so the
+  recomputed log-probs are the rollout's and the first <a href="../glossary.html#term-Minibatch">minibatch</a> has $r_t = 1$
   (`test_first_minibatch_of_every_update_has_ratio_one_to_rounding`,
   `test_replaying_from_a_zero_state_instead_of_the_stored_one_breaks_ratio_one`);
 * **a minibatch is whole env sequences**, T steps in order, never shuffled steps: the
-  recurrence needs h_{t−1} to compute h_t
+  recurrence needs $h_{t-1}$ to compute $h_t$
   (`test_an_epochs_minibatches_are_whole_env_sequences_each_env_once_in_order`).
 
 The configuration departs from the preset in one place, for time: the update loops over
-the T = 32 steps of a sequence in Python, once per minibatch and epoch, so the GRU runs
+the $T = 32$ steps of a sequence in Python, once per minibatch and <a href="../glossary.html#term-Epoch">epoch</a>, so the GRU runs
 4 epochs of one minibatch (all 64 sequences) instead of 6 epochs of 4 — 128 steps of the
 cell per iteration instead of 768. (The SB3 zoo's recurrent settings for this env run 20 epochs of one minibatch of
 8 sequences on 8 envs: many more passes per sample, and several times slower here.)
@@ -355,10 +369,10 @@ evaluations["CartPoleNoVel-v1"]["GRU"] = gru_scores
 print("GRU, greedy return per seed: " + ", ".join(f"{score:.1f}" for score in gru_scores))
 
 # %% [markdown]
-"""
+r"""
 The GRU escapes the MLP's trap: each of its three seeds scores above every MLP seed (were
 the two alike, three runs of one beating all ten of the other would happen once in
-C(13, 3) draws). But within the same 98,304 steps it stays well short of the
+$\binom{13}{3}$ draws). But within the same 98,304 steps it stays well short of the
 two-frame stack: each GRU seed ends below the lower end of the stack's IQM interval (in
 the run shown, 189 to 293 against 399). The
 stack hands the first layer both positions, and a finite difference is one linear layer
@@ -371,7 +385,7 @@ Ratio one, measured. On the first GRU run: one more rollout, then its log-probs
 recomputed the way the update does (`model.evaluate_actions` over the stored sequences,
 from the stored initial states), and again from zero initial states, the bug the second
 test plants. From the stored states the log-probs are the rollout's to float32
-rounding (within 10⁻⁵); from zero states they are off by more than 10⁻³ at some step —
+rounding (within $10^{-5}$); from zero states they are off by more than $10^{-3}$ at some step —
 each env's first steps of the rollout are read as if an episode had just begun.
 """
 
@@ -392,11 +406,11 @@ print(f"largest |log π recomputed − log π of the rollout|: from the stored s
 # %% [markdown]
 """
 On the cue task the GRU runs the preset itself (6 epochs of 4 minibatches, affordable
-here) with one change: T = 10 steps per sequence instead of 32. Every episode lasts
-exactly D + 2 = 10 steps and all copies start together, so each rollout's sequence is
+here) with one change: $T = 10$ steps per sequence instead of 32. Every episode lasts
+exactly $D + 2 = 10$ steps and all copies start together, so each rollout's sequence is
 one whole episode: the gradient of the answer's log-prob flows back through the GRU to
 the step that saw the cue. Its budget is 48 iterations of 64 × 10 steps, 30,720 steps
-(the stacks above had 24,576). (With T = 32 an episode
+(the stacks above had 24,576). (With $T = 32$ an episode
 can straddle two rollouts; the update never backpropagates across that cut, and those
 episodes teach the memory nothing.)
 """
@@ -432,7 +446,7 @@ has to learn to keep it, through a gradient that crosses eight blank steps, and 
 task it learns that quickly.
 
 The learning curves (the mean of the last 20 training episodes, sampled actions; mean
-over seeds with a 95% t-interval band, `experiments.commands.plot.mean_curve`). Left: on
+over seeds with a 95% <a href="../glossary.html#term-t-interval">t-interval</a> band, `experiments.commands.plot.mean_curve`). Left: on
 CartPoleNoVel the MLP's curve stays flat near the bottom; two frames and the GRU climb.
 The GRU's band, over three seeds, is wide (a t-interval with two degrees
 of freedom). Right: on the cue task the MLP and 9 frames stay on the chance line, 10
@@ -489,27 +503,33 @@ lecture.claim("the GRU's mean training success reaches 0.9 in fewer steps than 1
               quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 5. What the hidden state learned
 
-The GRU was never told that velocities exist. Does its state h_t hold them? A **linear
-probe** asks: fit ẋ_t and θ̇_t as an affine function of h_t by least squares, on states
-the trained policy visits, and measure R² = 1 − Σ(y − ŷ)² / Σ(y − ȳ)² on *held-out
+The GRU was never told that velocities exist. Does its state $h_t$ hold them? A **linear
+probe** asks: fit $\dot x_t$ and $\dot\theta_t$ as an affine function of $h_t$ by least squares, on states
+the trained policy visits, and measure
+
+$$
+R^2 = 1 - \frac{\sum (y - \hat y)^2}{\sum (y - \bar y)^2}
+$$
+
+on *held-out
 episodes* (the probe never saw them). The torch env supplies the targets: its full state
 keeps the velocities the policy does not see.
 
-Two probes on the same steps frame the answer: one from the raw observation (x_t, θ_t) —
-the MLP's input — and one from the two-frame stack (x_{t−1}, θ_{t−1}, x_t, θ_t), which by
+Two probes on the same steps frame the answer: one from the raw observation $(x_t, \theta_t)$ —
+the MLP's input — and one from the two-frame stack $(x_{t-1}, \theta_{t-1}, x_t, \theta_t)$, which by
 section 2 holds the previous velocity exactly. The rollout: 16 copies of the first GRU
 run's policy with sampled actions; the probes are fitted on 12 copies' episodes and scored
 on the other 4.
 
 What the run shows: from the raw observation
-the probe explains almost nothing of θ̇ (R² 0.009). It does explain part of ẋ
-(R² 0.306), not because (x, θ)
+the probe explains almost nothing of $\dot\theta$ ($R^2$ 0.009). It does explain part of $\dot x$
+($R^2$ 0.306), not because $(x, \theta)$
 holds the velocity but because this policy's episodes tie the two: the cart drifts, and
 where it is says roughly how fast (the grey columns of the left panel: one position,
-a range of velocities). From the GRU's state the probe explains most of both (R² 0.914
+a range of velocities). From the GRU's state the probe explains most of both ($R^2$ 0.914
 and 0.887): the red points lie along the diagonal. The GRU was trained on
 returns alone and has learned to carry the velocities. The two-frame stack, a hand-made
 feature that is the velocity one step late, does about as well (0.938 and 0.878).
@@ -593,14 +613,14 @@ lecture.claim("the two-frame stack does about as well (within 0.05 of the GRU's 
                        f"{float(r2['hidden'][0]):.3f}, {float(r2['hidden'][1]):.3f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## What to take away
 
 * Hiding the velocities breaks a feed-forward policy on a task it solves with them: the
   observation no longer determines the state.
 * When the missing quantity is a short-window function of past observations (a
   velocity), a stack of frames recovers it, cheaply, with the feed-forward machinery.
-* When the information lies further back than the stack reaches, no stack of F ≤ D + 1
+* When the information lies further back than the stack reaches, no stack of $F \le D + 1$
   frames does better than chance, provably; a recurrent policy can carry it, at the
   price of sequence minibatches, stored initial states, resets at episode starts and a
   slower update.

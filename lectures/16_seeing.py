@@ -7,22 +7,22 @@ vector of numbers that someone had already chosen well: positions, angles, veloc
 like that. Its state is spread over a grid of cells, the same object means the same thing
 wherever it appears, and most cells say nothing. This lecture:
 
-1. looks at a frame of MinAtar Breakout (Young & Tian 2019), a 10 × 10 grid of binary
+1. looks at a frame of <a href="../glossary.html#term-MinAtar">MinAtar</a> Breakout (Young & Tian 2019), a 10 × 10 grid of binary
    channels, one channel per kind of object;
 2. builds the convolutional encoder the library puts in front of the policy and value
    heads for such images, and checks the two properties that make it the right tool:
    the same filter at every position, and image layout and pixel scale handled once, inside it;
-3. goes through the Atari implementation details of PPO ("The 37 Implementation Details
+3. goes through the Atari implementation details of <a href="../glossary.html#term-PPO">PPO</a> ("The 37 Implementation Details
    of PPO", Huang et al. 2022, its nine Atari-specific ones) and says for each whether it
    carries over to MinAtar and why, measured on the env wherever a measurement can decide it;
 4. trains PPO on MinAtar Breakout with a budget this machine can afford, with two CNN
-   trunks and with one shared, against a random policy's return measured as the floor,
-   and evaluates the result greedily;
-5. teaches invalid-action masking: the masked categorical, and an experiment with
+   trunks and with one shared, against a random policy's <a href="../glossary.html#term-Return">return</a> measured as the floor,
+   and evaluates the result <a href="../glossary.html#term-Greedy-evaluation">greedily</a>;
+5. teaches <a href="../glossary.html#term-Action-mask">invalid-action masking</a>: the masked categorical, and an experiment with
    confidence intervals over seeds that compares it with a penalty for invalid actions.
 
-**Prerequisites.** Lectures 6–8 (the loop, seeds and intervals), 11 (batched
-environments), 15 (frame stacking, and why a velocity needs two frames).
+**Prerequisites.** Lectures [6](06_ppo_cartpole.ipynb)–[8](08_implementation_details.ipynb) (the loop, seeds and intervals), [11](11_fast_environments.ipynb) (batched
+environments), [15](15_memory.ipynb) (<a href="../glossary.html#term-Frame-stacking">frame stacking</a>, and why a velocity needs two frames).
 
 **Library.** `ppo/models/encoders.py` (`MinAtarCNN`, `NatureCNN`, `resolve_encoder`, channel-last
 layout and uint8 scaling), `ppo/algorithm/distributions.py` (`MaskedCategoricalDistribution`),
@@ -112,7 +112,7 @@ axes[-1].legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colour) for colour in
 lecture.save_figure(figure, "breakout_frames.png")
 
 # %% [markdown]
-"""
+r"""
 ## 2. The convolutional encoder
 
 An MLP reads the 400 numbers of a frame as a flat list: the weight from "ball at (3, 4)"
@@ -133,7 +133,7 @@ Below, a batch of Breakout frames through the MinAtar CNN, layer by layer, and e
 encoder's parameter count. Most of a CNN's parameters are in its linear layer, not in
 its filters: the linear layer holds 99.6% of the MinAtar CNN's and 95.4% of NatureCNN's,
 and the MinAtar CNN's convolution 592 of its 131,792. It has more parameters than the (64, 64)
-MLP on the same 400 inputs (29,824), because its linear layer reads 16 × 8 × 8 = 1,024
+MLP on the same 400 inputs (29,824), because its linear layer reads $16 \times 8 \times 8 = 1{,}024$
 features; NatureCNN on four 84 × 84 frames has more than ten times as many again
 (1,684,128).
 """
@@ -183,7 +183,7 @@ convolution's output moves one cell to the right with it: every filter responds 
 ball's (or a brick's) new neighbourhood exactly as it did to the old one. The run checks
 it on the frame of step 2 with the untrained, randomly initialised filters: in the columns where
 both pictures are inside the image, the shifted input's feature map equals the
-feature map shifted, to float32 rounding (within 10⁻⁶). An MLP has no such property:
+feature map shifted, to float32 rounding (within $10^{-6}$). An MLP has no such property:
 the shifted frame is a different input to its first layer, whose output changes (by
 more than 0.1 in some unit, printed below) with nothing to say that the picture merely
 moved.
@@ -191,12 +191,12 @@ moved.
 **Layout and scale, once.** Atari pipelines store frames as uint8 in 0..255, often
 channel-last, (84, 84, 4); convolutions want float channel-first (4, 84, 84) in about
 [0, 1]. The library decides both from the observation space when it builds the encoder
-(`channels_last`, `scale`) and does them inside `forward`, so the rollout buffer can
+(`channels_last`, `scale`) and does them inside `forward`, so the <a href="../glossary.html#term-Rollout">rollout</a> buffer can
 keep uint8 frames (a quarter of the memory) and the update sees exactly what the rollout
 saw. Checked: a random uint8 frame given channel-last to a NatureCNN built for
 (84, 84, 4) uint8, and the same frame permuted to channel-first and divided by 255 given
 to a NatureCNN built for a float (4, 84, 84) space with the same weights, give the same
-features (within 10⁻⁵). MinAtar's frames are already float 0/1, channel-first: its encoder
+features (within $10^{-5}$). MinAtar's frames are already float 0/1, channel-first: its encoder
 neither scales nor permutes.
 """
 
@@ -253,7 +253,7 @@ lecture.claim("MinAtar's encoder neither scales nor permutes",
               measured=f"scale {encoder.scale}, channels_last {encoder.channels_last}")
 
 # %% [markdown]
-"""
+r"""
 ## 3. What changes in PPO with pixels: the Atari details, on MinAtar
 
 CleanRL's `ppo_atari.py`, which "The 37 Implementation Details of PPO" (Huang et al.
@@ -274,7 +274,7 @@ random play (uniform actions, 256 copies), where a measurement can decide it:
   smaller than 84 × 84, and its channels are kinds of objects, not colours; every value
   in every frame is 0 or 1. Does not carry over.
 * **a stack of the last 4 frames** (`FrameStack`): one Atari frame shows where the ball
-  is, not where it is going (lecture 15: a velocity needs two positions). MinAtar draws
+  is, not where it is going ([lecture 15](15_memory.ipynb): a velocity needs two positions). MinAtar draws
   the ball's previous cell in the trail channel, so one frame holds two positions.
   Whether that settles the ball's direction is measured in section 4, on the states a
   trained agent visits: random play rarely keeps the ball up long enough for the
@@ -286,10 +286,10 @@ random play (uniform actions, 256 copies), where a measurement can decide it:
   wall: both occur, each in 45–55% of the starts measured) and, as MinAtar v1 is
   registered, repeats the previous action with probability 0.1 (sticky actions, Machado et
   al. 2018): under random play the executed action differs from the chosen one on a
-  share of steps close to 0.1 × 2/3 ≈ 0.067 (within 0.01 of it). Does not carry over:
+  share of steps close to $0.1 \times 2/3 \approx 0.067$ (within 0.01 of it). Does not carry over:
   the env is stochastic already.
 * **a lost life ends the episode for training** (`EpisodicLifeEnv`): Atari Breakout has
-  five lives, and ending the training episode at a lost life gives a terminal signal
+  five lives, and ending the training episode at a lost life gives a <a href="../glossary.html#term-Termination">terminal</a> signal
   for the mistake. MinAtar Breakout has one: by its rules (`envs/minatar/breakout.py`)
   the episode ends when the ball falls past the paddle. Nothing to carry over.
 * **press FIRE at reset** (`FireResetEnv`): Atari Breakout waits for FIRE to launch the
@@ -303,9 +303,9 @@ random play (uniform actions, 256 copies), where a measurement can decide it:
 * **pixels divided by 255**: carries over in the encoder (section 2) for any uint8 image;
   MinAtar's frames are 0/1 floats already.
 * **one CNN trunk shared by the policy and the value heads**: carries over as an option,
-  `shared_network = True`. The library's default is two trunks: lecture 8 showed the
-  value loss on raw returns swamping the policy's gradient on a shared trunk, and lecture
-  14 what that does to a run (CleanRL's Atari agent shares its trunk with rewards clipped
+  `shared_network = True`. The library's default is two trunks: [lecture 8](08_implementation_details.ipynb) showed the
+  <a href="../glossary.html#term-Value-loss">value loss</a> on raw returns swamping the policy's gradient on a shared trunk, and [lecture
+  14](14_debugging_a_run.ipynb) what that does to a run (CleanRL's Atari agent shares its trunk with rewards clipped
   to ±1). What sharing saves is measured after the table.
 """
 
@@ -414,11 +414,11 @@ print_table([{"Atari detail": detail, "carries over": CARRIES.get(detail, "no"),
 # %% [markdown]
 """
 **The shared trunk, measured.** The configuration of section 4 (128 envs × 32 steps,
-4 epochs of 4 minibatches) with two CNN trunks, the library's default, and with one
+4 <a href="../glossary.html#term-Epoch">epochs</a> of 4 <a href="../glossary.html#term-Minibatch">minibatches</a>) with two CNN trunks, the library's default, and with one
 shared by both heads. Sharing removes one CNN's parameters (the whole of one trunk,
 131,792) and one CNN forward and backward pass per sample. The timing takes
-iterations in turn from each layout (`experiments.studies.iteration_profile.time_iteration`, the
-timers lecture 11 uses; `python -m experiments.studies.iteration_profile --env-id
+<a href="../glossary.html#term-Iteration">iterations</a> in turn from each layout (`experiments.studies.iteration_profile.time_iteration`, the
+timers [lecture 11](11_fast_environments.ipynb) uses; `python -m experiments.studies.iteration_profile --env-id
 MinAtar/Breakout-v1` prints the same split from the shell): the shared trunk's update
 takes less time than the two trunks' (less than 0.85 of it, the median over the
 iterations), and its whole iteration too. Whether it learns as well is measured in
@@ -479,15 +479,15 @@ lecture.claim("the shared trunk's update takes less than 0.85 of the two trunks'
               measured=f"update ratio {update_ratio:.2f}, iteration ratio {iteration_ratio:.2f}", quick=False)
 
 # %% [markdown]
-"""
+r"""
 ## 4. PPO on MinAtar Breakout
 
 The configuration above: the library's PPO with its defaults (CleanRL's: clip ε = 0.2,
-value clipping, entropy bonus 0.01, γ = 0.99, λ = 0.95, Adam with ε = 10⁻⁵, learning rate
-annealed to 0, advantages whitened per minibatch) and `encoder = "auto"`, which picks
-the MinAtar CNN, with 128 envs × 32 steps per rollout and a learning rate of 10⁻³. The
-layout and the learning rate were chosen on seeds 1–3 with two trunks (on seed 1, 10⁻³
-rose faster than 5 · 10⁻⁴, and 8 minibatches without value clipping did no better); the runs
+<a href="../glossary.html#term-Value-clipping">value clipping</a>, <a href="../glossary.html#term-Entropy-bonus">entropy bonus</a> 0.01, γ = 0.99, λ = 0.95, Adam with $\varepsilon = 10^{-5}$, learning rate
+<a href="../glossary.html#term-Learning-rate-annealing">annealed</a> to 0, <a href="../glossary.html#term-Advantage-normalisation">advantages whitened</a> per minibatch) and `encoder = "auto"`, which picks
+the MinAtar CNN, with 128 envs × 32 steps per rollout and a learning rate of $10^{-3}$. The
+layout and the learning rate were chosen on seeds 1–3 with two trunks (on seed 1, $10^{-3}$
+rose faster than $5 \cdot 10^{-4}$, and 8 minibatches without value clipping did no better); the runs
 below use seeds 11–13, never used to choose anything. The budget is 40 iterations,
 163,840 steps per run, about sixty times less than the 10 million steps of the
 gymnax-blines PPO run on Breakout-MinAtar (gymnax's JAX version of the game, read by an
@@ -512,12 +512,12 @@ seeds, 5.09 with two trunks and 5.43 shared, are within 1 of each other, and the
 trunk trained in 0.55 of the two trunks' time. On MinAtar, whose rewards
 are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see at this
 budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
-rewards of any size; the MinAtar preset, `ppo-train --env-id MinAtar/Breakout-v1` with no
+rewards of any size; the MinAtar <a href="../glossary.html#term-Preset">preset</a>, `ppo-train --env-id MinAtar/Breakout-v1` with no
 other flag, shares the trunk and trains for the published budget of 10 million steps
 (`total_timesteps` 10,000,000: 2,441 iterations of 128 × 32 steps, 9,998,336 steps);
 `python -m experiments.benchmarks.minatar_ppo` runs it, and the guide (its page on images and MinAtar) gives what it
 reaches on seeds never used to choose it.) The table gives each run's steps per second on one
-core; lecture 11 showed where an iteration's time goes, and here, in the table of
+core; [lecture 11](11_fast_environments.ipynb) showed where an iteration's time goes, and here, in the table of
 section 3, more than half of it is the update, the CNNs' forward and backward passes
 over 4 epochs.
 """
@@ -591,7 +591,7 @@ direction. Without the trail channel (ball and paddle only), it is wrong on more
 fifth of the steps for every agent (right on 71% to 77% of them in the run shown): a
 ball at a given cell may be going up or down. In random play, whose episodes last 10
 steps on average, ball and paddle alone give the direction on 94.7% of the steps: the question only becomes hard
-once an agent keeps the ball in play. The trail is the second frame of lecture 15's
+once an agent keeps the ball in play. The trail is the second frame of [lecture 15](15_memory.ipynb)'s
 stack, drawn into the first.
 """
 
@@ -668,7 +668,7 @@ lecture.claim("in random play, ball and paddle alone give the direction on more 
               random_row["ball, paddle"] > 0.9, measured=f"{random_row['ball, paddle']:.4f}")
 
 # %% [markdown]
-"""
+r"""
 ## 5. Invalid-action masking
 
 In many games some actions are impossible in some states: a unit that cannot move
@@ -681,12 +681,15 @@ there, a card not in hand, FIRE while the cannon cools down. Two ways to handle 
   actions are valid, and the policy's logits of the others are replaced by the most
   negative float before the softmax (`ppo.algorithm.distributions.MaskedCategoricalDistribution`):
 
-      π(a | s) = softmax(z̃)_a,   z̃_a = z_a if a is valid, else −3.4 · 10³⁸,
+  $$
+  \pi(a \mid s) = \operatorname{softmax}(\tilde z)_a, \qquad
+  \tilde z_a = \begin{cases} z_a & \text{if } a \text{ is valid},\\ -3.4 \cdot 10^{38} & \text{else,} \end{cases}
+  $$
 
   so an invalid action has probability exactly 0 and is never sampled; the entropy sums
   over the valid actions only; and no gradient reaches an invalid action's logit (the
   replacement is a `torch.where`). The same mask goes into the rollout's sampling, the
-  update's recomputed log π and entropy, and evaluation, so the ratio r_t(θ) compares
+  update's recomputed $\log \pi$ and entropy, and evaluation, so the <a href="../glossary.html#term-Importance-ratio">ratio</a> $r_t(\theta)$ compares
   like with like. An env offers a mask as a Dict observation, `{"observation": ...,
   "action_mask": ...}` (gymnasium's convention), and the trainer applies it
   (`ppo/models/encoders.py`, `split_observation`).
@@ -710,19 +713,19 @@ print(f"π = {[round(p, 4) for p in masked.probs.detach()[0].tolist()]}; entropy
       f"{[round(g, 4) for g in logits.grad[0].tolist()]}")
 
 # %% [markdown]
-"""
+r"""
 **The experiment** (`experiments/studies/masking_experiment.py`, whose functions run here). A
 toy task (`envs/toy_masked.py`): each step, 3 of 32 actions are valid, drawn afresh, and
 one of them is the target, shown as a one-hot vector; choosing it earns 1, an episode is
 8 steps. With the mask the policy sees the target and the env's mask; with the penalty it
 sees the target and the valid set as 32 more inputs, and an invalid action earns −0.1.
-The same PPO (16 envs × 32 steps, learning rate 2.5 · 10⁻³), the same budget of 15,360
+The same PPO (16 envs × 32 steps, learning rate $2.5 \cdot 10^{-3}$), the same budget of 15,360
 steps; seeds 200–204 (the module chose its budget and learning rate on seeds 1–3, and the
 sentences below were written from a run on seeds 100–104). Each run is scored greedily
 at 11 points of its training, from before the first update to the end: the share of
 steps on which it chose the target (1 at best; a uniform choice
-among the valid actions gets 1/3). The tables give the IQM over the 5 seeds with 95%
-stratified-bootstrap intervals (`experiments.commands.statistics.interval_estimates`, lecture 7),
+among the valid actions gets $1/3$). The tables give the <a href="../glossary.html#term-IQM">IQM</a> over the 5 seeds with 95%
+<a href="../glossary.html#term-Bootstrap-confidence-interval">stratified-bootstrap intervals</a> (`experiments.commands.statistics.interval_estimates`, [lecture 7](07_diagnostics_and_tuning.ipynb)),
 the curve's intervals from `experiments.studies.learning_curves.curve_intervals`.
 
 What the run shows: with the mask, the IQM is above 0.95 from the second point on (after

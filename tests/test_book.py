@@ -6,8 +6,12 @@ The full tier builds the site once, as `make book` does, serves it on 127.0.0.1 
 every page in headless Chromium (Debian's chromium and chromium-driver, driven by selenium):
 no console error, every image loaded, every formula typeset by the MathJax the site serves
 itself, every claims cell folded behind its prompt, no request to another host, every
-internal link's page and #anchor found. It prints one line of figures and saves a
-screenshot of lecture 6 to docs/_build/screenshots/06_ppo_cartpole.png.
+internal link's page and #anchor found; at a 1280 px window no block wider than the text
+column (a code cell, an output, a table, an open claims box), no raw math delimiter left in
+the text, and every figure shown smaller than it is opening at its natural size on a click.
+It prints one line of figures and a table of each page's layout figures (with the formulas
+typeset and the mentions of a lecture not linked), and saves a screenshot of the whole of
+lecture 6 to docs/_build/screenshots/06_ppo_cartpole.png.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOK_SOURCES = REPO_ROOT / "docs" / "book"
 SCREENSHOT = REPO_ROOT / "docs" / "_build" / "screenshots" / "06_ppo_cartpole.png"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+WINDOW_WIDTH = 1280  # a laptop's screen: every page reads without a sideways scroll at this width
 sys.path.insert(0, str(BOOK_SOURCES / "_ext"))
 import lecture_pages  # noqa: E402
 import plain_docstrings  # noqa: E402
@@ -164,6 +169,117 @@ const done = arguments[arguments.length - 1];
 """
 
 
+LAYOUT_FACTS = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const article = document.querySelector("article[role=main]") || document.body;
+  const folded = Array.from(article.querySelectorAll("details:not([open])"));
+  folded.forEach(box => { box.open = true; });  // a claims box is measured open, as a reader opens it
+  await new Promise(resolve => setTimeout(resolve, 200));  // the page's scripts see the box open
+  const style = getComputedStyle(article), box = article.getBoundingClientRect();
+  const left = box.left + parseFloat(style.paddingLeft), right = box.right - parseFloat(style.paddingRight);
+  const shown = element => element.getClientRects().length > 0;
+  // A block that scrolls sideways by a pixel is wide; one that only overhangs the column is wide past
+  // half a rem, the theme's own overhang (a table's frame, a signature's link).
+  const scrolls = element => ["auto", "scroll"].includes(getComputedStyle(element).overflowX);
+  const wide = element => {
+    if (!shown(element)) return false;
+    const slack = scrolls(element) ? 1 : 8, edges = element.getBoundingClientRect();
+    return element.scrollWidth > element.clientWidth + slack || edges.right > right + slack || edges.left < left - slack;
+  };
+  const blocks = Array.from(article.querySelectorAll(
+    "pre, table, .table-wrapper, .cell_input, .cell_output, .output, details, .admonition, img, mjx-container, dl, p, li"));
+  const overflowing = blocks.filter(wide);
+  const outermost = overflowing.filter(element => !overflowing.some(other => other !== element && other.contains(element)));
+  const describe = element => element.tagName.toLowerCase() + "." + Array.from(element.classList).join(".") + " "
+    + Math.round(Math.max(element.scrollWidth, element.getBoundingClientRect().width)) + " px: "
+    + element.textContent.trim().replace(/\\s+/g, " ").slice(0, 60);
+  const wideBlocks = outermost.map(describe);
+  if (document.scrollingElement.scrollWidth > window.innerWidth + 1) {
+    wideBlocks.push(`the page itself, ${document.scrollingElement.scrollWidth} px wide`);
+  }
+  const column = Math.round(right - left);
+  folded.forEach(box => { box.open = false; });
+
+  // The prose's text, block by block: everything outside code, formulas and scripts.
+  const prose = new Map(), unlinked = [];
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (parent.closest("pre, code, kbd, samp, script, style, mjx-container, .math, .headerlink")) continue;
+    const block = parent.closest("p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption") || parent;
+    prose.set(block, (prose.get(block) || "") + node.textContent);
+    if (!parent.closest("a, h1")) {
+      for (const match of node.textContent.matchAll(/\\b[Ll]ectures? \\d+(?:\\s*(?:[–-]|to|and)\\s*\\d+)?/g)) {
+        unlinked.push(match[0]);
+      }
+    }
+  }
+  const raw = [];
+  for (const text of prose.values()) {
+    const delimiters = (text.match(/\\$\\$|\\\\\\(|\\\\\\[/g) || []);
+    const singles = (text.replace(/\\$\\$|\\$[A-Z][A-Z0-9]*_[A-Z0-9_]+/g, "").match(/\\$/g) || []).length;  // not $SHELL_NAMES
+    if (delimiters.length || singles % 2) raw.push(text.trim().replace(/\\s+/g, " ").slice(0, 80));
+  }
+
+  // A content image shown narrower than it is opens at its natural size on a click.
+  const images = Array.from(article.querySelectorAll("img")).filter(shown);
+  const zoom = [];
+  for (const image of images) {
+    const width = image.getBoundingClientRect().width;
+    if (image.naturalWidth <= width + 1) continue;
+    const clickable = ["zoom-in", "pointer"].includes(getComputedStyle(image).cursor);
+    image.click();
+    const atNaturalSize = () => Array.from(document.querySelectorAll("img")).find(other => other !== image
+      && shown(other) && other.currentSrc === image.currentSrc
+      && Math.abs(other.getBoundingClientRect().width - image.naturalWidth) <= 1);
+    for (let waited = 0; !atNaturalSize() && waited < 3000; waited += 50) {
+      await new Promise(resolve => setTimeout(resolve, 50));
+    }
+    const full = atNaturalSize();
+    document.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+    await new Promise(resolve => setTimeout(resolve, 50));
+    const closed = !Array.from(document.querySelectorAll("img")).some(other => other !== image && shown(other)
+      && other.currentSrc === image.currentSrc);
+    zoom.push({src: image.currentSrc, width: Math.round(width), natural: image.naturalWidth, clickable,
+               opens: Boolean(full), closes: closed});
+  }
+  return {column, wide: wideBlocks, typeset: article.querySelectorAll("mjx-container").length, raw, unlinked, zoom};
+})().then(done, error => done({error: String(error)}));
+"""
+
+LAYOUT_COLUMNS = ["column px", "wide blocks", "formulas typeset", "raw delimiters", "unlinked mentions", "zoomable images"]
+
+
+def layout_row(layout: dict) -> list[int]:
+    """A page's figures of LAYOUT_COLUMNS, from LAYOUT_FACTS' answer."""
+    return [layout["column"], len(layout["wide"]), layout["typeset"], len(layout["raw"]), len(layout["unlinked"]),
+            len(layout["zoom"])]
+
+
+def layout_problems(page: str, layout: dict) -> list[str]:
+    """What a reader at 1280 px would trip on: a block wider than the column, raw math, an image that will not open."""
+    problems = [f"{page}: wider than the {layout['column']} px column: {block}" for block in layout["wide"]]
+    problems += [f"{page}: raw math delimiters in the text: {text!r}" for text in layout["raw"]]
+    for image in layout["zoom"]:
+        if not (image["clickable"] and image["opens"] and image["closes"]):
+            problems.append(f"{page}: the image {image['src'][-60:]} shown {image['width']} of {image['natural']} px "
+                            f"does not open at its natural size on a click and close again ({image})")
+    return problems
+
+
+def layout_table(rows: dict[str, list[int]]) -> str:
+    """The per-page layout figures as a fixed-width table: one row a lecture page, one for the other pages."""
+    others = [row for page, row in rows.items() if not page.startswith("lectures/")]
+    table = {page.removeprefix("lectures/").removesuffix(".html"): row for page, row in rows.items()
+             if page.startswith("lectures/")}
+    table[f"the other {len(others)} pages"] = ["", *(sum(column) for column in list(zip(*others))[1:])] if others else []
+    name_width = max(map(len, table))
+    lines = [" " * name_width + "".join(f"  {column:>17}" for column in LAYOUT_COLUMNS)]
+    lines += [f"{name:<{name_width}}" + "".join(f"  {value:>17}" for value in row) for name, row in table.items()]
+    return "\n".join(lines)
+
+
 def claims_prompts(notebook: Path) -> list[str]:
     """The prompts of a notebook's folded cells (metadata mystnb.code_prompt_show), in order."""
     cells = json.loads(notebook.read_text())["cells"]
@@ -198,7 +314,7 @@ def headless_chromium():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,1000", "--no-first-run", "--disable-background-networking",
+                     f"--window-size={WINDOW_WIDTH},1000", "--no-first-run", "--disable-background-networking",
                      "--disable-component-update", "--disable-default-apps", "--disable-sync"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
@@ -241,8 +357,19 @@ class PageFile(html.parser.HTMLParser):
         self.images += tag == "img"
 
 
-def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None = None) -> tuple[dict[str, int], list[str]]:
-    """Open every page of a site built from sources in headless Chromium; return the figures and the problems found."""
+def save_full_page(driver, screenshot: Path) -> None:
+    """A PNG of the whole page at the window's width, top to bottom."""
+    import base64
+
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    screenshot.write_bytes(base64.b64decode(shot["data"]))
+
+
+def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None = None,
+               layout: dict[str, list[int]] | None = None) -> tuple[dict[str, int], list[str]]:
+    """Open every page of a site built from sources in headless Chromium; return the figures and the problems found.
+    `layout`, when given, receives each page's LAYOUT_COLUMNS figures."""
     pages = sorted(path.relative_to(site).as_posix() for path in site.rglob("*.html"))
     server, base = serve(site)
     driver = headless_chromium()
@@ -285,9 +412,13 @@ def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None
                     figures["outside requests"] += 1
                     problems.append(f"{page}: a request to another host, {url[:200]}")
             links[page], ids[page] = facts["links"], set(facts["ids"]) | written.ids
+            page_layout = driver.execute_async_script(LAYOUT_FACTS)
+            assert "error" not in page_layout, f"{page}: {page_layout['error']}"
+            problems += layout_problems(page, page_layout)
+            if layout is not None:
+                layout[page] = layout_row(page_layout)
             if screenshot and page == "lectures/06_ppo_cartpole.html":
-                screenshot.parent.mkdir(parents=True, exist_ok=True)
-                driver.save_screenshot(str(screenshot))
+                save_full_page(driver, screenshot)
     finally:
         driver.quit()
         server.shutdown()
@@ -309,8 +440,10 @@ def test_every_page_of_the_book_works_in_a_browser(tmp_path: Path):
     site = tmp_path / "html"
     build_seconds = build_book(site)
     started = time.perf_counter()
-    figures, problems = check_site(site, screenshot=SCREENSHOT)
+    layout: dict[str, list[int]] = {}
+    figures, problems = check_site(site, screenshot=SCREENSHOT, layout=layout)
     summary = ", ".join(f"{count} {name}" for name, count in figures.items())
     print(f"book: built in {build_seconds:.0f} s, checked in {time.perf_counter() - started:.0f} s: {summary}")
+    print(f"at a {WINDOW_WIDTH} px window:\n{layout_table(layout)}")
     assert figures["pages"] > 16 and SCREENSHOT.is_file()
     assert not problems, "\n".join(problems[:50]) + (f"\n... {len(problems) - 50} more" if len(problems) > 50 else "")

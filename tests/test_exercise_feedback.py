@@ -136,3 +136,43 @@ def test_a_wrong_shape_is_reported():
 def test_a_close_answer_passes():
     feedback.check_close(torch.tensor([1.0, 2.0 + 1e-7]), torch.tensor([1.0, 2.0]), "f(x)")
     feedback.check_equal("healthy", "healthy", "diagnose")
+
+
+def test_a_natural_gradient_step_without_its_step_size_is_named():
+    checks = importlib.import_module("test_lecture_04")
+    unscaled = SimpleNamespace(natural_gradient_step=lambda gradient, fisher, max_kl: torch.linalg.solve(fisher, gradient))
+    message = failure_message(checks.test_natural_gradient_step_sits_on_the_kl_boundary_with_the_largest_gain,
+                              unscaled, 0, 0.01)
+    assert "natural_gradient_step(δ = 0.01): expected" in message
+    assert "Likely mistake: the direction F⁻¹g without its step size √(2δ / gᵀF⁻¹g)" in message
+
+
+def gru_step_without_the_episode_start_mask(inputs, state, episode_start, weight_ih, weight_hh, bias_ih, bias_hh):
+    input_r, input_z, input_n = (inputs @ weight_ih.T + bias_ih).chunk(3, dim=1)
+    hidden_r, hidden_z, hidden_n = (state @ weight_hh.T + bias_hh).chunk(3, dim=1)
+    reset, update = torch.sigmoid(input_r + hidden_r), torch.sigmoid(input_z + hidden_z)
+    return (1 - update) * torch.tanh(input_n + reset * hidden_n) + update * state
+
+
+def test_a_gru_step_that_carries_the_state_across_an_episode_start_is_named():
+    checks = importlib.import_module("test_lecture_15")
+    message = failure_message(checks.test_an_episode_start_forgets_the_state_exactly_where_it_is_set,
+                              SimpleNamespace(masked_gru_step=gru_step_without_the_episode_start_mask))
+    assert "masked_gru_step with episode starts at rows 0 and 2" in message and "largest difference at index (0" in message
+    assert "Likely mistake: a forgotten episode-start mask" in message
+
+
+def test_a_convolution_side_that_forgets_the_padding_is_named():
+    checks = importlib.import_module("test_lecture_16")
+    no_padding = SimpleNamespace(conv_output_side=lambda side, kernel, stride, padding=0: (side - kernel) // stride + 1)
+    message = failure_message(checks.test_conv_output_side_is_the_side_torchs_convolution_gives, no_padding, 7, 3, 2, 1)
+    assert "conv_output_side(side = 7, kernel = 3, stride = 2, padding = 1): expected 4, got 3" in message
+    assert "Likely mistake: the padding forgotten" in message
+
+
+def test_a_diagnosis_that_calls_a_falling_run_healthy_says_what_to_compare():
+    checks = importlib.import_module("test_mystery_runs")
+    message = failure_message(checks.test_diagnose_names_the_bug, SimpleNamespace(diagnose=lambda path: "healthy"),
+                              "run_4.csv")
+    assert "diagnose(run_4.csv): expected 'wrong advantage sign', got 'healthy'" in message
+    assert "Likely mistake: compare the last returns with the first" in message

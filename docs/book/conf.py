@@ -20,6 +20,7 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.viewcode",  # every documented name links to its module's highlighted source
+    "viewcode_backlinks",  # a source page's "[docs]" links find the name under its own module
     "sphinx-mathjax-offline",  # MathJax 3 copied into _static/mathjax: no CDN
     "plain_docstrings",  # the docstrings' indented blocks kept line for line
     "package_modules",  # an API page lists every module of its package
@@ -32,6 +33,7 @@ include_patterns = ["*.md", "api/**", "guide/**", "lectures/[0-9][0-9]_*.ipynb"]
 
 # The notebooks ship executed, with the full runs' outputs: the book shows them as they are.
 nb_execution_mode = "off"
+nb_merge_streams = True  # a cell's consecutive prints show as one block, not one box a print
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
@@ -45,6 +47,8 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 html_theme = "furo"
 html_title = "PPO from scratch"
 html_static_path = ["_static"]
+html_css_files = ["book.css"]  # the text column at a laptop's width, the claims boxes, full-size figures
+html_js_files = ["book.js"]  # wide blocks fitted to the column; a figure opens at its natural size on a click
 html_favicon = "_static/favicon.svg"  # without one, the browser asks for /favicon.ico and logs a 404
 html_show_sourcelink = False
 html_copy_source = False

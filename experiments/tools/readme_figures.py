@@ -44,7 +44,7 @@ README = REPO_ROOT / "README.md"
 GUIDE = REPO_ROOT / "docs" / "book" / "guide"
 DOCUMENTS = (README, REPO_ROOT / "docs" / "book" / "benchmarks.md",
              *(GUIDE / f"{page}.md" for page in ("index", "installing", "training", "own-environments", "run-folder",
-                                                 "seeds-and-sweeps", "comparing-runs", "fast-environments", "classic-control",
+                                                 "seeds-and-sweeps", "comparing-runs", "diagnosing", "fast-environments", "classic-control",
                                                  "continuous-control", "memory", "images-and-minatar",
                                                  "language-model", "scaling-out", "python-api", "extending", "design", "layout",
                                                  "lectures", "tests")))

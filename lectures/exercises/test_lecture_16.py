@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from feedback import check_close, check_equal
 from ppo.algorithm.distributions import MaskedCategoricalDistribution
 from ppo.models.encoders import MinAtarCNN, NatureCNN
 
@@ -18,14 +19,28 @@ CONVOLUTIONS = [(84, 8, 4, 0), (20, 4, 2, 0), (9, 3, 1, 0), (36, 8, 4, 0), (8, 4
                 (10, 3, 1, 1), (7, 3, 2, 1), (84, 8, 4, 2), (5, 5, 1, 0), (12, 4, 3, 0), (11, 2, 3, 0), (1, 3, 2, 1)]
 
 
+def side_mistakes(side: int, kernel: int, stride: int, padding: int = 0) -> dict[str, int]:
+    """The side each usual mistake of exercise 16.1 gives."""
+    return {
+        "the padding forgotten (⌊(side − kernel) / stride⌋ + 1)": (side - kernel) // stride + 1,
+        "the padding counted once, not on both sides (side + 2·padding)": (side + padding - kernel) // stride + 1,
+        "a forgotten + 1 (the first position of the kernel counts)": (side + 2 * padding - kernel) // stride,
+        "a rounding up in place of the floor (a last, incomplete stride is dropped)":
+            -(-(side + 2 * padding - kernel) // stride) + 1,
+        "the kernel not subtracted (⌊(side + 2·padding) / stride⌋ + 1)": (side + 2 * padding) // stride + 1,
+    }
+
+
 @pytest.mark.parametrize("side, kernel, stride, padding", CONVOLUTIONS)
 def test_conv_output_side_is_the_side_torchs_convolution_gives(exercise, side, kernel, stride, padding):
     convolution = nn.Conv2d(1, 1, kernel, stride=stride, padding=padding)
     with torch.no_grad():
         expected = convolution(torch.zeros(1, 1, side, side)).shape[-1]
     result = exercise.conv_output_side(side, kernel, stride, padding)
-    assert isinstance(result, int) and not isinstance(result, bool)
-    assert result == expected
+    name = f"conv_output_side(side = {side}, kernel = {kernel}, stride = {stride}, padding = {padding})"
+    check_equal(type(result).__name__, "int", f"the type of {name}",
+                {"/ in place of // (a float)": "float", "a tensor in place of a Python int": "Tensor"})
+    check_equal(result, expected, name, side_mistakes(side, kernel, stride, padding))
 
 
 def test_conv_output_side_follows_the_librarys_cnns_to_their_linear_layers(exercise):
@@ -34,11 +49,12 @@ def test_conv_output_side_follows_the_librarys_cnns_to_their_linear_layers(exerc
     side = 84
     for kernel, stride in ((8, 4), (4, 2), (3, 1)):
         side = exercise.conv_output_side(side, kernel, stride)
-    assert side == 7
+    check_equal(side, 7, "NatureCNN's three layers from 84 (84 → 20 → 9 → 7)")
     nature = NatureCNN(gym.spaces.Box(0, 255, (4, 84, 84), dtype=np.uint8), ortho_init=False)
     assert nature.body[-2].in_features == 64 * side * side
     minatar_side = exercise.conv_output_side(10, 3, 1)
-    assert minatar_side == 8
+    check_equal(minatar_side, 8, "conv_output_side(10, kernel 3, stride 1): the MinAtar CNN's layer",
+                side_mistakes(10, 3, 1))
     minatar = MinAtarCNN(gym.spaces.Box(0.0, 1.0, (4, 10, 10), dtype=np.float32), ortho_init=False)
     assert minatar.body[-2].in_features == 16 * minatar_side * minatar_side
 
@@ -56,6 +72,21 @@ def test_conv_output_side_refuses_a_kernel_that_does_not_fit(exercise):
 LOWEST = {dtype: torch.finfo(dtype).min for dtype in (torch.float32, torch.float64)}
 
 
+def log_softmax_mistakes(logits: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The log-probabilities each usual mistake of exercise 16.2 gives."""
+    logits, lowest = logits.detach(), LOWEST[logits.dtype]
+    right = torch.log_softmax(torch.where(mask, logits, lowest), dim=-1)
+    return {
+        "a softmax over every logit, masked afterwards (the invalid ones still take probability)":
+            torch.where(mask, torch.log_softmax(logits, dim=-1), lowest),
+        "−inf in place of the dtype's most negative number (0 · log 0 = 0 · −inf is NaN in an entropy)":
+            torch.where(mask, right, -math.inf),
+        "the invalid logits left as they are (no mask)": torch.log_softmax(logits, dim=-1),
+        "a large negative number added to the invalid logits, not put in their place":
+            torch.log_softmax(logits - 1e9 * (~mask).to(logits.dtype), dim=-1),
+    }
+
+
 def test_masked_log_softmax_of_a_hand_worked_case(exercise):
     """Valid logits ln 3 and 0: π = 3/4 and 1/4, whatever the invalid logits are (100 among
     them: a softmax over all four would give the valid ones almost nothing); a row with one
@@ -68,9 +99,10 @@ def test_masked_log_softmax_of_a_hand_worked_case(exercise):
     expected = torch.tensor([[math.log(0.75), lowest, math.log(0.25), lowest],
                              [lowest, lowest, lowest, 0.0]], dtype=torch.float64)
     result = exercise.masked_log_softmax(logits, mask)
-    assert result.shape == (2, 4) and result.dtype == torch.float64
-    assert torch.equal(result[~mask], expected[~mask])  # the dtype's most negative number, not −inf
-    assert torch.allclose(result[mask], expected[mask], rtol=0.0, atol=1e-15)
+    check_equal(str(result.dtype), "torch.float64", "the dtype of masked_log_softmax of float64 logits")
+    check_close(result, expected, "masked_log_softmax of the hand-worked case (log ¾, log ¼; log 1 = 0 for a lone "
+                "valid action; the dtype's most negative number elsewhere)", log_softmax_mistakes(logits, mask),
+                rtol=0.0, atol=1e-15)
 
 
 def random_case(rows: int, actions: int, seed: int, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,7 +158,18 @@ def test_no_gradient_reaches_a_masked_logit_whatever_the_loss(exercise):
     log_probs = exercise.masked_log_softmax(logits, mask)
     weights = torch.randn(50, 5, generator=torch.Generator().manual_seed(4))
     (gradient,) = torch.autograd.grad(log_probs, logits, grad_outputs=weights)
-    assert bool((gradient[~mask] == 0).all())
+
+    def masked_logits_reached(function) -> int:
+        (wrong,) = torch.autograd.grad(function(logits), logits, grad_outputs=weights)
+        return int((wrong[~mask] != 0).sum())
+
+    check_equal(int((gradient[~mask] != 0).sum()), 0, f"the number of masked logits (of {int((~mask).sum())}) that "
+                "a gradient reaches", {
+                    "a large negative number added to the masked logits (they still take part)": masked_logits_reached(
+                        lambda z: torch.log_softmax(z - 1e9 * (~mask).float(), dim=-1)),
+                    "the mask applied after the softmax (the masked logits shaped the valid probabilities)":
+                        masked_logits_reached(lambda z: torch.where(mask, torch.log_softmax(z, dim=-1), LOWEST[z.dtype])),
+                })
     assert bool((gradient[mask] != 0).any())
 
 
@@ -154,10 +197,28 @@ def test_masked_log_softmax_matches_the_librarys_masked_categorical(exercise):
     logits, mask = random_case(256, 9, seed=6)
     library = MaskedCategoricalDistribution(logits, mask)
     result = exercise.masked_log_softmax(logits, mask)
+    check_close(result, library.log_probs, "masked_log_softmax of 256 random float32 rows, against the library",
+                log_softmax_mistakes(logits, mask), rtol=1e-6, atol=1e-6)
     assert torch.equal(result[~mask], library.log_probs[~mask])
-    assert torch.allclose(result[mask], library.log_probs[mask], rtol=1e-6, atol=1e-6)
     entropy = -(result.exp() * result).sum(-1)
     assert torch.allclose(entropy, library.entropy(), rtol=1e-6, atol=1e-6)
+
+
+def accuracy_mistakes(keys: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
+    """The accuracy each usual mistake of exercise 16.3 gives."""
+    per_key: dict[int, Counter] = {}
+    for key, target in zip(keys.tolist(), targets.tolist()):
+        per_key.setdefault(key, Counter())[target] += 1
+    best = sum(max(counts.values()) for counts in per_key.values())
+    return {
+        "one guess for every key, the overall majority (the key ignored)":
+            max(Counter(targets.tolist()).values()) / len(targets),
+        "a count of right guesses, not a share": float(best),
+        "min in place of max (each key's least common target)":
+            sum(min(counts.values()) for counts in per_key.values()) / len(targets),
+        "an average over the keys of each key's accuracy (a key's weight is its count)":
+            sum(max(counts.values()) / sum(counts.values()) for counts in per_key.values()) / len(per_key),
+    }
 
 
 def test_best_guess_accuracy_of_a_hand_worked_table(exercise):
@@ -166,8 +227,10 @@ def test_best_guess_accuracy_of_a_hand_worked_table(exercise):
     keys = torch.tensor([-3, 1, -3, 40, 1, -3])
     targets = torch.tensor([5, 7, 5, 1, 3, 7])
     result = exercise.best_guess_accuracy(keys, targets)
-    assert isinstance(result, float)
-    assert result == pytest.approx(4 / 6, abs=1e-12)
+    check_equal(type(result).__name__, "float", "the type of best_guess_accuracy",
+                {"a tensor in place of a Python float (.item() or float())": "Tensor"})
+    check_close(result, 4 / 6, "best_guess_accuracy of the hand-worked table (4 of 6)",
+                accuracy_mistakes(keys, targets), atol=1e-12, rtol=0.0)
 
 
 def test_best_guess_accuracy_is_one_when_the_key_determines_the_target(exercise):
@@ -185,7 +248,8 @@ def test_best_guess_accuracy_is_the_majority_share_when_the_key_says_nothing(exe
     keys = torch.randint(0, 4, (20_000,), generator=generator)
     targets = torch.multinomial(torch.tensor([0.6, 0.3, 0.1]), 20_000, replacement=True, generator=generator)
     result = exercise.best_guess_accuracy(keys, targets)
-    assert result == pytest.approx(float((targets == 0).double().mean()), abs=1e-12)
+    check_close(result, float((targets == 0).double().mean()), "best_guess_accuracy of a key that says nothing (the "
+                "share of 0s)", accuracy_mistakes(keys, targets), atol=1e-12, rtol=0.0)
     assert abs(result - 0.6) < 0.02
 
 
@@ -200,4 +264,5 @@ def test_best_guess_accuracy_matches_a_count_by_hand_on_a_partly_informative_key
     for key, target in zip(keys.tolist(), targets.tolist()):
         per_key.setdefault(key, Counter())[target] += 1
     expected = sum(max(counts.values()) for counts in per_key.values()) / len(keys)
-    assert exercise.best_guess_accuracy(keys, targets) == pytest.approx(expected, abs=1e-12)
+    check_close(exercise.best_guess_accuracy(keys, targets), expected, "best_guess_accuracy of a partly informative key",
+                accuracy_mistakes(keys, targets), atol=1e-12, rtol=0.0)
