@@ -305,9 +305,11 @@ with $x_t$ the hidden layers' output for $o_t$:
 
 $$
 \begin{aligned}
-h_{t-1} &\leftarrow h_{t-1} \cdot (1 - \text{start}_t) && \text{(a new episode forgets the last)}\\
-r &= \sigma(W_r x_t + U_r h_{t-1} + b_r), \qquad z = \sigma(W_z x_t + U_z h_{t-1} + b_z)\\
-n &= \tanh\big(W_n x_t + b_n + r \odot (U_n h_{t-1} + b'_n)\big), \qquad h_t = (1 - z) \odot n + z \odot h_{t-1}\\
+h_{t-1} &\leftarrow h_{t-1} \cdot (1 - \text{start}_t) \qquad \text{(a new episode forgets the last)}\\
+r &= \sigma(W_r x_t + U_r h_{t-1} + b_r)\\
+z &= \sigma(W_z x_t + U_z h_{t-1} + b_z)\\
+n &= \tanh\big(W_n x_t + b_n + r \odot (U_n h_{t-1} + b'_n)\big)\\
+h_t &= (1 - z) \odot n + z \odot h_{t-1}\\
 \pi(a \mid o_{\le t}) &= \operatorname{softmax}\big(\operatorname{head}(h_t)\big)
 \end{aligned}
 $$
