@@ -1,5 +1,5 @@
 # %% [markdown]
-"""
+r"""
 # Lecture 6 — PPO on CartPole: the whole loop
 
 **What it teaches.** The pieces of lectures [1](01_policy_gradients.ipynb)–[5](05_clipped_surrogate.ipynb) assembled into one algorithm, run with
@@ -12,6 +12,13 @@ the library's trainer:
             L = −L^CLIP(ε) + c_v · L_value − c_e · H[π_θ]                (lectures 2, 4–5)
             one Adam step on L, gradient norm clipped
         log the diagnostics
+
+Each minibatch step minimises
+
+$$L(\theta) = -L^{\text{CLIP}}(\theta) + c_v\,L_{\text{value}}(\theta) - c_e\,H[\pi_\theta],$$
+
+with $L^{\text{CLIP}}$ from [lecture 5](05_clipped_surrogate.ipynb) and the critic's loss from
+[lecture 2](02_baseline_actor_critic.ipynb).
 
 Nothing in this script re-implements a step: it configures `ppo.trainers.ppo.PPO` as
 `ppo-train` does, trains, plots, evaluates the result on gymnasium's own CartPole-v1,
@@ -47,7 +54,7 @@ from ppo.trainers.ppo import PPO
 lecture = Lecture("06_ppo_cartpole", __doc__)
 
 # %% [markdown]
-"""
+r"""
 ## The configuration
 
 `ppo-train` does not use the library's defaults for CartPole on the batched torch
@@ -68,7 +75,7 @@ step together, in a few tensor operations), so the rollout is large (64 envs × 
 steps) and most of an <a href="../glossary.html#term-Iteration">iteration</a>'s time goes into gradient steps (the lecture times both
 after training): 6 <a href="../glossary.html#term-Epoch">epochs</a> of 4 <a href="../glossary.html#term-Minibatch">minibatches</a> at a learning rate of 5e-3, on a budget of
 `total_timesteps` = 100,000 steps. The trainer runs whole iterations only, so it runs
-⌊100,000 / 2,048⌋ = 48 iterations of 64 × 32 = 2,048 steps: 98,304 steps.
+$\lfloor 100{,}000 / 2{,}048 \rfloor = 48$ iterations of 64 × 32 = 2,048 steps: 98,304 steps.
 Three of the defaults are switched off: value clipping (with few, large updates it holds
 the critic back to ±ε per update), <a href="../glossary.html#term-Advantage-normalisation">advantage whitening</a> and the <a href="../glossary.html#term-Entropy-bonus">entropy bonus</a>. The last
 two are about what happens once the policy is good: when every episode reaches 500, all

@@ -107,10 +107,13 @@ def require_seed(name: str, value) -> None:
         raise ConfigError(f"{name} = {value!r} must be an integer in [0, 2**63 - 1]")
 
 
+EMPTY_PATH = "is an empty path, which would be the current folder; give a folder"  # what an empty path is told
+
+
 def require_path(name: str, value) -> None:
     """A folder or file given as text must not be empty: Path('') is the current folder."""
     if isinstance(value, str) and not value.strip():
-        raise ConfigError(f"{name} = {value!r} is an empty path, which would be the current folder; give a folder")
+        raise ConfigError(f"{name} = {value!r} {EMPTY_PATH}")
 
 
 def require_growing_budget(name: str, given: int, budget: int, done: int, per_iteration: int, run) -> None:

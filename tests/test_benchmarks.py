@@ -26,3 +26,47 @@ def test_the_gpu_check_runs_its_batches_and_minatar_on_a_cpu(capsys):
     out = capsys.readouterr().out
     assert "3 seeds as one batch" in out and "3 seeds took" in out and "MinAtar Breakout: 4,096 steps" in out
     assert "torchrun with NCCL: skipped (--no-torchrun)" in out
+
+
+def test_the_breakdown_counts_cartpoles_flops_per_step_as_worked_by_hand():
+    """The CartPole preset: actor 4→64→64→2 and critic 4→64→64→1, 8,896 multiply-adds per sample
+    forward. Backward: every weight's gradient (8,896) and every input's but the observation's
+    (8,896 − 2·256 = 8,384). Per env step: the rollout's forward (2·8,896), V(next obs) of 64 copies
+    once per 2,048 steps (2·4,416·64 / 2,048 = 276), and 6 epochs of forward and backward
+    (6·2·(8,896 + 8,896 + 8,384) = 314,112): 332,180 FLOPs, one run or a batch alike."""
+    from experiments.benchmarks.breakdown import count_iteration_flops
+    from experiments.commands.presets import build_config
+
+    config = build_config({"env_id": "CartPole-v1", "tensorboard": False}, "auto").to_dict()
+    single = count_iteration_flops(config)
+    assert single["flops_per_step"] == 17_792 + 276 + 314_112
+    assert count_iteration_flops(config, seeds=[1, 2])["flops_per_step"] == single["flops_per_step"]
+    assert single["dominant"][0] == "aten.addmm.default"  # the 64×64 hidden layers' forward
+
+
+def test_a_phase_inside_another_is_charged_for_its_own_time_alone(monkeypatch):
+    from experiments.benchmarks import breakdown
+
+    now = iter([0.0, 1.0, 3.0, 10.0]).__next__  # outer starts, inner starts, inner ends, outer ends
+    monkeypatch.setattr(breakdown.time, "perf_counter", now)
+    clock = breakdown.PhaseClock()
+    inner = clock.timed("inner", lambda: None)
+    clock.timed("outer", inner)()
+    assert dict(clock.seconds) == {"inner": 2.0, "outer": 8.0}
+
+
+def test_the_breakdown_times_every_phase_of_a_whole_command_and_puts_back_what_it_wraps(tmp_path):
+    from experiments.benchmarks import breakdown
+    from experiments.commands import train
+    from ppo.trainers.base import BaseTrainer
+
+    before = (BaseTrainer.train, train.plot_learning_curve, train.evaluate_run)
+    record = breakdown.run_command_timed(["--env-id", "CartPole-v1", "--total-timesteps", "4096", "--eval-episodes",
+                                          "2", "--run-dir", str(tmp_path / "run")])
+    assert (BaseTrainer.train, train.plot_learning_curve, train.evaluate_run) == before
+    assert record["steps"] == 4096
+    seconds = record["seconds"]
+    assert set(breakdown.PHASES) - {"start-up"} <= set(seconds)
+    assert all(value >= 0 for value in seconds.values())
+    assert seconds["update"] > 0 and seconds["env step"] > 0 and seconds["evaluation"] > 0
+    assert abs(sum(seconds.values()) - record["command_wall"]) < 1e-6

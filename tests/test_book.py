@@ -8,10 +8,13 @@ no console error, every image loaded, every formula typeset by the MathJax the s
 itself, every claims cell folded behind its prompt, no request to another host, every
 internal link's page and #anchor found; at a 1280 px window no block wider than the text
 column (a code cell, an output, a table, an open claims box), no raw math delimiter left in
-the text, and every figure shown smaller than it is opening at its natural size on a click.
+the text, and every figure shown smaller than it is opening at its natural size on a click;
+on each of the 16 lectures' pages at least one formula typeset, and no other lecture named in
+the prose without a link to it ("lecture 4", "Lecture 4's", "lectures 2, 4–5" outside a link,
+code, a formula, an output or the title; the page's own lecture does not count).
 It prints one line of figures and a table of each page's layout figures (with the formulas
-typeset and the mentions of a lecture not linked), and saves a screenshot of the whole of
-lecture 6 to docs/_build/screenshots/06_ppo_cartpole.png.
+typeset and those unlinked mentions), and saves a screenshot of the whole of lecture 6 to
+docs/_build/screenshots/06_ppo_cartpole.png.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import functools
 import html.parser
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -115,8 +119,6 @@ def source_pages() -> list[Path]:
 
 def test_every_relative_link_of_a_page_resolves_where_its_source_is_read():
     """A page's source reads as it is (on GitHub, say): each relative link names a file of the repository."""
-    import re
-
     broken = [f"{page.relative_to(REPO_ROOT)}: {target}" for page in source_pages()
               for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text())
               if "://" not in target and not (page.parent / unquote(target)).exists()]
@@ -201,18 +203,38 @@ const done = arguments[arguments.length - 1];
   const column = Math.round(right - left);
   folded.forEach(box => { box.open = false; });
 
-  // The prose's text, block by block: everything outside code, formulas and scripts.
-  const prose = new Map(), unlinked = [];
+  // The prose's text, block by block: everything outside code, formulas and scripts. Beside it, each
+  // block's text with what a reader cannot follow as a lecture's name put out of reach, character for
+  // character: a link (its text is linked), code and formulas, the page's title, a cell's output.
+  const prose = new Map(), named = new Map();
+  const blockOf = element => element.closest("p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption");
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const parent = node.parentElement;
-    if (parent.closest("pre, code, kbd, samp, script, style, mjx-container, .math, .headerlink")) continue;
-    const block = parent.closest("p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption") || parent;
-    prose.set(block, (prose.get(block) || "") + node.textContent);
-    if (!parent.closest("a, h1")) {
-      for (const match of node.textContent.matchAll(/\\b[Ll]ectures? \\d+(?:\\s*(?:[–-]|to|and)\\s*\\d+)?/g)) {
-        unlinked.push(match[0]);
-      }
+    const parent = node.parentElement, text = node.textContent;
+    const hidden = parent.closest("pre, code, kbd, samp, script, style, mjx-container, .math, .headerlink");
+    const block = blockOf(parent) || (hidden ? null : parent);
+    if (!block) continue;
+    if (!hidden) prose.set(block, (prose.get(block) || "") + text);
+    const masked = hidden || parent.closest("a, h1, .cell_output, .output");
+    const entry = named.get(block) || {text: "", masked: ""};
+    entry.text += text;
+    entry.masked += masked ? "\\u0000".repeat(text.length) : text;
+    named.set(block, entry);
+  }
+  // "lecture 4", "Lecture 4's", "lectures 2, 4–5", "lectures [4](…) and 6": a mention whose number is
+  // outside a link. A run of \\0 is a link (or code) in a list of lectures; its number is not counted.
+  const lectureName = /\\b(?:[Ll]ecture\\s+\\d+|[Ll]ectures\\s+(?:\\d+|\\u0000+)(?:(?:\\s*(?:[–-]|,|&)\\s*|\\s+(?:to|and|or)\\s+|,\\s*(?:and|or)\\s+)(?:\\d+|\\u0000+))*)(?!\\d)/g;
+  const unlinked = [];
+  for (const {text, masked} of named.values()) {
+    for (const match of masked.matchAll(lectureName)) {
+      const start = match.index, end = start + match[0].length;
+      if (!/\\d/.test(match[0])) continue;
+      unlinked.push({
+        mention: text.slice(start, end).replace(/\\s+/g, " "),
+        numbers: match[0].replace(/\\u0000+/g, "…").replace(/\\s+/g, " "),
+        context: (start > 40 ? "…" : "") + text.slice(Math.max(0, start - 40), end + 40).replace(/\\s+/g, " ").trim()
+                 + (end + 40 < text.length ? "…" : ""),
+      });
     }
   }
   const raw = [];
@@ -252,19 +274,47 @@ LAYOUT_COLUMNS = ["column px", "wide blocks", "formulas typeset", "raw delimiter
 
 
 def layout_row(layout: dict) -> list[int]:
-    """A page's figures of LAYOUT_COLUMNS, from LAYOUT_FACTS' answer."""
+    """A page's figures of LAYOUT_COLUMNS, from LAYOUT_FACTS' answer (its unlinked mentions those of lecture_mentions)."""
     return [layout["column"], len(layout["wide"]), layout["typeset"], len(layout["raw"]), len(layout["unlinked"]),
             len(layout["zoom"])]
 
 
+def lecture_number(page: str) -> int | None:
+    """The number of the lecture a built page shows (lectures/05_clipped_surrogate.html: 5); None for another page."""
+    match = re.fullmatch(r"lectures/(\d\d)_[^/]+\.html", page)
+    return int(match[1]) if match else None
+
+
+def lectures_named(mention: str) -> set[int]:
+    """The lectures a mention names by number outside a link: "lectures 2, 4–5" names 2, 4 and 5,
+    "lectures …–7" (the first one linked, LAYOUT_FACTS' `numbers`) names 7."""
+    named: set[int] = set()
+    for first, last in re.findall(r"(\d+)(?:\s*(?:[–-]|to)\s*(\d+))?", mention):
+        low, high = sorted((int(first), int(last or first)))
+        named.update(range(low, high + 1))
+    return named
+
+
+def lecture_mentions(page: str, unlinked: list[dict]) -> list[dict]:
+    """The unlinked mentions of LAYOUT_FACTS that name a lecture other than the page's own ("lecture 5" on lecture 5
+    is not a link to miss)."""
+    return [mention for mention in unlinked if lectures_named(mention["numbers"]) - {lecture_number(page)}]
+
+
 def layout_problems(page: str, layout: dict) -> list[str]:
-    """What a reader at 1280 px would trip on: a block wider than the column, raw math, an image that will not open."""
+    """What a reader at 1280 px would trip on: a block wider than the column, raw math, an image that will not open;
+    and on a lecture's page, no typeset formula or a lecture named in the prose without a link to it."""
     problems = [f"{page}: wider than the {layout['column']} px column: {block}" for block in layout["wide"]]
     problems += [f"{page}: raw math delimiters in the text: {text!r}" for text in layout["raw"]]
     for image in layout["zoom"]:
         if not (image["clickable"] and image["opens"] and image["closes"]):
             problems.append(f"{page}: the image {image['src'][-60:]} shown {image['width']} of {image['natural']} px "
                             f"does not open at its natural size on a click and close again ({image})")
+    if lecture_number(page) is not None:
+        if not layout["typeset"]:
+            problems.append(f"{page}: no formula typeset (a lecture writes its equations in LaTeX, $...$ or $$...$$)")
+        problems += [f"{page}: {mention['mention']!r} names a lecture without linking it: {mention['context']!r}"
+                     for mention in layout["unlinked"]]
     return problems
 
 
@@ -278,6 +328,63 @@ def layout_table(rows: dict[str, list[int]]) -> str:
     lines = [" " * name_width + "".join(f"  {column:>17}" for column in LAYOUT_COLUMNS)]
     lines += [f"{name:<{name_width}}" + "".join(f"  {value:>17}" for value in row) for name, row in table.items()]
     return "\n".join(lines)
+
+
+def test_a_lecture_page_without_a_formula_or_with_a_lecture_named_but_not_linked_is_a_problem():
+    mention = lambda text, numbers=None: {"mention": text, "numbers": numbers or text, "context": f"as {text} showed"}
+    unlinked = [mention("lecture 4"), mention("lecture 5"), mention("lectures 4–6"), mention("lectures 3–5", "lectures …–5")]
+    assert [found["mention"] for found in lecture_mentions("lectures/05_clipped_surrogate.html", unlinked)] == [
+        "lecture 4", "lectures 4–6"]
+    assert len(lecture_mentions("glossary.html", unlinked)) == 4
+    assert lectures_named("lectures 2, 4–5 and 7") == {2, 4, 5, 7} and lectures_named("lectures … and …") == set()
+    layout = {"column": 700, "wide": [], "raw": [], "zoom": [], "typeset": 0, "unlinked": [mention("lecture 4")]}
+    assert layout_problems("lectures/05_clipped_surrogate.html", layout) == [
+        "lectures/05_clipped_surrogate.html: no formula typeset (a lecture writes its equations in LaTeX, $...$ or $$...$$)",
+        "lectures/05_clipped_surrogate.html: 'lecture 4' names a lecture without linking it: 'as lecture 4 showed'"]
+    assert layout_problems("glossary.html", layout) == []
+
+
+PROSE_WITH_LECTURES = """<!doctype html><html><head><meta charset="utf-8"></head><body><article role="main">
+<h1>Lecture 5 — the clipped surrogate</h1>
+<p>As lecture 4 measured, and Lecture
+4's table shows; <em>lecture</em> 6 comes next.</p>
+<p>Lectures 2, 4–5 and <a href="#x">lecture 7</a>; lecture <a href="#y">8</a>; lectures <a href="#z">3</a>–9.</p>
+<p>This is lecture 5. <code>lecture 10</code> <span class="math">lecture 11</span></p>
+<pre>lecture 12</pre>
+<div class="cell_output"><table><tr><td>lecture 13</td></tr></table></div>
+</article></body></html>"""
+
+
+@pytest.mark.slow
+def test_the_browser_finds_a_lecture_named_outside_a_link(tmp_path: Path):
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.skip("needs Debian's chromium and chromium-driver: apt-get install -y chromium chromium-driver")
+    page = tmp_path / "05_page.html"
+    page.write_text(PROSE_WITH_LECTURES, encoding="utf-8")
+    driver = headless_chromium()
+    try:
+        driver.get(page.as_uri())
+        layout = driver.execute_async_script(LAYOUT_FACTS)
+    finally:
+        driver.quit()
+    assert "error" not in layout, layout["error"]
+    found = lecture_mentions("lectures/05_clipped_surrogate.html", layout["unlinked"])
+    assert [mention["mention"] for mention in found] == [
+        "lecture 4", "Lecture 4", "lecture 6", "Lectures 2, 4–5 and lecture 7", "lectures 3–9"], layout["unlinked"]
+    assert [mention["numbers"] for mention in found][3:] == ["Lectures 2, 4–5 and …", "lectures …–9"]
+    assert found[0]["context"] == "As lecture 4 measured, and Lecture 4's table shows;…"
+
+
+def test_a_page_shot_names_a_missing_folder_or_page_in_one_line(tmp_path: Path):
+    from experiments.tools.page_shots import PageShotError, page_file
+
+    (tmp_path / "lectures").mkdir()
+    (tmp_path / "lectures" / "05_clipped_surrogate.html").write_text("<p>5</p>")
+    assert page_file(tmp_path, "lectures/05_clipped_surrogate") == page_file(tmp_path, "lectures/05_clipped_surrogate.html")
+    with pytest.raises(PageShotError, match="no built book at"):
+        page_file(tmp_path / "missing", "lectures/05_clipped_surrogate")
+    with pytest.raises(PageShotError, match=r"no page lectures/05_clip\.html .*pages there: lectures/05_clipped_surrogate"):
+        page_file(tmp_path, "lectures/05_clip")
 
 
 def claims_prompts(notebook: Path) -> list[str]:
@@ -414,6 +521,7 @@ def check_site(site: Path, sources: Path = BOOK_SOURCES, screenshot: Path | None
             links[page], ids[page] = facts["links"], set(facts["ids"]) | written.ids
             page_layout = driver.execute_async_script(LAYOUT_FACTS)
             assert "error" not in page_layout, f"{page}: {page_layout['error']}"
+            page_layout["unlinked"] = lecture_mentions(page, page_layout["unlinked"])
             problems += layout_problems(page, page_layout)
             if layout is not None:
                 layout[page] = layout_row(page_layout)
@@ -446,4 +554,6 @@ def test_every_page_of_the_book_works_in_a_browser(tmp_path: Path):
     print(f"book: built in {build_seconds:.0f} s, checked in {time.perf_counter() - started:.0f} s: {summary}")
     print(f"at a {WINDOW_WIDTH} px window:\n{layout_table(layout)}")
     assert figures["pages"] > 16 and SCREENSHOT.is_file()
+    assert [page for page in layout if lecture_number(page) is not None] == [
+        f"lectures/{notebook.stem}.html" for notebook in LECTURE_NOTEBOOKS]
     assert not problems, "\n".join(problems[:50]) + (f"\n... {len(problems) - 50} more" if len(problems) > 50 else "")

@@ -3,19 +3,17 @@ unflagged, members of a folder each diagnosed, bad input in one line, and one re
 
 from __future__ import annotations
 
-import ast
-import copy
 import csv
 import json
 import math
 from pathlib import Path
 
 import pytest
-import torch
 
 from envs.factory import make_seed_batch_env
 from experiments.commands import diagnose, train
 from experiments.commands.presets import build_config
+from experiments.studies.diagnose_validation import planted_bugs
 from ppo.trainers.ppo import PPO
 from tests._commands import run_command
 
@@ -258,28 +256,10 @@ def test_a_real_tiny_run_is_diagnosed_end_to_end(tmp_path, capsys):
     assert [item for item in findings(run_dir, capsys) if item["severity"] == "problem"] == []
 
 
-def lecture_14_bugs() -> dict[str, type]:
-    """Lecture 14's planted bug classes, read from the lecture's own cells (one definition: the lecture's)."""
-    source = (Path(__file__).resolve().parents[1] / "lectures" / "14_debugging_a_run.py").read_text()
-    tree = ast.parse(source)
-    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)
-               and node.name in ("WrongSign", "RecomputedOldLogProb", "RatioToReference")]
-    namespace = {"PPO": PPO, "copy": copy, "torch": torch}
-    exec(compile(ast.Module(body=classes, type_ignores=[]), "lectures/14_debugging_a_run.py", "exec"), namespace)
-    return {node.name: namespace[node.name] for node in classes}
-
-
-BUG_CLASSES = lecture_14_bugs()
-
-
 PRESET = build_config({"env_id": "CartPole-v1", "env_backend": "torch", "tensorboard": False, "checkpoint_every": 0})
 PLANTED = {  # lecture 14's bugs: (trainer, change to the preset, the (metric, severity) each seed's run must show)
     "correct": (PPO, {}, None),
-    "wrong sign": (BUG_CLASSES["WrongSign"], {}, ("episode_return_recent", "problem")),
-    "log π_old recomputed": (BUG_CLASSES["RecomputedOldLogProb"], {}, ("approx_kl", "problem")),
-    "too-large step": (PPO, {"learning_rate": 30 * PRESET.learning_rate}, ("approx_kl", "problem")),
-    "shared trunk, raw returns": (PPO, {"shared_network": True}, ("value_loss", "problem")),
-    "ratio against the reference": (BUG_CLASSES["RatioToReference"], {}, ("first_minibatch_ratio_error", "problem")),
+    **planted_bugs(),  # the study that states ppo-diagnose's hit rate uses the same list
 }
 
 
@@ -298,3 +278,12 @@ def test_each_of_lecture_14s_planted_bugs_is_flagged_with_its_metric(tmp_path, c
             assert not {item for item in found if item[1] == "problem"}, f"seed {seed}: {found}"
         else:
             assert expected in found, f"seed {seed}: {found}"
+
+
+def test_the_validation_study_reads_every_mystery_run_right():
+    """Each broken mystery run gets a problem and the healthy one none (the study's second count)."""
+    from experiments.studies.diagnose_validation import mystery_results
+
+    results = mystery_results()
+    assert [row["file"] for row in results] == ["run_1.csv", "run_2.csv", "run_3.csv", "run_4.csv"]
+    assert all(row["hit"] for row in results), results

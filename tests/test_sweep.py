@@ -156,3 +156,14 @@ def test_no_clipping_names_its_folder(tmp_path, monkeypatch):
     assert main(["--clip-coef", "inf", "--total-timesteps", "2048", "--eval-episodes", "0", "--no-progress",
                  "--no-tensorboard"]) == 0
     assert [folder.name for folder in (tmp_path / "runs").iterdir()] == ["CartPole-v1__clipinf__budget2048__seed1"]
+
+
+def test_a_seed_batch_trains_on_a_thread_per_eight_members_up_to_the_cores_unless_told(monkeypatch):
+    from experiments.commands import sweep
+    from ppo.config import PPOConfig
+
+    monkeypatch.setattr(sweep.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    config = PPOConfig(num_threads=3)
+    assert [sweep.batch_threads(config, members, given=False) for members in (1, 4, 7, 8, 15, 16, 64)] == \
+        [1, 1, 1, 1, 1, 2, 2]
+    assert sweep.batch_threads(config, 16, given=True) == 3  # --num-threads, as given

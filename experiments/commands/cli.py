@@ -13,7 +13,6 @@ import dataclasses
 import os
 import signal
 import sys
-import tempfile
 import typing
 from pathlib import Path
 from typing import Callable, NoReturn
@@ -23,8 +22,8 @@ import torch
 from envs.factory import EnvError
 from experiments.commands.flag_values import int_list_item, join_negative_values
 from ppo.trainers.base import TrainingDiverged
-from ppo.runs.checkpoint import CheckpointError
-from ppo.config import ConfigError, field_help, require_threads
+from ppo.runs.checkpoint import CheckpointError, prove_writable
+from ppo.config import EMPTY_PATH, ConfigError, field_help, require_threads
 from ppo.parallel.distributed import PeerFailure
 from ppo.parallel.malloc import keep_freed_memory
 
@@ -50,7 +49,7 @@ bounded_int.__name__ = "int"  # argparse names the type in its errors: "invalid 
 def nonempty_path(text: str) -> Path:
     """Path(text), refused for an empty text, which Path reads as the current folder."""
     if not text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is an empty path, which would be the current folder; give a folder")
+        raise argparse.ArgumentTypeError(f"{text!r} {EMPTY_PATH}")
     return Path(text)
 
 
@@ -181,17 +180,11 @@ def run_with_user_errors(
 
 
 def check_writable_folder(path: Path, what: str) -> Path:
-    """Create `path` if needed and prove a file can be written in it; ConfigError (one line) if not.
-
-    Called before any training starts, so a bad output path costs no computation.
-    """
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as error:
-        raise ConfigError(f"{what} {path} cannot be written ({error.strerror or error})") from None
+    """Prove a file can be written in `path` (ppo.runs.checkpoint.prove_writable), then create it;
+    ConfigError (one line) if not. Called before any training starts, so a bad output path costs
+    no computation."""
+    path = prove_writable(path, what)
+    path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -217,9 +217,10 @@ def huge_first_step(run: RunMetrics) -> Finding | None:
                    f"{LECTURE_14_SIGNATURES}; {LECTURE_7_READING}", "huge_first_step")
 
 
-def late_level(run: RunMetrics, metric: str, threshold: float) -> tuple[float, int, float] | None:
-    """(median over the run's second half, the row and value of its largest) when that median
-    exceeds `threshold`; None otherwise, or for a run of fewer than 4 rows."""
+def late_finding(run: RunMetrics, metric: str, threshold: float, severity: str, causes: str, lecture: str,
+                 rule: str) -> Finding | None:
+    """A finding for `metric` whose median over the second half of the run exceeds `threshold`
+    (named with the row and value of its largest there); None otherwise, or for a run of fewer than 4 rows."""
     series = run.series(metric)
     if len(series) < 4:
         return None
@@ -228,16 +229,6 @@ def late_level(run: RunMetrics, metric: str, threshold: float) -> tuple[float, i
     if not level > threshold:
         return None
     index, value = max(late, key=lambda item: item[1])
-    return level, index, value
-
-
-def late_finding(run: RunMetrics, metric: str, threshold: float, severity: str, causes: str, lecture: str,
-                 rule: str) -> Finding | None:
-    """A finding for `metric` staying above `threshold` over the second half of the run."""
-    found = late_level(run, metric, threshold)
-    if found is None:
-        return None
-    level, index, value = found
     return finding(run, metric, severity,
                    f"median {fmt(level)} over the second half of the run (largest {fmt(value)} at {run.where(index)})",
                    level, index, causes, lecture, rule)

@@ -89,7 +89,8 @@ def build_parser(argv: list[str] | None = None) -> OneLineArgumentParser:
                      "and a folder left by a killed run is taken over")
     run.add_argument("--seeds", default=None, metavar="SEEDS",
                      help="train several seeds, e.g. 1-16 or 1,3,5 (or 1-4,9), as one batched computation (every "
-                     "--algorithm, network and space a single run takes); each gets its own run folder. Any "
+                     "--algorithm, network and space a single run takes), on one torch thread per 8 seeds (at "
+                     "least one) up to the cores unless --num-threads is given; each gets its own run folder. Any "
                      "hyperparameter given as a comma list (--learning-rate 1e-3,3e-3) is swept: every combination, "
                      "over every seed, then one summary table per setting")
     run.add_argument("--success-threshold", type=float, default=None, metavar="RETURN",

@@ -285,7 +285,7 @@ def measure_seeds_command(args) -> dict:
             print(f"  ppo-train --seeds {seeds}: {seconds:.1f} s", flush=True)
             commands.append("ppo-train " + " ".join(argv).replace(folder, "TMP"))
         singles = []
-        for seed in (1, 2, 3):
+        for seed in range(1, 17):  # the batch's own 16 seeds, one command after another
             argv = ["--seed", str(seed), "--run-dir", f"{folder}/single{seed}", "--no-progress"]
             singles.append(run_command([sys.executable, "-m", "experiments.commands.train", *argv])[0])
             commands.append("ppo-train " + " ".join(argv).replace(folder, "TMP"))
@@ -306,8 +306,9 @@ def render_seeds_command(record: dict) -> str:
     return (f"\nAs whole commands, measured {describe_where(measurement)}, `ppo-train --seeds {batch['seeds']}` took "
             f"{batch['command_seconds']:.1f} s for {runs} runs ({solved(batch['evaluations'])} evaluated ≥ 475; seeds "
             f"{untuned['seeds'].replace('-', '–')}, not tuned on: {solved(untuned['evaluations'])}), against "
-            f"{sum(singles):.1f} s for {len(singles)} `ppo-train --seed k`: {batch['command_seconds'] / runs:.1f} s per "
-            f"run against {sum(singles) / len(singles):.1f} s.")
+            f"{sum(singles):.1f} s for {len(singles)} `ppo-train --seed k` one after another: "
+            f"{batch['command_seconds'] / runs:.1f} s per run against {sum(singles) / len(singles):.1f} s, "
+            f"{sum(singles) / len(singles) / (batch['command_seconds'] / runs):.1f}× less per seed.")
 
 
 # ----- block: one process against two (benchmark_distributed) -------------------------------
@@ -752,6 +753,45 @@ def render_recorded_text(record: dict) -> str:
     return measurement["results"]["text"].replace("{where}", describe_where(measurement))
 
 
+# ----- block: where each workload's whole command spends its time, and its arithmetic efficiency -----
+
+BREAKDOWN_MINATAR_STEPS = 409_600
+
+
+def measure_breakdown(args) -> dict:
+    from experiments.benchmarks.breakdown import WORKLOADS, measure
+
+    machine = machine_description()
+    rows = {name: measure(name, BREAKDOWN_MINATAR_STEPS) for name in WORKLOADS}
+    command = f"{_python()} experiments.benchmarks.breakdown --minatar-steps {BREAKDOWN_MINATAR_STEPS}"
+    return {"block": "breakdown", "measurements": [new_measurement("breakdown", [command], {"rows": rows}, machine)]}
+
+
+def render_breakdown(record: dict) -> str:
+    from experiments.benchmarks.breakdown import PHASES
+
+    measurement = by_label(record)["breakdown"]
+    rows = measurement["results"]["rows"]
+    names = list(rows)
+    lines = [f"Measured {describe_where(measurement)}, each command a fresh process:", "",
+             "| phase | " + " | ".join(names) + " |", "| --- |" + " ---: |" * len(names)]
+    for phase in PHASES:
+        lines.append(f"| {phase} | " + " | ".join(
+            f"{rows[name]['seconds'].get(phase, 0.0):.2f} s ({rows[name]['seconds'].get(phase, 0.0) / rows[name]['command_wall']:.0%})"
+            for name in names) + " |")
+    lines.append("| **whole command** | " + " | ".join(f"**{rows[name]['command_wall']:.1f} s**" for name in names) + " |")
+    lines += ["", "| workload | command | MFLOP per env step | dominant operation | its rate, one thread | "
+                  "training steps/s | GFLOP/s done | efficiency |", "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for name in names:
+        row = rows[name]
+        shapes = " · ".join("×".join(map(str, shape)) for shape in row["dominant_shapes"])
+        lines.append(f"| {name} | `{row['command']}` | {row['flops_per_step'] / 1e6:.3f} | "
+                     f"`{row['dominant_operation']}` {shapes} ({row['dominant_share']:.0%} of the FLOPs) | "
+                     f"{row['dominant_rate'] / 1e9:.1f} GFLOP/s | {row['steps_per_second']:,.0f} | "
+                     f"{row['flops_per_step'] * row['steps_per_second'] / 1e9:.1f} | {row['efficiency']:.2f} |")
+    return "\n".join(lines)
+
+
 # ----- the blocks ---------------------------------------------------------------------------
 
 
@@ -778,7 +818,7 @@ BLOCKS = {block.name: block for block in (
     Block("seed-batch-table", render_seed_batch_table, measure_seed_batch_table,
           "S seeds batched against one after another (benchmark_seeds)"),
     Block("seeds-command", render_seeds_command, measure_seeds_command,
-          "`ppo-train --seeds 1-16` and 101-116 against three single commands"),
+          "`ppo-train --seeds 1-16` and 101-116 against the 16 single commands of seeds 1-16"),
     Block("seed-batch-rounding", render_seed_batch_rounding, measure_seed_batch_rounding,
           "a batch of seeds 1-4 against each alone: parameter distances, evaluations, --target-kl 0.02"),
     Block("distributed", render_distributed, measure_distributed,
@@ -789,6 +829,9 @@ BLOCKS = {block.name: block for block in (
           "PPO on MinAtar Breakout and Space Invaders with the preset, seeds 101-103 (benchmark_minatar_ppo)"),
     Block("overoptimization", render_overoptimization, measure_overoptimization,
           "experiments.studies.overoptimization: seed 1's β sweep, and β = 0 on seeds 2 and 3"),
+    Block("breakdown", render_breakdown, measure_breakdown,
+          "where each workload's whole ppo-train command spends its time, and its arithmetic efficiency "
+          "(experiments.benchmarks.breakdown)"),
     Block("minatar-figure", render_minatar_figure, measure_minatar_ppo,
           "the caption of docs/figures/minatar-ppo.png, from the minatar-ppo record (re-measures it)", "minatar-ppo"),
 )}

@@ -327,9 +327,10 @@ def _logged_iterations(log: Path, iterations_done: int) -> int | None:
     return sum(1 for iteration in range(1, iterations_done + 1) if iteration in logged)
 
 
-def check_writable_run_dir(folder: str | os.PathLike) -> Path:
-    """`folder` as a Path, once proven that it can be made and written in; ConfigError naming it
-    and the OS's reason if not. What the proof made is removed again: the check leaves nothing."""
+def prove_writable(folder: str | os.PathLike, what: str) -> Path:
+    """`folder` as a Path, once proven that it can be made and a file written in it; ConfigError
+    naming `what`, the folder and the OS's reason if not. What the proof made is removed again:
+    the check leaves nothing."""
     folder = Path(folder)
     missing = [path for path in (folder, *folder.parents) if not path.is_dir()]
     made: list[Path] = []
@@ -341,12 +342,17 @@ def check_writable_run_dir(folder: str | os.PathLike) -> Path:
             pass
     except OSError as error:
         reason = _os_reason(error) if not isinstance(error, FileExistsError) else os.strerror(errno.ENOTDIR)
-        raise ConfigError(f"run_dir {folder} cannot be written ({reason})") from None
+        raise ConfigError(f"{what} {folder} cannot be written ({reason})") from None
     finally:
         for path in reversed(made):
             with contextlib.suppress(OSError):
                 path.rmdir()
     return folder
+
+
+def check_writable_run_dir(folder: str | os.PathLike) -> Path:
+    """`prove_writable` for a run folder."""
+    return prove_writable(folder, "run_dir")
 
 
 def _kind_of_file(path: Path) -> str | None:
