@@ -225,24 +225,12 @@ def operation_rate(example: tuple, seconds: float = 0.5) -> float:
 
 
 # ---------------------------------------------------------------------------------- the parent
-def interpreter_start() -> float:
-    """Seconds a bare `python -c pass` takes from start to exit (median of 5)."""
-    times = []
-    for _ in range(5):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append(time.perf_counter() - started)
-    return sorted(times)[2]
-
-
 def measure(name: str, minatar_steps: int) -> dict:
     flags = workload_flags(name, minatar_steps)
     with tempfile.TemporaryDirectory() as folder:
-        run_flag = ["--run-dir", str(Path(folder) / "runs")] if "--seeds" in flags else \
-            ["--run-dir", str(Path(folder) / "run")]
-        started = time.perf_counter()
+        started = time.perf_counter()  # a fresh folder: a run's own, or the parent of a batch's runs
         finished = subprocess.run([sys.executable, "-m", "experiments.benchmarks.breakdown", "--inside", "--",
-                                   *flags, *run_flag], capture_output=True, text=True)
+                                   *flags, "--run-dir", str(Path(folder) / "runs")], capture_output=True, text=True)
         whole = time.perf_counter() - started
     if finished.returncode != 0:
         raise SystemExit(f"{PROG}: the {name} workload failed: {finished.stderr.strip().splitlines()[-1:]}")

@@ -80,8 +80,9 @@ def batch_threads(config: PPOConfig, members: int, given: bool) -> int:
     may use. A batch's products are S times a run's, large enough for a second thread to pay:
     16 CartPole seeds trained in 0.65–0.74 of the one-thread time on 2 threads of an idle
     2-core AMD EPYC, and batches of CartPole, MinAtar and recurrent runs ended with the same
-    weights bit for bit on 1 and 2 threads there (other CPUs may round otherwise). Fewer members keep one thread, as a single run
-    does: their small products gain little, and spin against other processes on shared cores."""
+    weights bit for bit on 1 and 2 threads there (other CPUs may round otherwise). Fewer
+    members keep one thread, as a single run does: their small products gain little, and spin
+    against other processes on shared cores."""
     if given:
         return config.num_threads
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

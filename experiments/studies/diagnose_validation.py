@@ -127,8 +127,9 @@ def healthy_results(env_ids: list[str], seeds: list[int], folder: Path) -> list[
     for env_id in env_ids:
         config = build_config({"env_id": env_id, "tensorboard": False, "checkpoint_every": 0})
         for seed, run_dir in zip(seeds, train_batch(PPO, config, seeds, folder / env_id.replace("/", "_"))):
-            problems = sorted(metric for metric, severity in signatures(run_dir) if severity == "problem")
-            warnings = sorted(metric for metric, severity in signatures(run_dir) if severity == "warning")
+            found = signatures(run_dir)
+            problems = sorted(metric for metric, severity in found if severity == "problem")
+            warnings = sorted(metric for metric, severity in found if severity == "warning")
             rows.append({"env_id": env_id, "seed": seed, "problems": problems, "warnings": warnings,
                          "false_alarm": bool(problems)})
     return rows
