@@ -509,7 +509,7 @@ What the run shows (the numbers are this run's): every run's curve ends at 3.75 
 random floor of 0.39, and every run's greedy
 mean is between 4.3 and 5.9. The two layouts' mean greedy returns over the
 seeds, 5.07 with two trunks and 5.38 shared, are within 1 of each other, and the shared
-trunk trained in 0.55 of the two trunks' time. On MinAtar, whose rewards
+trunk trained in 0.54 of the two trunks' time. On MinAtar, whose rewards
 are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see at this
 budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
 rewards of any size; the MinAtar <a href="../glossary.html#term-Preset">preset</a>, `ppo-train --env-id MinAtar/Breakout-v1` with no

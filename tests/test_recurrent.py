@@ -23,6 +23,7 @@ from ppo.runs.evaluation import Policy, evaluate_policy
 from ppo.algorithm.losses import kl_per_sample
 from ppo.models.networks import ActorCritic
 from ppo.parallel.optim import FlatAdam
+from ppo.models.gru_sequence import GRUSequence
 from ppo.models.recurrent_networks import RecurrentActorCritic
 from ppo.trainers.choice import resume_run
 from envs.factory import make_seed_batch_env, make_vec_env
@@ -160,6 +161,36 @@ def test_the_hand_written_gru_backward_matches_autograd_through_torchs_cell():
         torch.testing.assert_close(grads["state"][core], reference_grads[0], rtol=0, atol=1e-12)
         for name, reference_grad in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), reference_grads[1:]):
             torch.testing.assert_close(grads[name][core], reference_grad, rtol=0, atol=1e-12, msg=name)
+
+
+@pytest.mark.parametrize("kept_per_member", [True, False])
+def test_gru_sequence_under_vmap_is_each_members_own_call_forward_and_backward(kept_per_member):
+    """vmap of GRUSequence over S members (the batching rule folds members into cores) against one
+    call per member: the same states, and the same gradients of every input (float64)."""
+    torch.manual_seed(3)
+    members, cores, steps, batch, hidden = 3, 2, 5, 4, 6
+    inputs = [torch.randn(members, cores, steps, batch, 3 * hidden, dtype=torch.float64, requires_grad=True),
+              torch.randn(members, cores, batch, hidden, dtype=torch.float64, requires_grad=True),
+              torch.randn(members, cores, 3 * hidden, hidden, dtype=torch.float64, requires_grad=True),
+              torch.randn(members, cores, 3 * hidden, dtype=torch.float64, requires_grad=True)]
+    kept = (torch.rand(members if kept_per_member else 1, steps, 1, batch, 1) > 0.3).double()
+    upstream = torch.randn(members, cores, steps, batch, hidden, dtype=torch.float64)
+
+    def states(input_gates, member_kept, state, weight_hh, bias_hh):
+        return GRUSequence.apply(input_gates, member_kept, state, weight_hh, bias_hh)[0]
+
+    input_gates, state, weight_hh, bias_hh = inputs
+    kept_dim = 0 if kept_per_member else None
+    mapped = torch.func.vmap(states, in_dims=(0, kept_dim, 0, 0, 0))(
+        input_gates, kept if kept_per_member else kept[0], state, weight_hh, bias_hh)
+    mapped_grads = torch.autograd.grad((mapped * upstream).sum(), inputs)
+    for member in range(members):
+        alone = states(input_gates[member], kept[member if kept_per_member else 0], state[member],
+                       weight_hh[member], bias_hh[member])
+        torch.testing.assert_close(mapped[member], alone, rtol=0, atol=1e-12)
+        alone_grads = torch.autograd.grad((alone * upstream[member]).sum(), inputs)
+        for mapped_grad, alone_grad in zip(mapped_grads, alone_grads):
+            torch.testing.assert_close(mapped_grad[member], alone_grad[member], rtol=0, atol=1e-12)
 
 
 # ---------------------------------------------------------------- the state is zeroed at every episode start

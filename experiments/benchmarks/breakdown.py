@@ -30,6 +30,7 @@ that rate; 1.0 would mean the run does nothing but its largest products at full 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -271,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["--inside", "--"]:
         print(MARK + json.dumps(run_command_timed(argv[2:])))
+        gc.freeze()  # and exits as the console command does (experiments.commands.entry_points)
         return 0
     parser = argparse.ArgumentParser(prog=PROG, allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS),

@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
+from experiments.commands.entry_points import console_argv
 from ppo.parallel.malloc import keep_freed_memory
 
 PROG = "python -m experiments.benchmarks.environments"
@@ -317,7 +318,7 @@ def benchmark_commands(seeds: tuple[int, ...], sb3_python: str | None, sb3_every
                              "seconds_to_solved": float("nan")})
                 print(f"  sb3-zoo   seed {seed}: {seconds:.1f} s, eval {rows[-1]['eval_mean']:.1f}", flush=True)
             run_dir = Path(folder) / f"seed{seed}"
-            seconds, stdout = run_command([sys.executable, "-m", "experiments.commands.train", "--seed", str(seed),
+            seconds, stdout = run_command([*console_argv("ppo-train"), "--seed", str(seed),
                                            "--run-dir", str(run_dir), "--no-progress"])
             rows.append({"who": "ppo-train", "seed": seed, "command_seconds": seconds, "eval_mean": evaluation_mean(stdout),
                          "seconds_to_solved": seconds_to_solved(run_dir)})

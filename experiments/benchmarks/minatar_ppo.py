@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
+from experiments.commands.entry_points import console_argv
 from ppo.config import ConfigError
 
 PROG = "python -m experiments.benchmarks.minatar_ppo"
@@ -47,7 +48,7 @@ def run_folder(run_root: Path, env_id: str, seed: int) -> Path:
 
 
 def train_command(env_id: str, seed: int, run_dir: Path, total_timesteps: int | None) -> list[str]:
-    command = [sys.executable, "-m", "experiments.commands.train", "--env-id", env_id, "--seed", str(seed),
+    command = [*console_argv("ppo-train"), "--env-id", env_id, "--seed", str(seed),
                "--run-dir", str(run_dir), "--eval-episodes", str(EVAL_EPISODES), "--no-progress"]
     return command + ([] if total_timesteps is None else ["--total-timesteps", str(total_timesteps)])
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from experiments.benchmarks.environments import run_command
 from experiments.commands.cli import OneLineArgumentParser, run_with_user_errors
+from experiments.commands.entry_points import console_argv
 from ppo.presets import preset_overrides
 from ppo.runs.evaluation import EVAL_SEED_OFFSET
 
@@ -90,7 +91,7 @@ def run_sb3_contrib(env_id: str, seed: int) -> dict:
 
 def library_run(env_id: str, seed: int, total_timesteps: int | None, folder: Path) -> dict:
     run_dir = folder / f"{env_id}_{seed}_{total_timesteps or 'preset'}"
-    command = [sys.executable, "-m", "experiments.commands.train", "--env-id", env_id, "--seed", str(seed), "--run-dir",
+    command = [*console_argv("ppo-train"), "--env-id", env_id, "--seed", str(seed), "--run-dir",
                str(run_dir), "--no-progress", "--no-tensorboard", "--eval-episodes", str(EVAL_EPISODES)]
     if total_timesteps is not None:
         command += ["--total-timesteps", str(total_timesteps)]

@@ -152,7 +152,8 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
             return INTERRUPTED_EXIT_CODE
         returns, diverged, steps = outcome
         print(f"{setting_label(setting)}: {len(seeds)} seeds × {steps:,} steps in "
-              f"{time.perf_counter() - started:.1f} s on {threads} thread{'s' * (threads > 1)}; mean return of the last 20 training episodes per seed: "
+              f"{time.perf_counter() - started:.1f} s on {threads} thread{'s' * (threads > 1)}; "
+              "mean return of the last 20 training episodes per seed: "
               + " ".join("diverged" if member in diverged else f"{value:.0f}" for member, value in enumerate(returns)))
         for member, record in diverged.items():
             kept = ("keeps its last good checkpoint" if (run_dirs[member] / "checkpoint.pt").exists()

@@ -271,6 +271,7 @@ def render_seed_batch_table(record: dict) -> str:
 
 def measure_seeds_command(args) -> dict:
     from experiments.benchmarks.environments import run_command
+    from experiments.commands.entry_points import console_argv
 
     machine = machine_description()
     results: dict = {}
@@ -278,7 +279,7 @@ def measure_seeds_command(args) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         for label, seeds in (("batch", "1-16"), ("batch_untuned", "101-116")):
             argv = ["--seeds", seeds, "--run-dir", f"{folder}/{label}", "--no-progress"]
-            seconds, _ = run_command([sys.executable, "-m", "experiments.commands.train", *argv])
+            seconds, _ = run_command([*console_argv("ppo-train"), *argv])
             evaluations = [json.loads(path.read_text())["mean_return"]
                            for path in sorted(Path(folder, label).glob("*/eval.json"))]
             results[label] = {"seeds": seeds, "command_seconds": seconds, "evaluations": evaluations}
@@ -287,7 +288,7 @@ def measure_seeds_command(args) -> dict:
         singles = []
         for seed in range(1, 17):  # the batch's own 16 seeds, one command after another
             argv = ["--seed", str(seed), "--run-dir", f"{folder}/single{seed}", "--no-progress"]
-            singles.append(run_command([sys.executable, "-m", "experiments.commands.train", *argv])[0])
+            singles.append(run_command([*console_argv("ppo-train"), *argv])[0])
             commands.append("ppo-train " + " ".join(argv).replace(folder, "TMP"))
         results["single_command_seconds"] = singles
     return {"block": "seeds-command", "measurements": [new_measurement("ppo-train", commands, results, machine)]}

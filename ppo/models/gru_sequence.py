@@ -46,12 +46,10 @@ class GRUSequence(torch.autograd.Function):
     """h_0 … h_{T−1} of K GRU cores (the module docstring); differentiable in x̂, h_{−1}, W_hh and b_hh.
 
     `apply` returns (h, and what the backward reuses: p, (r, z), n, ĥ_n, not differentiable);
-    h (K, T, B, H) is the result. The forward is kept apart from its context (`setup_context`),
-    so torch.func.vmap maps it over a stack of networks (`generate_vmap_rule`): a seed batch
-    replays every member's sequences with this very arithmetic (ppo.models.member_networks).
+    h (K, T, B, H) is the result. Under torch.func.vmap over a stack of S networks (a seed
+    batch, ppo.models.member_networks) the members' cores are one stack of S·K cores (`vmap`):
+    the loop runs once for all members, forward and backward, on plain tensors.
     """
-
-    generate_vmap_rule = True
 
     @staticmethod
     def forward(input_gates: torch.Tensor, kept: torch.Tensor, state: torch.Tensor, weight_hh: torch.Tensor,
@@ -74,6 +72,28 @@ class GRUSequence(torch.autograd.Function):
         _, previous, reset_update, candidate, hidden_n = output
         ctx.mark_non_differentiable(previous, reset_update, candidate, hidden_n)
         ctx.save_for_backward(kept, weight_hh, previous, reset_update, candidate, hidden_n)
+
+    @staticmethod
+    def vmap(info, in_dims, input_gates, kept, state, weight_hh, bias_hh):
+        """The batching rule: member s's core k is core s·K + k of one call, m_t repeated per core.
+
+        Every input comes with its member axis first (expanded where it has none); x̂ (S, K, T, B, 3H),
+        h_{−1} (S, K, B, H), W_hh (S, K, 3H, H) and b_hh (S, K, 3H) fold S·K together; m_t (S, T, K', B, 1)
+        with K' ∈ {1, K} becomes (T, S·K, B, 1). Every output is (S·K, …) unfolded to (S, K, …).
+        """
+        members = info.batch_size
+
+        def first(tensor, dim):
+            return tensor.unsqueeze(0).expand(members, *tensor.shape) if dim is None else tensor.movedim(dim, 0)
+
+        input_gates, kept, state, weight_hh, bias_hh = (
+            first(tensor, dim) for tensor, dim in zip((input_gates, kept, state, weight_hh, bias_hh), in_dims))
+        cores = input_gates.shape[1]
+        kept = kept.expand(-1, -1, cores, -1, -1).transpose(0, 1).reshape(kept.shape[1], members * cores,
+                                                                          *kept.shape[3:])
+        outputs = GRUSequence.apply(input_gates.flatten(0, 1), kept, state.flatten(0, 1), weight_hh.flatten(0, 1),
+                                    bias_hh.flatten(0, 1))
+        return tuple(output.unflatten(0, (members, cores)) for output in outputs), (0,) * len(outputs)
 
     @staticmethod
     def backward(ctx, grad_states: torch.Tensor, *_gates_have_no_gradient):

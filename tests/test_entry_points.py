@@ -1,0 +1,54 @@
+"""The console commands: every one in setup.cfg runs its module's main() and then freezes the collector."""
+
+import configparser
+import gc
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.commands import entry_points
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def console_scripts() -> dict[str, str]:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    lines = parser["options.entry_points"]["console_scripts"].strip().splitlines()
+    return dict(line.replace(" ", "").split("=") for line in lines)
+
+
+def test_every_console_script_is_an_entry_point_running_its_commands_main():
+    scripts = console_scripts()
+    assert len(scripts) == 7
+    for name, target in scripts.items():
+        module, _, function = target.partition(":")
+        assert module == "experiments.commands.entry_points", name
+        command = getattr(entry_points, function)
+        assert command.__doc__.startswith(f"experiments.commands.{command.__name__}.main()"), name
+        assert callable(importlib.import_module(f"experiments.commands.{command.__name__}").main), name
+
+
+def test_an_entry_point_returns_mains_exit_code_and_then_freezes(monkeypatch):
+    calls = []
+    module = importlib.import_module("experiments.commands.plot")
+    monkeypatch.setattr(module, "main", lambda: calls.append(gc.get_freeze_count()) or 7)
+    try:
+        assert entry_points.ppo_plot() == 7
+        assert calls == [0]  # main ran before the freeze
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.parametrize("flags, code", [(["--help"], 0), (["--env-id", "NoSuchEnv-v0"], 2)])
+def test_the_console_command_exits_with_mains_code(flags, code):
+    finished = subprocess.run([sys.executable, "-c", "import sys; from experiments.commands.entry_points import"
+                               " ppo_train; sys.argv[0] = 'ppo-train'; sys.exit(ppo_train())", *flags],
+                              capture_output=True, text=True, cwd=ROOT)
+    assert finished.returncode == code, finished.stderr
+    if code:
+        assert finished.stderr.count("\n") == 1 and "NoSuchEnv-v0" in finished.stderr
