@@ -96,7 +96,7 @@ column stays put). For the <a href="../glossary.html#term-Vectorised-environment
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
 below on a one-element tensor: a torch step call at N = 1 costs as much as ten or more such
-operations (15 in the run shown; the count, like every timing here, varies with the
+operations (26 in the run shown; the count, like every timing here, varies with the
 machine and its load). That fixed cost makes the batched env the
 slower one at N = 1 (compare the first rows), and at N = 8 it is still no faster than the
 loop (0.80× in the run shown), a small fraction of the lead it has at thousands of copies.
@@ -263,7 +263,7 @@ and these batches, each operation is microseconds of work; handing parts of it t
 another thread and waiting for them costs a good part of what the split saves, and when
 the other core is busy with another process the wait can be much longer. How much is
 left over depends on the CPU and its load: on the machines this project ran on, a second
-thread sped the update up by anything from nothing to about 40% (nothing in the run shown: 1.01× slower),
+thread sped the update up by anything from nothing to about 40% (9% in the run shown),
 while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
 on a second run (a second seed, or `ppo-train --seeds`), which doubles the work done
 where a second thread buys a fraction (the commands set it for the process before they

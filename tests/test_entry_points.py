@@ -12,6 +12,8 @@ import pytest
 from experiments.commands import entry_points
 
 ROOT = Path(__file__).resolve().parents[1]
+COMMAND_MODULES = {"ppo-train": "train", "ppo-eval": "evaluate", "ppo-pretrain-lm": "pretrain_lm", "ppo-rlhf": "rlhf",
+                   "ppo-dpo": "dpo", "ppo-plot": "plot", "ppo-diagnose": "diagnose"}
 
 
 def console_scripts() -> dict[str, str]:
@@ -23,13 +25,17 @@ def console_scripts() -> dict[str, str]:
 
 def test_every_console_script_is_an_entry_point_running_its_commands_main():
     scripts = console_scripts()
-    assert len(scripts) == 7
+    assert sorted(scripts) == sorted(COMMAND_MODULES)
     for name, target in scripts.items():
         module, _, function = target.partition(":")
         assert module == "experiments.commands.entry_points", name
         command = getattr(entry_points, function)
-        assert command.__doc__.startswith(f"experiments.commands.{command.__name__}.main()"), name
-        assert callable(importlib.import_module(f"experiments.commands.{command.__name__}").main), name
+        assert command.__doc__.startswith(f"{command.module}.main()"), name
+        assert command.module == f"experiments.commands.{COMMAND_MODULES[name]}", name
+        assert callable(importlib.import_module(command.module).main), name
+        assert entry_points.console_argv(name)[-1].endswith(f"sys.exit({function}())"), name
+    with pytest.raises(ValueError, match="'command' is not one of the console commands"):
+        entry_points.console_argv("command")
 
 
 def test_an_entry_point_returns_mains_exit_code_and_then_freezes(monkeypatch):

@@ -31,7 +31,7 @@ def command(module: str) -> Callable[[], int]:
         gc.freeze()
         return exit_code
 
-    run.__name__ = run.__qualname__ = module.rpartition(".")[2]
+    run.module = module
     run.__doc__ = f"{module}.main(), then the exit without teardown (experiments.commands.entry_points)."
     return run
 
@@ -39,7 +39,7 @@ def command(module: str) -> Callable[[], int]:
 def console_argv(name: str) -> list[str]:
     """The argv that runs console command `name` ('ppo-train', …) with this Python as its installed script does."""
     function = name.replace("-", "_")
-    if not callable(globals().get(function)):
+    if not hasattr(globals().get(function), "module"):  # made by `command`, not another name of this module
         raise ValueError(f"{name!r} is not one of the console commands")
     return [sys.executable, "-c", f"import sys; from {__name__} import {function}; sys.argv[0] = {name!r}; "
                                   f"sys.exit({function}())"]
