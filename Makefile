@@ -13,6 +13,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/pip install --quiet -c constraints.txt
+# pip compiles the packages it installs to bytecode, but not an editable install: compile the
+# project's own packages too, so a command does not recompile them on every start where
+# PYTHONDONTWRITEBYTECODE is set (as in many containers). A source edited since is recompiled
+# in memory as Python always does; the next install writes its bytecode again.
+COMPILE := $(BIN)/python -m compileall -q ppo envs experiments
 # Each tier runs on TEST_WORKERS pytest processes (pytest-xdist); every test uses one torch thread;
 # tests of one xdist_group (the torchrun tests) run in one process, one after another.
 TEST_WORKERS ?= 2
@@ -25,9 +30,11 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(PIP_INSTALL) -e .
+	$(COMPILE)
 
 install-dev: $(BIN)/python
 	$(PIP_INSTALL) -e '.[dev]'
+	$(COMPILE)
 
 demo: install
 	$(BIN)/ppo-train --env-id CartPole-v1 --eval-episodes 100
@@ -43,6 +50,7 @@ test-full: install-dev
 
 lab: $(BIN)/python
 	$(PIP_INSTALL) -e '.[notebooks]'
+	$(COMPILE)
 	$(BIN)/jupyter lab --ServerApp.root_dir=lectures $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Bring lectures/NN_name.ipynb up to date with the scripts (jupytext) and the code (nbclient):
@@ -61,3 +69,4 @@ book: $(BIN)/python
 
 clean:
 	rm -rf runs lecture_outputs .pytest_cache docs/_build docs/book/lectures
+	find ppo envs experiments -name __pycache__ -prune -exec rm -rf {} +
