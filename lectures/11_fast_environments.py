@@ -263,8 +263,8 @@ and these batches, each operation is microseconds of work; handing parts of it t
 another thread and waiting for them costs a good part of what the split saves, and when
 the other core is busy with another process the wait can be much longer. How much is
 left over depends on the CPU and its load: on the machines this project ran on, a second
-thread sped the update up by anything from nothing to about 40% (9% in the run shown),
-while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
+thread changed the update by anything from a slowdown to a speed-up of about 40% (in the
+run shown it was 7% slower), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
 on a second run (a second seed, or `ppo-train --seeds`), which doubles the work done
 where a second thread buys a fraction (the commands set it for the process before they
 build the trainer; this script sets it itself). Below: one `update` of the iteration above, the

@@ -1,5 +1,11 @@
-"""Shared test settings."""
+"""Shared test settings.
 
+matplotlib is imported here, so the commands a test runs in its process draw their learning
+curves there (ppo.runs.plotting.CurveDrawer) instead of starting a helper process each;
+tests/test_learning_curve.py tests the helper.
+"""
+
+import matplotlib.figure  # noqa: F401
 import pytest
 import torch
 

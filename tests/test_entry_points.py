@@ -38,14 +38,29 @@ def test_every_console_script_is_an_entry_point_running_its_commands_main():
         entry_points.console_argv("command")
 
 
-def test_an_entry_point_returns_mains_exit_code_and_then_freezes(monkeypatch):
-    calls = []
+def test_an_entry_point_imports_with_the_collector_off_then_runs_main_and_freezes(monkeypatch):
+    seen, kept = [], []
     module = importlib.import_module("experiments.commands.plot")
-    monkeypatch.setattr(module, "main", lambda: calls.append(gc.get_freeze_count()) or 7)
+
+    def importing(name):
+        seen.append(("import", name, gc.isenabled()))
+        return module
+
+    def main():
+        seen.append(("main", gc.isenabled(), gc.get_freeze_count()))
+        kept.append([[] for _ in range(1000)])  # objects main makes, which the collector tracks
+        return 7
+
+    monkeypatch.setattr(entry_points.importlib, "import_module", importing)
+    monkeypatch.setattr(module, "main", main)
+    gc.unfreeze()
     try:
         assert entry_points.ppo_plot() == 7
-        assert calls == [0]  # main ran before the freeze
-        assert gc.get_freeze_count() > 0
+        (_, name, collecting), (_, collecting_in_main, frozen_in_main) = seen
+        assert name == "experiments.commands.plot" and not collecting  # imported with the collector off
+        assert collecting_in_main and frozen_in_main > 0  # what the import left is frozen; main collects
+        assert gc.get_freeze_count() >= frozen_in_main + 1000  # what main made is frozen after it
+        assert gc.isenabled()
     finally:
         gc.unfreeze()
 

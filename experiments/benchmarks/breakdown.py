@@ -16,8 +16,9 @@ changes: start-up (the interpreter and the imports until the command's code runs
 (config, envs, trainer, run folder), the rollout cut into env stepping, the policy's forward
 pass and sampling, and the rest (storage, episode counters), advantages (GAE), the update (K
 epochs of minibatch steps), logging (metrics.csv, TensorBoard, the progress bar), checkpoints,
-the learning-curve plot and the greedy evaluation. "other" is the command's wall time less
-the phases.
+the learning-curve plot (what the command waits for of it: a helper process imports matplotlib
+while the run trains and draws while it evaluates, ppo.runs.plotting.CurveDrawer) and the
+greedy evaluation. "other" is the command's wall time less the phases.
 
 Arithmetic efficiency. One training iteration of the same config runs again under a counter of
 floating-point operations (torch.utils.flop_counter's formulas, per operation and shape): its
@@ -94,6 +95,9 @@ def run_command_timed(flags: list[str]) -> dict:
     """Run ppo-train with `flags` in this process, every phase timed; the record of the run.
     What it wraps is put back afterwards."""
     started_imports = time.perf_counter()
+    from experiments.commands.entry_points import import_main
+    train_main = import_main("experiments.commands.train")  # as the console command imports it
+    from ppo.runs.plotting import CurveDrawer
     from ppo.trainers import base
     from experiments.commands import sweep, train
 
@@ -108,9 +112,8 @@ def run_command_timed(flags: list[str]) -> dict:
         return clock.timed("training", lambda: original_train(self, *args, **kwargs))()
 
     wrapped = [(base.BaseTrainer, "train", train_instrumented)]
-    for module in (train, sweep):
-        wrapped += [(module, "plot_learning_curve", clock.timed("plot", module.plot_learning_curve)),
-                    (module, "evaluate_run", clock.timed("evaluation", module.evaluate_run))]
+    wrapped += [(CurveDrawer, name, clock.timed("plot", getattr(CurveDrawer, name))) for name in ("draw", "finish")]
+    wrapped += [(module, "evaluate_run", clock.timed("evaluation", module.evaluate_run)) for module in (train, sweep)]
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in wrapped]
     for owner, name, replacement in wrapped:
         setattr(owner, name, replacement)
@@ -118,7 +121,7 @@ def run_command_timed(flags: list[str]) -> dict:
     with open(os.devnull, "w") as quiet:
         stdout, sys.stdout = sys.stdout, quiet
         try:
-            exit_code = train.main(flags + ["--no-progress"])
+            exit_code = train_main(flags + ["--no-progress"])
         finally:
             sys.stdout = stdout
             for owner, name, original in originals:

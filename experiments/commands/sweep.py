@@ -35,7 +35,7 @@ from experiments.commands.presets import build_config
 from experiments.commands.run_folder import RunFolderClaims, format_value, run_folder_name
 from experiments.commands.statistics import format_summary_table, summarize_runs
 from ppo.config import ConfigError, PPOConfig, open_files_left, require_finite
-from ppo.runs.plotting import plot_learning_curve
+from ppo.runs.plotting import CurveDrawer
 from ppo.trainers.choice import build_seed_batch
 from ppo.trainers.ppo import resolve_device
 from ppo.trainers.seed_batch import SeedBatch
@@ -147,21 +147,23 @@ def run_sweep(prog: str, flags: dict, seeds: list[int], preset: str, parent: Pat
         batch = build_seed_batch(config, seeds, envs, algorithm, algorithm_settings, run_dirs, progress)
         threads = batch_threads(config, len(seeds), "num_threads" in flags)
         torch.set_num_threads(threads)  # after the weights are drawn (on one thread, as a single run draws them)
-        outcome = _train_seed_batch(prog, batch, run_dirs)
-        if outcome is None:
-            return INTERRUPTED_EXIT_CODE
-        returns, diverged, steps = outcome
-        print(f"{setting_label(setting)}: {len(seeds)} seeds × {steps:,} steps in "
-              f"{time.perf_counter() - started:.1f} s on {threads} thread{'s' * (threads > 1)}; "
-              "mean return of the last 20 training episodes per seed: "
-              + " ".join("diverged" if member in diverged else f"{value:.0f}" for member, value in enumerate(returns)))
-        for member, record in diverged.items():
-            kept = ("keeps its last good checkpoint" if (run_dirs[member] / "checkpoint.pt").exists()
-                    else "has no checkpoint (none was due before)")
-            print(f"{prog}: seed {record['seed']} of {setting_label(setting)} diverged at iteration "
-                  f"{record['iteration']} ({record['quantity']} = {record['value']}) and stopped there; "
-                  f"{run_dirs[member]} {kept}", file=sys.stderr)
-        _finish_runs(config, seeds, run_dirs, eval_episodes, skip=set(diverged))
+        with CurveDrawer() as drawer:  # the curves are drawn while the runs are evaluated
+            outcome = _train_seed_batch(prog, batch, run_dirs)
+            if outcome is None:
+                return INTERRUPTED_EXIT_CODE
+            returns, diverged, steps = outcome
+            print(f"{setting_label(setting)}: {len(seeds)} seeds × {steps:,} steps in "
+                  f"{time.perf_counter() - started:.1f} s on {threads} thread{'s' * (threads > 1)}; "
+                  "mean return of the last 20 training episodes per seed: "
+                  + " ".join("diverged" if member in diverged else f"{value:.0f}"
+                             for member, value in enumerate(returns)))
+            for member, record in diverged.items():
+                kept = ("keeps its last good checkpoint" if (run_dirs[member] / "checkpoint.pt").exists()
+                        else "has no checkpoint (none was due before)")
+                print(f"{prog}: seed {record['seed']} of {setting_label(setting)} diverged at iteration "
+                      f"{record['iteration']} ({record['quantity']} = {record['value']}) and stopped there; "
+                      f"{run_dirs[member]} {kept}", file=sys.stderr)
+            _finish_runs(drawer, config, seeds, run_dirs, eval_episodes, skip=set(diverged))
         all_runs.extend(run_dirs)
     print(format_summary_table(summarize_runs(all_runs, threshold)))
     print(f"compare them: ppo-plot {parent}" + (f" --threshold {threshold:g}" if threshold is not None else ""))
@@ -186,12 +188,12 @@ def _say_stopped(prog: str, iteration: int, total: int, run_dirs: list[Path]) ->
           f"{prog} --resume RUN_DIR (one of {run_dirs[0].parent}/…)", file=sys.stderr)
 
 
-def _finish_runs(config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval_episodes: int,
+def _finish_runs(drawer: CurveDrawer, config: PPOConfig, seeds: list[int], run_dirs: list[Path], eval_episodes: int,
                  skip: set[int] = frozenset()) -> None:
-    """What a single run does after training, for each run: learning curve, greedy evaluation
-    (not for the runs in `skip`, by index: those that diverged are failures, not scores)."""
+    """What a single run does after training, for each run: learning curve (handed to `drawer`),
+    greedy evaluation (not for the runs in `skip`, by index: those that diverged are failures, not scores)."""
     for seed, run_dir in zip(seeds, run_dirs):
-        plot_learning_curve(run_dir, f"PPO on {config.env_id} (seed {seed})")
+        drawer.draw(run_dir, f"PPO on {config.env_id} (seed {seed})")
     if eval_episodes:
         for member, run_dir in enumerate(run_dirs):
             if member not in skip:

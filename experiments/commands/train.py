@@ -43,7 +43,7 @@ from experiments.commands.run_folder import RunFolderClaims, claim_on_process_ze
 from experiments.commands.sweep import check_open_files, count_seeds, run_sweep
 from ppo.config import ConfigError, PPOConfig, require_finite, require_growing_budget, require_path, require_seed
 from ppo.parallel.distributed import close_world, init_world
-from ppo.runs.plotting import plot_learning_curve
+from ppo.runs.plotting import CurveDrawer
 from ppo.trainers.choice import ALGORITHMS, SUMMARIES, algorithms_taking, build_trainer, check_settings, resume_run
 from ppo.trainers.ppo import PPO, resolve_device
 from ppo.trainers.seed_batch import parse_seeds
@@ -319,22 +319,23 @@ def _train_and_report(trainer, eval_episodes: int, world) -> int:
     part of the run, the greedy evaluation."""
     config, run_dir = trainer.config, trainer.run_dir
     steps_before, seconds_before = trainer.global_step, trainer.train_seconds
-    started = time.perf_counter()
-    exit_code = train_stoppably(PROG, trainer, run_dir, world)
-    if exit_code is not None:
-        return exit_code
-    wall = time.perf_counter() - started
-    curve = plot_learning_curve(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")
-    steps, seconds = trainer.global_step - steps_before, trainer.train_seconds - seconds_before
-    in_all = f" ({trainer.global_step:,} in all)" if steps_before else ""
-    print(
-        f"trained {config.env_id} for {steps:,} steps{in_all} in {wall:.1f} s "
-        f"({steps / max(seconds, 1e-9):,.0f} steps/s, backend {config.env_backend}"
-        f"{f' on {world.size} processes' if world.distributed else ''}); "
-        f"mean return of the last 20 training episodes: {trainer.recent_return():.1f}"
-    )
-    if eval_episodes:
-        evaluate_run(run_dir, eval_episodes)
+    with CurveDrawer(helper=None if world.is_main else False) as drawer:  # the curve is drawn while it evaluates
+        started = time.perf_counter()
+        exit_code = train_stoppably(PROG, trainer, run_dir, world)
+        if exit_code is not None:
+            return exit_code
+        wall = time.perf_counter() - started
+        curve = drawer.draw(run_dir, f"PPO on {config.env_id} ({trainer.envs.__class__.__name__}, seed {config.seed})")
+        steps, seconds = trainer.global_step - steps_before, trainer.train_seconds - seconds_before
+        in_all = f" ({trainer.global_step:,} in all)" if steps_before else ""
+        print(
+            f"trained {config.env_id} for {steps:,} steps{in_all} in {wall:.1f} s "
+            f"({steps / max(seconds, 1e-9):,.0f} steps/s, backend {config.env_backend}"
+            f"{f' on {world.size} processes' if world.distributed else ''}); "
+            f"mean return of the last 20 training episodes: {trainer.recent_return():.1f}"
+        )
+        if eval_episodes:
+            evaluate_run(run_dir, eval_episodes)
     print(f"run folder: {run_dir}\nlearning curve: {curve}\ntensorboard: tensorboard --logdir {run_dir}")
     return 0
 

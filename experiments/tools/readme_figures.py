@@ -171,7 +171,7 @@ def render_sb3_comparison(record: dict) -> str:
         results = {"median_s": statistics.median(sb3), "min_s": min(sb3), "max_s": max(sb3), "ppo_train_median_s": ours}
     return (f"Stable-Baselines3 with the zoo's tuned CartPole settings, run in turns with `ppo-train` "
             f"{describe_where(measurement)}, took a median {results['median_s']:.0f} s ({results['min_s']:.0f}–"
-            f"{results['max_s']:.0f} s), {results['median_s'] / results['ppo_train_median_s']:.0f}× the "
+            f"{results['max_s']:.0f} s), {results['median_s'] / results['ppo_train_median_s']:.1f}× the "
             f"{results['ppo_train_median_s']:.1f} s of `ppo-train` in those turns.")
 
 

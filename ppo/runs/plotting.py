@@ -1,35 +1,123 @@
-"""The learning-curve plot saved in every run folder.
+"""The learning-curve plot saved in every run folder: `plot_learning_curve` draws it in this
+process; a `CurveDrawer` has a helper process draw it, so that importing matplotlib (about
+half a second) overlaps the training instead of following it.
 
-matplotlib is imported when a curve is drawn, not with this module, and the figure is drawn
-on its own canvas (matplotlib.figure.Figure), not through pyplot: a command that does not
-plot pays nothing for it, and a caller's pyplot state and backend are left as they are.
+matplotlib is imported when a curve is drawn, not with this module (ppo.runs.curve_figure
+holds the figure): a command that does not plot pays nothing for it.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from ppo.runs.logger import read_metrics
+from ppo.runs import curve_figure
 
-FIGURE_INCHES = (7, 4)
-MARGINS = dict(left=0.1, right=0.97, bottom=0.12, top=0.92)  # fractions of the figure; the labels fit inside
+CURVE_NAME = "learning_curve.png"
+METRICS_NAME = "metrics.csv"
+HELPER_PATIENCE_S = 120.0  # for all the answers; matplotlib's first import on a machine builds its font cache
+# The helper runs curve_figure.py as a script: without the project's packages (so without torch),
+# without the working folder on its path, deaf to the Ctrl-C meant for the training it serves.
+HELPER_CODE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); sys.path.pop(0); "
+               "runpy.run_path(sys.argv[1], run_name='__main__')")
 
 
 def plot_learning_curve(run_dir: str | Path, title: str | None = None) -> Path:
     """Plot the recent mean episodic return against environment steps; return the PNG path."""
-    from matplotlib.figure import Figure
-
     run_dir = Path(run_dir)
-    rows = [row for row in read_metrics(run_dir / "metrics.csv") if row.get("episode_return_recent") is not None]
-    figure = Figure(figsize=FIGURE_INCHES)
-    axis = figure.subplots()
-    if rows:
-        axis.plot([row["global_step"] for row in rows], [row["episode_return_recent"] for row in rows], color="tab:blue")
-    axis.set_xlabel("environment steps")
-    axis.set_ylabel("mean return of the last 20 training episodes")
-    axis.set_title(title or run_dir.name)
-    axis.grid(alpha=0.3)
-    figure.subplots_adjust(**MARGINS)
-    path = run_dir / "learning_curve.png"
-    figure.savefig(path, dpi=110)
+    path = run_dir / CURVE_NAME
+    curve_figure.draw_run_curve(str(run_dir / METRICS_NAME), str(path), title or run_dir.name)
     return path
+
+
+class CurveDrawer:
+    """Learning curves drawn by a helper process while this one goes on.
+
+        with CurveDrawer() as drawer:       # before training: the helper imports matplotlib meanwhile
+            trainer.train()
+            curve = drawer.draw(run_dir, title)   # returns the PNG's path at once
+            evaluate_run(run_dir, episodes)       # while the helper draws
+        # leaving the block waits until every curve handed over is saved (finish)
+
+    A curve the helper does not answer "ok" is drawn in this process, as plot_learning_curve
+    draws it, so no curve is lost to the helper and a real error (a full disk) is raised here.
+    `helper=None` starts a helper unless this process has imported matplotlib already (a
+    notebook, a test session), where drawing here costs only the drawing.
+    """
+
+    def __init__(self, helper: bool | None = None):
+        self.handed: list[tuple[Path, str]] = []  # what the helper was asked to draw, in order
+        self.process: subprocess.Popen | None = None
+        if helper or (helper is None and "matplotlib.figure" not in sys.modules):
+            try:
+                self.process = subprocess.Popen([sys.executable, "-c", HELPER_CODE, curve_figure.__file__],
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=subprocess.DEVNULL)
+            except OSError:
+                self.process = None
+
+    def draw(self, run_dir: str | Path, title: str) -> Path:
+        """Hand over the curve of the run in `run_dir` (drawn here where there is no helper); its PNG path."""
+        run_dir = Path(run_dir)
+        if self.process is not None:
+            request = {"metrics": str(run_dir / METRICS_NAME), "path": str(run_dir / CURVE_NAME), "title": title}
+            try:
+                self.process.stdin.write(json.dumps(request).encode() + b"\n")
+                self.process.stdin.flush()
+                self.handed.append((run_dir, title))
+                return run_dir / CURVE_NAME
+            except OSError:  # the helper has ended: what it was handed is drawn again in finish
+                pass
+        return plot_learning_curve(run_dir, title)
+
+    def finish(self) -> None:
+        """Wait for the helper's answers and end it; draw here every curve it did not answer "ok"."""
+        if self.process is None:
+            return
+        try:
+            answered = self._answers(len(self.handed))
+        finally:
+            self.stop()  # not left to end by itself: taking matplotlib apart would be waited for
+        handed, self.handed = self.handed, []
+        for index, (run_dir, title) in enumerate(handed):
+            if index >= len(answered) or answered[index] != "ok":
+                plot_learning_curve(run_dir, title)
+
+    def _answers(self, count: int) -> list[str]:
+        """The helper's first `count` answer lines, or those that came before it ended or
+        HELPER_PATIENCE_S passed."""
+        answers, deadline = b"", time.monotonic() + HELPER_PATIENCE_S
+        output = self.process.stdout.fileno()
+        while answers.count(b"\n") < count:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([output], [], [], left)[0]:
+                break
+            chunk = os.read(output, 1 << 16)
+            if not chunk:  # the helper has ended
+                break
+            answers += chunk
+        return answers.decode(errors="replace").splitlines()[:count]
+
+    def stop(self) -> None:
+        """End the helper at once (what it was handed and has not drawn is not drawn)."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.process = None
+
+    def __enter__(self) -> CurveDrawer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.finish()
