@@ -96,7 +96,7 @@ column stays put). For the <a href="../glossary.html#term-Vectorised-environment
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
 below on a one-element tensor: a torch step call at N = 1 costs as much as ten or more such
-operations (26 in the run shown; the count, like every timing here, varies with the
+operations (23 in the run shown; the count, like every timing here, varies with the
 machine and its load). That fixed cost makes the batched env the
 slower one at N = 1 (compare the first rows), and at N = 8 it is still no faster than the
 loop (0.80× in the run shown), a small fraction of the lead it has at thousands of copies.
@@ -264,7 +264,7 @@ another thread and waiting for them costs a good part of what the split saves, a
 the other core is busy with another process the wait can be much longer. How much is
 left over depends on the CPU and its load: on the machines this project ran on, a second
 thread changed the update by anything from a slowdown to a speed-up of about 40% (in the
-run shown it was 7% slower), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
+run shown it was 1.32× faster), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
 on a second run (a second seed, or `ppo-train --seeds`), which doubles the work done
 where a second thread buys a fraction (the commands set it for the process before they
 build the trainer; this script sets it itself). Below: one `update` of the iteration above, the
@@ -440,9 +440,9 @@ lecture.claim("The torch backend trains faster per step than gymnasium (one run 
 * In a PPO iteration on a CPU, the environment is one part of the cost. The speed-up of
   training is bounded by the share the env had (section 3): compare the race's
   steps-per-second ratio with the prediction printed under it.
-* Small networks gain little from a second thread (section 4, the printed ratios): the
-  update is many small operations, where a second thread has little to do and its
-  waiting shows, all the more when other processes share the cores; a second core serves
+* Small networks gain less from a second thread than large products do (section 4, the
+  printed ratios): the update is many small operations, where a second thread has little
+  to do and its waiting shows, all the more when other processes share the cores; a second core serves
   a second run better. Whether a large operation gains from a
   second thread depends on a core being free (the load average printed with the table).
 * Steps per second are the backend's; the steps needed to reach 475 are the seed's. One

@@ -35,12 +35,14 @@ from typing import Callable
 
 def import_main(module: str) -> Callable[..., int]:
     """`module`'s main(), the module imported with the collector paused and what it built frozen."""
+    collecting = gc.isenabled()
     gc.disable()
     try:
         return importlib.import_module(module).main
     finally:
         gc.freeze()
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def command(module: str) -> Callable[[], int]:

@@ -6,6 +6,9 @@ process can run it as a script without importing torch (ppo.runs.plotting.CurveD
     python curve_figure.py      # imports matplotlib, then reads one request per line of stdin,
                                 # {"metrics", "path", "title"} as JSON, and answers each with a
                                 # line: "ok", or the error that stopped the drawing
+
+A curve is written to a temporary file beside it and renamed over it, so an interrupted
+drawing leaves the previous PNG whole, never half of one.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import signal
 import sys
 from typing import TextIO
 
@@ -20,6 +25,7 @@ FIGURE_INCHES = (7, 4)
 MARGINS = dict(left=0.1, right=0.97, bottom=0.12, top=0.92)  # fractions of the figure; the labels fit inside
 DPI = 110
 STEP_COLUMN, RETURN_COLUMN = "global_step", "episode_return_recent"  # ppo.runs.metrics_columns
+TEMPORARY_SUFFIX = ".tmp"  # ppo.runs.checkpoint's: what an interrupted write leaves is cleared as its are
 
 
 def curve_points(metrics_path: str) -> tuple[list[float], list[float]]:
@@ -30,8 +36,15 @@ def curve_points(metrics_path: str) -> tuple[list[float], list[float]]:
 
 
 def draw_run_curve(metrics_path: str, path: str, title: str) -> None:
-    """Save the PNG at `path` of the run whose metrics are at `metrics_path`."""
-    draw_curve(path, *curve_points(metrics_path), title)
+    """Save the PNG at `path` of the run whose metrics are at `metrics_path` (written whole, then renamed)."""
+    folder, name = os.path.split(path)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}{TEMPORARY_SUFFIX}")
+    try:
+        draw_curve(temporary, *curve_points(metrics_path), title)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
 def draw_curve(path, steps: list[float], returns: list[float], title: str) -> None:
@@ -52,7 +65,7 @@ def draw_curve(path, steps: list[float], returns: list[float], title: str) -> No
     axis.set_title(title)
     axis.grid(alpha=0.3)
     figure.subplots_adjust(**MARGINS)
-    figure.savefig(path, dpi=DPI)
+    figure.savefig(path, dpi=DPI, format="png")
 
 
 def serve(requests: TextIO | None = None, answers: TextIO | None = None) -> None:
@@ -72,4 +85,7 @@ def serve(requests: TextIO | None = None, answers: TextIO | None = None) -> None
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is meant for the training this helper serves
     serve()
+    sys.stdout.flush()
+    os._exit(0)  # at the end of its input: no teardown of matplotlib to wait for

@@ -21,10 +21,16 @@ from ppo.runs import curve_figure
 CURVE_NAME = "learning_curve.png"
 METRICS_NAME = "metrics.csv"
 HELPER_PATIENCE_S = 120.0  # for all the answers; matplotlib's first import on a machine builds its font cache
-# The helper runs curve_figure.py as a script: without the project's packages (so without torch),
-# without the working folder on its path, deaf to the Ctrl-C meant for the training it serves.
-HELPER_CODE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); sys.path.pop(0); "
-               "runpy.run_path(sys.argv[1], run_name='__main__')")
+HELPER_EXIT_S = 2.0  # for the helper to end by itself once its input is closed, before it is killed
+# The helper runs curve_figure.py by its path: `python -m ppo.runs.curve_figure` would import the
+# package, and torch with it, and `python .../curve_figure.py` would put ppo/runs/ first on the
+# module path. The working folder is taken off the path before any import, so that a user's
+# signal.py or runpy.py there is not run in its place.
+HELPER_CODE = ("import sys\n"
+               "if sys.path and sys.path[0] == '':\n"
+               "    del sys.path[0]\n"
+               "import runpy\n"
+               "runpy.run_path(sys.argv[1], run_name='__main__')\n")
 
 
 def plot_learning_curve(run_dir: str | Path, title: str | None = None) -> Path:
@@ -53,7 +59,7 @@ class CurveDrawer:
     def __init__(self, helper: bool | None = None):
         self.handed: list[tuple[Path, str]] = []  # what the helper was asked to draw, in order
         self.process: subprocess.Popen | None = None
-        if helper or (helper is None and "matplotlib.figure" not in sys.modules):
+        if sys.executable and (helper or (helper is None and "matplotlib.figure" not in sys.modules)):
             try:
                 self.process = subprocess.Popen([sys.executable, "-c", HELPER_CODE, curve_figure.__file__],
                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -62,9 +68,14 @@ class CurveDrawer:
                 self.process = None
 
     def draw(self, run_dir: str | Path, title: str) -> Path:
-        """Hand over the curve of the run in `run_dir` (drawn here where there is no helper); its PNG path."""
+        """Hand over the curve of the run in `run_dir` (drawn here where there is no helper); its PNG path.
+
+        The run's earlier PNG (a resumed run's) is removed as the curve is handed over: a curve
+        the command is stopped before drawing is missing, never stale.
+        """
         run_dir = Path(run_dir)
         if self.process is not None:
+            (run_dir / CURVE_NAME).unlink(missing_ok=True)
             request = {"metrics": str(run_dir / METRICS_NAME), "path": str(run_dir / CURVE_NAME), "title": title}
             try:
                 self.process.stdin.write(json.dumps(request).encode() + b"\n")
@@ -82,7 +93,7 @@ class CurveDrawer:
         try:
             answered = self._answers(len(self.handed))
         finally:
-            self.stop()  # not left to end by itself: taking matplotlib apart would be waited for
+            self.stop()
         handed, self.handed = self.handed, []
         for index, (run_dir, title) in enumerate(handed):
             if index >= len(answered) or answered[index] != "ok":
@@ -101,19 +112,22 @@ class CurveDrawer:
             if not chunk:  # the helper has ended
                 break
             answers += chunk
-        return answers.decode(errors="replace").splitlines()[:count]
+        return answers.decode(errors="replace").split("\n")[:count]
 
     def stop(self) -> None:
-        """End the helper at once (what it was handed and has not drawn is not drawn)."""
+        """End the helper: its input closed, it ends once it has drawn what it was handed, or
+        is killed after HELPER_EXIT_S."""
         if self.process is not None:
-            if self.process.poll() is None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.process.wait(timeout=HELPER_EXIT_S)
+            except subprocess.TimeoutExpired:
                 self.process.kill()
-            self.process.wait()
-            for stream in (self.process.stdin, self.process.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+                self.process.wait()
+            self.process.stdout.close()
             self.process = None
 
     def __enter__(self) -> CurveDrawer:
