@@ -48,7 +48,7 @@ from _common import Lecture, plt, print_table
 from envs.classic import make_torch_vec_env
 from envs.factory import gymnasium_env_factory, make_vec_env
 from experiments.benchmarks.environments import benchmark_stepping
-from experiments.studies.iteration_profile import PARTS, time_env_steps, time_iteration
+from experiments.studies.iteration_profile import PARTS, iteration_clock, time_iteration
 from experiments.commands.presets import build_config
 from experiments.commands.train import training_envs
 from ppo.presets import PRESETS
@@ -96,10 +96,10 @@ column stays put). For the <a href="../glossary.html#term-Vectorised-environment
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
 below on a one-element tensor: a torch step call at N = 1 costs as much as ten or more such
-operations (23 in the run shown; the count, like every timing here, varies with the
+operations (26 in the run shown; the count, like every timing here, varies with the
 machine and its load). That fixed cost makes the batched env the
 slower one at N = 1 (compare the first rows), and at N = 8 it is still no faster than the
-loop (0.80× in the run shown), a small fraction of the lead it has at thousands of copies.
+loop (1.00× in the run shown), a small fraction of the lead it has at thousands of copies.
 Gymnasium's numpy-batched CartPole is the same idea written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
 runs on a GPU as well.
 """
@@ -199,10 +199,10 @@ def time_iterations(backends: tuple[str, ...], iterations: int) -> dict:
     runs = {}
     for backend in backends:
         trainer = PPO(CONFIG.replace(env_backend=backend), make_envs(backend, CONFIG.num_envs), progress=False)
-        runs[backend] = (trainer, time_env_steps(trainer.envs), [])
+        runs[backend] = (trainer, iteration_clock(trainer), [])
     for _ in range(iterations):
-        for trainer, stepping, timed in runs.values():
-            timed.append(time_iteration(trainer, stepping))
+        for trainer, clock, timed in runs.values():
+            timed.append(time_iteration(trainer, clock))
     for trainer, _, _ in runs.values():
         trainer.envs.close()
     return {backend: {name: 1e3 * statistics.median(row[name] for row in timed) for name in PARTS}
@@ -260,11 +260,11 @@ r"""
 
 PyTorch splits large operations across threads. For this network (64–64 tanh MLPs)
 and these batches, each operation is microseconds of work; handing parts of it to
-another thread and waiting for them costs a good part of what the split saves, and when
+another thread and waiting for them costs a good part of what the split saves (in the run shown, all of it), and when
 the other core is busy with another process the wait can be much longer. How much is
 left over depends on the CPU and its load: on the machines this project ran on, a second
 thread changed the update by anything from a slowdown to a speed-up of about 40% (in the
-run shown it was 1.32× faster), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
+run shown it was 1.02× slower), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
 on a second run (a second seed, or `ppo-train --seeds`), which doubles the work done
 where a second thread buys a fraction (the commands set it for the process before they
 build the trainer; this script sets it itself). Below: one `update` of the iteration above, the
@@ -354,8 +354,8 @@ need different numbers of steps; the seconds per step are what the backend decid
 Time to 475 is the steps needed divided by the steps per second: the rate is the
 backend's, the steps needed are the seed's (on this seed gymnasium's start states may
 happen to be solved in fewer steps), so one seed's race can go either way even though
-the torch backend is faster per step. Each run's steps per second is one run of a couple
-of seconds, so load from other processes moves it more than section 3's alternated
+the torch backend is faster per step. Each run's steps per second is one run of a second
+or two, so load from other processes moves it more than section 3's alternated
 medians. Each policy is then <a href="../glossary.html#term-Greedy-evaluation">evaluated greedily</a> on gymnasium's own CartPole-v1
 (`ppo.runs.evaluation.evaluate_policy`), whatever trained it.
 """

@@ -449,7 +449,7 @@ What the run shows: the exact sum's spread over completions is smaller than k1's
 std of 0.26 against 0.54; what is left is the noise of which prefixes a completion
 visits); k3's spread is larger than k1's (23), and its largest 1% of completions carry
 52.5% of its mean, against 1.1% for k1 (the right panel's far-right dots). k1's sample mean, 2.131 ± 0.012, lies within three
-standard errors of the exact 2.135; k3's, 2.674, rests on how many of those rare
+standard errors of the exact 2.135; k3's, 2.675, rests on how many of those rare
 completions a sample happens to catch. The left panel: 99.7% of the exact KL is spent at
 $t = 0$ (the bandit of section 4; section 7 sets the two-choice task's shares
 beside it). The estimators are compared on this policy because it has moved two nats
@@ -936,7 +936,7 @@ The likely reason is the critic itself, still being learned: its errors (below, 
 third) enter every Â, while a group baseline is computed afresh from each group. Where
 a run lands is decided by the KL term. PPO and RLOO, with k1 in the reward,
 land closest to $\pi^*_\beta$: their TV intervals overlap each other and lie below those of both
-runs with k3 in the loss (middle panel), and their gold (IQMs 0.831 and 0.858 in this
+runs with k3 in the loss (middle panel), and their gold (IQMs 0.831 and 0.857 in this
 run) is within 0.04 of π*'s 0.859. RLOO with
 k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*: k3
 in the loss has its own fixed point (section 5), not π*. GRPO says 'likes' more often
@@ -947,7 +947,7 @@ multiplies the score's pull, roughly by $1/\operatorname{std}$, so two- to three
 exactly below for a 0/1 score), while the $\beta k_3$ term keeps its size, as a smaller β
 would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM, 2.1% in
 this run, is the highest of the four, and the two runs with k1 in the reward leave under
-1.2% (0.7% and 0.9% here). RLOO with k3 in the loss, at 1.0% in this run, lies between;
+1.2% (0.7% and 0.8% here). RLOO with k3 in the loss, at 1.6% in this run, lies between;
 how much it leaves changes from one machine to another, as does its share of the KL past
 $t = 7$ (next table). With ten seeds the intervals are wide and may overlap, so read this
 as a tendency of a fraction of a percent, not a separation. The next table shows where.
@@ -1113,10 +1113,10 @@ r"""
 The same measurement as section 5's left panel, now for every run: the exact per-state
 KL along fresh completions, as shares of its sum over positions. On the pizza task all of
 it was at $t = 0$. Here PPO spends between a fifth and a third of its KL at $t = 0$ on every
-seed (23% to 28% in this run), and more than three fifths at $t = 6$ and 7 (63% to 74%), where the food is chosen, and almost
+seed (25% to 28% in this run), and more than three fifths at $t = 6$ and 7 (68% to 72%), where the food is chosen, and almost
 nothing between them ($t = 1$–5 spell out a relation already chosen): two decisions, two
 places where the policy leaves $\pi_\text{ref}$. The two runs with k3 in the loss spend the largest
-shares of their KL past $t = 7$, GRPO the most (14.5% against PPO's 2.5%, means over seeds), with a wide
+shares of their KL past $t = 7$, GRPO the most (14.3% against PPO's 2.2%, means over seeds), with a wide
 spread over seeds (the whiskers: the range over seeds). The spread there is wide for
 every method: PPO and RLOO each have a seed that spends more than twice their IQM's
 share of its KL past $t = 7$. Past $t = 7$ the SFT model spells the food out letter by

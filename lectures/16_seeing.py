@@ -41,7 +41,7 @@ from _common import Lecture, plt, print_table
 from envs.minatar import TorchBreakout, make_minatar_vec_env
 from envs.minatar.gymnasium_env import drawing_channels, grid_picture
 from experiments.commands.evaluation import UNLIMITED_ENV_STEP_LIMIT, evaluation_env_factory
-from experiments.studies.iteration_profile import time_env_steps, time_iteration
+from experiments.studies.iteration_profile import iteration_clock, time_iteration
 from experiments.studies.learning_curves import curve_intervals, plot_learning_curves
 from experiments.studies.masking_experiment import (SETTINGS, build_parser, curve_table, interval_text, parse_seed_list,
                                             separation, train_one)
@@ -435,7 +435,7 @@ layouts = {"two trunks": BREAKOUT_CONFIG, "shared trunk": BREAKOUT_CONFIG.replac
 trainers, timers, parts = {}, {}, {name: [] for name in layouts}
 for name, config in layouts.items():
     trainers[name] = PPO(config, make_minatar_vec_env(BREAKOUT, config.num_envs), progress=False)
-    timers[name] = time_env_steps(trainers[name].envs)
+    timers[name] = iteration_clock(trainers[name])
     trainers[name].train_iteration()  # warm-up, untimed
 for _ in range(TIMED_ROUNDS):
     for name in layouts:
@@ -505,10 +505,10 @@ limit, and a greedy policy that never misses would never end, so an episode of a
 registered without one stops after 1,000 steps, the length of gymnax's MinAtar episodes
 on which the published PPO figures were measured.
 
-What the run shows (the numbers are this run's): every run's curve ends at 3.75 to 4.45 bricks per episode, 10 to 11 times the
+What the run shows (the numbers are this run's): every run's curve ends at 3.40 to 4.60 bricks per episode, 9 to 12 times the
 random floor of 0.39, and every run's greedy
-mean is between 4.3 and 5.9. The two layouts' mean greedy returns over the
-seeds, 5.07 with two trunks and 5.38 shared, are within 1 of each other, and the shared
+mean is between 4.4 and 5.8. The two layouts' mean greedy returns over the
+seeds, 5.09 with two trunks and 5.43 shared, are within 1 of each other, and the shared
 trunk trained in 0.54 of the two trunks' time. On MinAtar, whose rewards
 are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see at this
 budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
@@ -588,7 +588,7 @@ function of those cells can do is to answer each group's most frequent direction
 (scored on the very same steps, an upper bound). With the trail, that guess is right on
 every step, for every seed's agent (and in random play): the frame settles the
 direction. Without the trail channel (ball and paddle only), it is wrong on more than a
-fifth of the steps for every agent (right on 70% to 72% of them in the run shown): a
+fifth of the steps for every agent (right on 71% to 77% of them in the run shown): a
 ball at a given cell may be going up or down. In random play, whose episodes last 10
 steps on average, ball and paddle alone give the direction on 94.7% of the steps: the question only becomes hard
 once an agent keeps the ball in play. The trail is the second frame of [lecture 15](15_memory.ipynb)'s

@@ -47,11 +47,11 @@ def test_the_breakdown_counts_cartpoles_flops_per_step_as_worked_by_hand():
 
 
 def test_a_phase_inside_another_is_charged_for_its_own_time_alone(monkeypatch):
-    from experiments.benchmarks import breakdown
+    from experiments.commands import phase_clock
 
     now = iter([0.0, 1.0, 3.0, 10.0]).__next__  # outer starts, inner starts, inner ends, outer ends
-    monkeypatch.setattr(breakdown.time, "perf_counter", now)
-    clock = breakdown.PhaseClock()
+    monkeypatch.setattr(phase_clock.time, "perf_counter", now)
+    clock = phase_clock.PhaseClock()
     inner = clock.timed("inner", lambda: None)
     clock.timed("outer", inner)()
     assert dict(clock.seconds) == {"inner": 2.0, "outer": 8.0}

@@ -190,6 +190,85 @@ def test_ctrl_c_inside_torch_save_is_an_interrupt_and_keeps_the_previous_checkpo
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
 
 
+def _save_signalled_midway(monkeypatch, *signals):
+    """Make torch.save send `signals` to this process halfway through its write."""
+    from ppo.runs import checkpoint
+
+    real_save = checkpoint.torch.save
+
+    def save_signalled(contents, file):
+        file.write(b"half")
+        for signum in signals:
+            signal.raise_signal(signum)
+        file.seek(0)
+        real_save(contents, file)
+
+    monkeypatch.setattr(checkpoint.torch, "save", save_signalled)
+
+
+def test_ctrl_c_during_a_save_acts_once_the_new_checkpoint_is_in_place(tmp_path, monkeypatch):
+    from ppo.runs.checkpoint import save_checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint({"x": 1}, path)
+    _save_signalled_midway(monkeypatch, signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint({"x": 2}, path)
+    assert load_checkpoint(path)["x"] == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_two_ctrl_c_during_a_save_first_ask_to_stop_then_abort_after_it(tmp_path, monkeypatch):
+    from experiments.commands.cli import GracefulStop
+    from ppo.runs.checkpoint import save_checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    _save_signalled_midway(monkeypatch, signal.SIGINT, signal.SIGINT)
+    with GracefulStop("ppo-train") as stop:
+        with pytest.raises(KeyboardInterrupt):
+            save_checkpoint({"x": 3}, path)
+    assert stop.requested and load_checkpoint(path)["x"] == 3
+
+
+def test_sigterm_during_a_save_reaches_its_handler_after_the_save(tmp_path, monkeypatch):
+    from ppo.runs.checkpoint import save_checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    delivered = []
+
+    def handler(signum, frame):
+        delivered.append((signum, path.is_file()))
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        _save_signalled_midway(monkeypatch, signal.SIGTERM)
+        save_checkpoint({"x": 4}, path)
+        assert signal.getsignal(signal.SIGTERM) is handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert delivered == [(signal.SIGTERM, True)] and load_checkpoint(path)["x"] == 4
+
+
+def test_a_save_from_another_thread_runs_without_holding_signals(tmp_path):
+    import threading
+
+    from ppo.runs.checkpoint import save_checkpoint
+
+    errors = []
+
+    def save():
+        try:
+            save_checkpoint({"x": 5}, tmp_path / "checkpoint.pt")
+        except BaseException as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    thread = threading.Thread(target=save)
+    thread.start()
+    thread.join()
+    assert errors == [] and load_checkpoint(tmp_path)["x"] == 5
+
+
 def test_checkpoint_follows_the_umask(tmp_path):
     from ppo.runs.checkpoint import save_checkpoint
 

@@ -31,3 +31,36 @@ def test_a_bad_count_is_refused_in_one_line(capsys):
         iteration_profile.main(["--iterations", "0"])
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and error.count("\n") == 1 and "--iterations 0" in error
+
+
+def test_the_rollout_is_charged_its_own_time_less_its_env_steps(monkeypatch):
+    from experiments.commands import phase_clock
+
+    ticks = iter(range(100))
+    monkeypatch.setattr(phase_clock.time, "perf_counter", lambda: float(next(ticks)))
+
+    class Envs:
+        def step(self, actions):
+            return actions
+
+    class Trainer:
+        envs = Envs()
+
+        def collect_rollout(self):  # ticks 0 … 5: two env steps of one tick each
+            self.envs.step(0)
+            self.envs.step(1)
+
+        def compute_advantages(self):  # ticks 6, 7
+            return "advantages", "returns"
+
+        def update(self, advantages, returns):  # ticks 8, 9
+            assert (advantages, returns) == ("advantages", "returns")
+
+        def log(self):
+            raise AssertionError("an iteration's clock times the three steps alone")
+
+    trainer = Trainer()
+    clock = iteration_profile.iteration_clock(trainer)
+    assert iteration_profile.time_iteration(trainer, clock) == {"env step": 2.0, "rest of rollout": 3.0,
+                                                                "advantages": 1.0, "update": 1.0}
+    assert "log" not in vars(trainer)

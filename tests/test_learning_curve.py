@@ -120,11 +120,11 @@ def test_what_a_killed_drawing_leaves_is_cleared_as_a_checkpoints_leftovers_are(
 
 def test_the_names_the_standalone_figure_module_repeats_are_the_projects():
     """curve_figure imports nothing of the project, so it repeats these names: they must stay the same."""
-    from ppo.runs.checkpoint import LOG_NAME, TEMPORARY_SUFFIX
+    from ppo.runs.checkpoint import TEMPORARY_SUFFIX
     from ppo.runs.metrics_columns import columns_logged_by
     from ppo.trainers.ppo import PPO
 
-    assert curve_figure.TEMPORARY_SUFFIX == TEMPORARY_SUFFIX and plotting.METRICS_NAME == LOG_NAME
+    assert curve_figure.TEMPORARY_SUFFIX == TEMPORARY_SUFFIX
     assert {curve_figure.STEP_COLUMN, curve_figure.RETURN_COLUMN} <= set(columns_logged_by(PPO))
 
 

@@ -1,5 +1,6 @@
 """keep_freed_memory: freed autograd buffers are reused instead of faulted in again."""
 
+import os
 import subprocess
 import sys
 
@@ -26,8 +27,15 @@ print(applied, (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 2
 """
 
 
+# glibc's own thresholds (128 KiB), fixed: left to itself, glibc raises the mmap threshold the first time
+# it frees a mapped block, so whether the default probe keeps faulting would depend on the order of its
+# first allocations. Fixed, the default probe is what glibc starts with, every run.
+GLIBC_DEFAULTS = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
+
+
 def faults_per_step(mode: str) -> tuple[bool, float]:
-    output = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, check=True).stdout
+    output = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, check=True,
+                            env={**os.environ, **GLIBC_DEFAULTS}).stdout
     applied, faults = output.split()
     return applied == "True", float(faults)
 

@@ -41,6 +41,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from experiments.commands.phase_clock import PhaseClock, instrument_trainer
+
 PROG = "python -m experiments.benchmarks.breakdown"
 WORKLOADS = ("cartpole", "minatar", "recurrent", "seeds")
 PHASES = ("start-up", "setup", "env step", "policy forward", "rest of rollout", "advantages", "update", "logging",
@@ -60,37 +62,6 @@ def workload_flags(name: str, minatar_steps: int) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------- inside the command
-class PhaseClock:
-    """Seconds per phase; a phase entered inside another counts for itself alone (the outer one
-    is charged only its own time)."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.stack: list[list] = []  # [phase, start, time spent in inner phases]
-
-    def timed(self, phase: str, function):
-        def wrapper(*args, **kwargs):
-            self.stack.append([phase, time.perf_counter(), 0.0])
-            try:
-                return function(*args, **kwargs)
-            finally:
-                name, started, inner = self.stack.pop()
-                spent = time.perf_counter() - started
-                self.seconds[name] += spent - inner
-                if self.stack:
-                    self.stack[-1][2] += spent
-        return wrapper
-
-
-def instrument_trainer(clock: PhaseClock, trainer) -> None:
-    """Wrap one trainer's own methods (instance attributes, so only this object changes)."""
-    for method, phase in (("collect_rollout", "rest of rollout"), ("act", "policy forward"),
-                          ("compute_advantages", "advantages"), ("update", "update"), ("log", "logging"),
-                          ("save", "checkpoints")):
-        setattr(trainer, method, clock.timed(phase, getattr(trainer, method)))
-    trainer.envs.step = clock.timed("env step", trainer.envs.step)
-
-
 def run_command_timed(flags: list[str]) -> dict:
     """Run ppo-train with `flags` in this process, every phase timed; the record of the run.
     What it wraps is put back afterwards."""

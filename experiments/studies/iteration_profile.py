@@ -24,54 +24,42 @@ import statistics
 import time
 
 from envs.factory import make_vec_env
+from experiments.commands.phase_clock import ENV_STEP, PhaseClock, instrument_trainer
 from experiments.commands.cli import OneLineArgumentParser, configure_process, run_with_user_errors
 from experiments.commands.presets import build_config
 from ppo.trainers.choice import trainer_class
 
 PROG = "python -m experiments.studies.iteration_profile"
-PARTS = ("env step", "rest of rollout", "advantages", "update")
+# (the trainer's method, its part); the envs' step calls are the part ENV_STEP, inside the rollout
+ITERATION_PHASES = (("collect_rollout", "rest of rollout"), ("compute_advantages", "advantages"),
+                    ("update", "update"))
+PARTS = (ENV_STEP, *(part for _, part in ITERATION_PHASES))
 
 
-def time_env_steps(envs) -> list[float]:
-    """Make envs.step add its duration to the returned one-element list (reset it to 0 at will)."""
-    seconds = [0.0]
-    step = envs.step
-
-    def timed(actions):
-        started = time.perf_counter()
-        try:
-            return step(actions)
-        finally:
-            seconds[0] += time.perf_counter() - started
-
-    envs.step = timed
-    return seconds
+def iteration_clock(trainer) -> PhaseClock:
+    """A PhaseClock around `trainer`'s three steps and its envs' step calls (PARTS), for time_iteration."""
+    return instrument_trainer(PhaseClock(), trainer, ITERATION_PHASES)
 
 
-def time_iteration(trainer, stepping: list[float]) -> dict[str, float]:
-    """Seconds of each of PARTS in one training iteration of `trainer`, whose envs time their
-    steps into `stepping` (time_env_steps)."""
-    stepping[0] = 0.0
-    started = time.perf_counter()
+def time_iteration(trainer, clock: PhaseClock) -> dict[str, float]:
+    """Seconds of each of PARTS in one training iteration of `trainer`, timed by its
+    `iteration_clock`: the rollout is charged its own time less its env steps."""
+    clock.seconds.clear()
     trainer.collect_rollout()
-    rolled = time.perf_counter()
     advantages, returns = trainer.compute_advantages()
-    estimated = time.perf_counter()
     trainer.update(advantages, returns)
-    updated = time.perf_counter()
-    return {"env step": stepping[0], "rest of rollout": rolled - started - stepping[0],
-            "advantages": estimated - rolled, "update": updated - estimated}
+    return {part: clock.seconds[part] for part in PARTS}
 
 
 def profile(config, iterations: int, warmup: int) -> dict:
     """{part: median ms per iteration}, with the timed iterations' env steps per second."""
     envs = make_vec_env(config.env_id, config.num_envs, config.env_backend)
     trainer = trainer_class()(config, envs, progress=False)
-    stepping = time_env_steps(trainer.envs)
+    clock = iteration_clock(trainer)
     for _ in range(warmup):
         trainer.train_iteration()
     started = time.perf_counter()
-    timed = [time_iteration(trainer, stepping) for _ in range(iterations)]
+    timed = [time_iteration(trainer, clock) for _ in range(iterations)]
     seconds = time.perf_counter() - started
     envs.close()
     return {"ms": {name: 1e3 * statistics.median(row[name] for row in timed) for name in PARTS},

@@ -6,7 +6,10 @@ blocks that large back to the operating system when they are freed (mmap/munmap,
 trimming the top of the heap), so the next step faults every page of them in again and
 the kernel zeroes each one. Measured on a 2-core VM with the default network: ~330 page
 faults per standalone gradient step at minibatch 1,024 (10–30 % of its time) and ~670 per
-iteration of the CartPole preset's training loop; with this setting, none.
+iteration of the CartPole preset's training loop; with this setting, none. (glibc raises its
+mmap threshold by itself the first time it frees a mapped block, so without this setting
+whether a process goes on faulting depends on the order of its first allocations: from about
+1 to several hundred faults a step, run to run, on the same machine.)
 
 `keep_freed_memory()` raises glibc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD so those
 blocks stay in the heap and are reused. The cost is memory that is not returned to the

@@ -14,7 +14,9 @@ and a flip that makes the file unreadable is reported the same way.
 It is written to a temporary file in the same folder and moved over the old one with
 `os.replace`, an atomic rename: a crash during the write leaves the previous
 checkpoint intact, and the temporary file is removed at the next save into that folder
-(`remove_stale_temporaries`). A write that fails (a full disk, a quota, a read-only
+(`remove_stale_temporaries`). A Ctrl-C (SIGINT) or SIGTERM that comes during the write is
+held until the new file is in place and then acts as it would have (`signals_held`), so
+pressing Ctrl-C twice never costs the checkpoint being saved. A write that fails (a full disk, a quota, a read-only
 folder) raises WriteFailed, one line naming the file and what is kept. The file's
 permissions follow the umask, like any file the process creates. Older files still load: format 2 (a header "PPO-CHECKPOINT-2 ",
 the sha256 of the torch payload in hex and a newline, then the payload) and format 1
@@ -37,8 +39,10 @@ import errno
 import hashlib
 import io
 import os
+import signal
 import struct
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -168,8 +172,42 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> None:
                           _os_reason(cause)) from None
 
 
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_held(signals=HELD_SIGNALS):
+    """Hold `signals` while the block runs, then deliver the ones that came, in order, to
+    the handlers that were in place before (a Ctrl-C raises KeyboardInterrupt there).
+
+    Only the main thread can change handlers, so elsewhere (and for a signal whose
+    handler was not set from Python) the block runs unheld.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {}
+    try:
+        for sig in signals:
+            if signal.getsignal(sig) is not None:
+                previous[sig] = signal.signal(sig, lambda signum, frame: arrived.append(signum))
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in arrived:
+            signal.raise_signal(signum)
+
+
 def _write_atomically(contents: dict, path: Path) -> None:
-    """torch.save `contents` to a temporary file in `path`'s folder, fsync, rename it to `path`."""
+    """torch.save `contents` to a temporary file in `path`'s folder, fsync, rename it to
+    `path`; a SIGINT or SIGTERM meanwhile acts once the file is in place (`signals_held`)."""
+    with signals_held():
+        _write_and_rename(contents, path)
+
+
+def _write_and_rename(contents: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX)
@@ -183,7 +221,8 @@ def _write_atomically(contents: dict, path: Path) -> None:
     except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
         if isinstance(error.__context__, KeyboardInterrupt):
-            # Ctrl-C inside torch.save: its zip writer then fails on the way out (RuntimeError)
+            # Ctrl-C inside torch.save where it could not be held (a thread other than the main
+            # one): its zip writer then fails on the way out (RuntimeError)
             raise KeyboardInterrupt from error
         raise
 

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from ppo.runs import curve_figure
+from ppo.runs.checkpoint import LOG_NAME
 
 CURVE_NAME = "learning_curve.png"
-METRICS_NAME = "metrics.csv"
 HELPER_PATIENCE_S = 120.0  # for all the answers; matplotlib's first import on a machine builds its font cache
 HELPER_EXIT_S = 2.0  # for the helper to end by itself once its input is closed, before it is killed
 # The helper runs curve_figure.py by its path: `python -m ppo.runs.curve_figure` would import the
@@ -37,7 +37,7 @@ def plot_learning_curve(run_dir: str | Path, title: str | None = None) -> Path:
     """Plot the recent mean episodic return against environment steps; return the PNG path."""
     run_dir = Path(run_dir)
     path = run_dir / CURVE_NAME
-    curve_figure.draw_run_curve(str(run_dir / METRICS_NAME), str(path), title or run_dir.name)
+    curve_figure.draw_run_curve(str(run_dir / LOG_NAME), str(path), title or run_dir.name)
     return path
 
 
@@ -76,7 +76,7 @@ class CurveDrawer:
         run_dir = Path(run_dir)
         if self.process is not None:
             (run_dir / CURVE_NAME).unlink(missing_ok=True)
-            request = {"metrics": str(run_dir / METRICS_NAME), "path": str(run_dir / CURVE_NAME), "title": title}
+            request = {"metrics": str(run_dir / LOG_NAME), "path": str(run_dir / CURVE_NAME), "title": title}
             try:
                 self.process.stdin.write(json.dumps(request).encode() + b"\n")
                 self.process.stdin.flush()
