@@ -299,7 +299,7 @@ lecture.wrote(csv_path)
 shown_n = sorted({bon_rows[round(i * (len(bon_rows) - 1) / 5)]["n"] for i in range(6)})
 print_table([{"n": row["n"], "KL(π_bon ‖ π_ref)": row["kl"] if row["kl"] > 1e-12 else 0.0,  # n = 1: 0, not 1e-16
               "log n − (n−1)/n": best_of_n_kl_bound(row["n"]),
-              "d = √KL": row["sqrt_kl"], "proxy": row["proxy"], "gold": row["gold"]}
+              "d = √KL": row["sqrt_kl"] if row["kl"] > 1e-12 else 0.0, "proxy": row["proxy"], "gold": row["gold"]}
              for row in bon_rows if row["n"] in shown_n],
             title=f"Best-of-n for {PROMPT!r}, exact")
 print_table([{"β": beta, "KL to SFT": row["kl"], "d = √KL": row["sqrt_kl"], "proxy": row["proxy"],
