@@ -479,11 +479,9 @@ surrogate credits the new policy with $\pi_{\text{old}}$'s states. The clip keep
 inside: at least 3 in 4 clipped updates stay below δ, and at least 3 in 4 unclipped
 updates at lr 0.001 or 0.003 leave it. In the run shown here all 30 clipped updates
 stayed below δ (the table's `of them clipped` column), and 9 of the 10 unclipped
-updates at lr 0.001 or 0.003 left it (the last line under the table names the one that
-stayed inside, seed 8's at lr 0.001, mean KL 0.0040): without the clip, how far an update goes depends on its start, and
-nothing stops it. At lr 0.001 the five unclipped updates moved by mean KLs from that 0.0040
-to about 0.5; at lr 0.0003 two of the five stayed below δ (about 0.0003 and 0.007 in the
-figure: with seed 8's, the three unclipped updates of the table's first row) and the other three reached about 0.04 to 0.05. What does not carry
+updates at lr 0.001 or 0.003 left it; the one that did not, from training seed 8 at lr
+0.001, moved by a mean KL of 0.0040 (the last line under the table): without the clip,
+how far an update goes depends on its start, and nothing stops it. What does not carry
 over from seed 1 is the detail: below δ the prediction is a first-order estimate with
 sampling noise, not an exact one. From the other starts a clipped update missed by
 6.32, where seed 1's clipped updates stayed within 1.2, and 1 of the 24 predicted a
