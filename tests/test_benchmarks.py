@@ -76,3 +76,10 @@ def test_the_breakdown_times_every_phase_of_a_whole_command_and_puts_back_what_i
     assert all(value >= 0 for value in seconds.values())
     assert seconds["update"] > 0 and seconds["env step"] > 0 and seconds["evaluation"] > 0
     assert abs(sum(seconds.values()) - record["command_wall"]) < 1e-6
+
+
+def test_a_run_that_never_reached_475_reads_not_reached():
+    from experiments.benchmarks.environments import reached_in
+
+    assert reached_in(1.234, 2, " of training") == "after 1.23 s of training"
+    assert reached_in(float("nan"), 2, " of training") == "not reached"

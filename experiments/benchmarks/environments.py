@@ -220,7 +220,7 @@ def benchmark_training(env_id: str, seeds: tuple[int, ...], backends: tuple[str,
         for backend in backends:
             row = train_one(env_id, backend, seed, eval_episodes)
             print(
-                f"  {backend:>9} seed {seed}: solved after {row['seconds_to_solved']:.1f} s, "
+                f"  {backend:>9} seed {seed}: solved {reached_in(row['seconds_to_solved'], 1)}, "
                 f"train {row['train_seconds']:.1f} s ({row['steps']:,} steps, {row['steps_per_second']:,.0f} steps/s), "
                 f"eval {row['eval_mean']:.1f}",
                 flush=True,
@@ -295,6 +295,11 @@ def evaluation_mean(stdout: str) -> float:
     return float(line.split(":")[1].split("±")[0])
 
 
+def reached_in(seconds: float, digits: int, suffix: str = "") -> str:
+    """How a row's seconds_to_solved reads: 'after 1.23 s' + suffix, or 'not reached' where it is NaN."""
+    return "not reached" if math.isnan(seconds) else f"after {seconds:.{digits}f} s{suffix}"
+
+
 def seconds_to_solved(run_dir) -> float:
     """Training seconds at the first iteration whose last-20-episode mean reached 475 (metrics.csv)."""
     from ppo.runs.logger import read_metrics
@@ -322,7 +327,7 @@ def benchmark_commands(seeds: tuple[int, ...], sb3_python: str | None, sb3_every
                                            "--run-dir", str(run_dir), "--no-progress"])
             rows.append({"who": "ppo-train", "seed": seed, "command_seconds": seconds, "eval_mean": evaluation_mean(stdout),
                          "seconds_to_solved": seconds_to_solved(run_dir)})
-            print(f"  ppo-train seed {seed}: {seconds:.1f} s, 475 after {rows[-1]['seconds_to_solved']:.2f} s of training, "
+            print(f"  ppo-train seed {seed}: {seconds:.1f} s, 475 {reached_in(rows[-1]['seconds_to_solved'], 2, ' of training')}, "
                   f"eval {rows[-1]['eval_mean']:.1f}", flush=True)
     return rows
 
