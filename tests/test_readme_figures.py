@@ -4,6 +4,7 @@ A hand edit of a marked block, a record changed without re-rendering, a block lo
 twice, fails here; the renderers are checked against small hand-worked records.
 """
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -279,8 +280,10 @@ def test_recurrent_paragraph_counts_seeds_over_the_bar_and_divides_the_medians()
             row("PendulumNoVel-v1", "library", 301, 200_000, 90.0, -250.0),
             row("PendulumNoVel-v1", "sb3-contrib", 301, 100_000, 450.0, -218.0),
             row("PendulumNoVel-v1", "library", 302, 200_000, 110.0, -250.1)]
-    text = readme_figures.render_recurrent_zoo({"measurements": [_measured("recurrent-zoo", {"rows": rows})]})
-    assert text.startswith("Measured on 2000-01-02 on a 2-core Test CPU")
+    text = readme_figures.render_recurrent_zoo({"measurements": [
+        _measured(env_id, {"rows": [row for row in rows if row["env_id"] == env_id]})
+        for env_id in ("CartPoleNoVel-v1", "PendulumNoVel-v1")]})
+    assert text.startswith("Measured on 2000-01-02 on a 2-core Test CPU") and text.count("Measured") == 1
     assert ("`CartPoleNoVel-v1` with its preset (200,000 steps) evaluated ≥ 475 on 2 of 3 seeds never used for "
             "tuning (301–303: 500.0, 474.9, 475.0), the whole command a median 30.0 s (at the zoo's 100,000 steps, "
             "seed 301: 400.0 in 11.0 s); sb3-contrib's RecurrentPPO with the zoo's settings (100,000 steps, seed 301) "
@@ -289,6 +292,40 @@ def test_recurrent_paragraph_counts_seeds_over_the_bar_and_divides_the_medians()
     assert text.endswith("The memory work's goals: `CartPoleNoVel-v1` ≥ 475 on 9 of 10 seeds (not met: 2 of 3) in a "
                          "twentieth of sb3-contrib's time (met: 20.0×); `PendulumNoVel-v1` ≥ -250 on 4 of 5 seeds (not "
                          "met: 1 of 2) in a twentieth of sb3-contrib's time (not met: 4.5×).")
+
+
+def test_recurrent_zoo_re_measures_only_the_envs_asked_for_and_says_where_each_was_measured(tmp_path, monkeypatch):
+    """`recurrent-zoo --envs CartPoleNoVel-v1` keeps PendulumNoVel-v1's measurement as recorded; the paragraph
+    then names each measurement's own machine and date."""
+    from experiments.benchmarks import recurrent_zoo as benchmark_recurrent_zoo
+
+    def row(env_id, trainer, seed, steps, seconds, mean_return):
+        return {"env_id": env_id, "trainer": trainer, "seed": seed, "steps": steps, "seconds": seconds,
+                "mean_return": mean_return}
+
+    pendulum = _measured("PendulumNoVel-v1", {"rows": [row("PendulumNoVel-v1", "library", 301, 200_000, 90.0, -200.0),
+                                                        row("PendulumNoVel-v1", "sb3-contrib", 301, 100_000, 450.0,
+                                                            -218.0)]})
+    old_cartpole = _measured("CartPoleNoVel-v1", {"rows": []})
+    (tmp_path / "recurrent-zoo.json").write_text(json.dumps({"block": "recurrent-zoo",
+                                                            "measurements": [old_cartpole, pendulum]}))
+    asked = []
+
+    def fake_benchmark(env_ids, seeds, sb3_seeds, same_steps):
+        asked.append((env_ids, seeds, sb3_seeds, same_steps))
+        return [row(env_ids[0], "library", seed, 300_000, 10.0, 500.0) for seed in seeds] + [
+            row(env_ids[0], "sb3-contrib", sb3_seeds[0], 100_000, 250.0, 300.0)]
+
+    monkeypatch.setattr(benchmark_recurrent_zoo, "benchmark", fake_benchmark)
+    record = readme_figures.measure_recurrent_zoo(argparse.Namespace(envs=["CartPoleNoVel-v1"],
+                                                                     figures_dir=tmp_path))
+    assert asked == [(["CartPoleNoVel-v1"], list(range(501, 511)), [501], True)]
+    assert [measurement["label"] for measurement in record["measurements"]] == ["CartPoleNoVel-v1",
+                                                                                "PendulumNoVel-v1"]
+    assert record["measurements"][1] == pendulum and record["measurements"][0]["date"] != "2000-01-02"
+    text = readme_figures.render_recurrent_zoo(record)
+    assert text.count("Measured on") == 2 and "Measured on 2000-01-02 on a 2-core Test CPU" in text
+    assert "evaluated ≥ 475 on 10 of 10 seeds never used for tuning" in text and "25.0× the preset's time" in text
 
 
 def test_the_recurrent_benchmark_refuses_an_unknown_env_in_one_line(capsys):

@@ -627,23 +627,27 @@ RECURRENT_SPEED_GOAL = 20  # sb3-contrib's whole-process seconds over the preset
 
 
 def measure_recurrent_zoo(args) -> dict:
+    """One measurement per env, labelled by its id: `--envs` re-measures those, the others keep their records."""
     from experiments.benchmarks.recurrent_zoo import benchmark
 
-    machine = machine_description()
-    rows, commands = [], []
-    for env_id, seeds in RECURRENT_SEEDS.items():
-        rows += benchmark([env_id], list(seeds), [seeds[0]], same_steps=True)
-        commands.append(f"{_python()} experiments.benchmarks.recurrent_zoo --env-id {env_id} --seeds "
-                        f"{' '.join(map(str, seeds))} --sb3-seeds {seeds[0]} --same-steps")
-    return {"block": "recurrent-zoo", "measurements": [new_measurement("recurrent-zoo", commands, {"rows": rows},
-                                                                       machine)]}
+    record = load_record("recurrent-zoo", args.figures_dir)
+    measurements = by_label(record)
+    for env_id in args.envs or RECURRENT_SEEDS:
+        seeds = RECURRENT_SEEDS[env_id]
+        machine = machine_description()
+        rows = benchmark([env_id], list(seeds), [seeds[0]], same_steps=True)
+        command = (f"{_python()} experiments.benchmarks.recurrent_zoo --env-id {env_id} --seeds "
+                   f"{' '.join(map(str, seeds))} --sb3-seeds {seeds[0]} --same-steps")
+        measurements[env_id] = new_measurement(env_id, [command], {"rows": rows}, machine)
+    return {**record, "measurements": [measurements[env_id] for env_id in RECURRENT_SEEDS]}
 
 
 def render_recurrent_zoo(record: dict) -> str:
-    measurement = by_label(record)["recurrent-zoo"]
-    rows = measurement["results"]["rows"]
-    parts, goals = [], []
+    measurements = by_label(record)
+    parts, goals = {}, []
     for env_id, bar in RECURRENT_BARS.items():
+        measurement = measurements[env_id]
+        rows = measurement["results"]["rows"]
         library = [row for row in rows if row["env_id"] == env_id and row["trainer"] == "library"]
         preset_steps = statistics.mode(row["steps"] for row in library)
         ours = [row for row in library if row["steps"] == preset_steps]
@@ -658,7 +662,7 @@ def render_recurrent_zoo(record: dict) -> str:
                      f"({'met' if met else 'not met'}: {reached} of {len(ours)}) in a "
                      f"{_ordinal_fraction(RECURRENT_SPEED_GOAL)} of sb3-contrib's time "
                      f"({'met' if ratio >= RECURRENT_SPEED_GOAL else 'not met'}: {ratio:.1f}×)")
-        parts.append(
+        parts.setdefault(describe_where(measurement), []).append(
             f"`{env_id}` with its preset ({preset_steps:,} steps) evaluated ≥ {bar:g} on "
             f"{reached} of {len(ours)} seeds never used for tuning "
             f"({ours[0]['seed']}–{ours[-1]['seed']}: {', '.join(f'{value:.1f}' for value in returns)}), the whole "
@@ -668,8 +672,8 @@ def render_recurrent_zoo(record: dict) -> str:
             + f"; sb3-contrib's RecurrentPPO with the zoo's settings ({theirs['steps']:,} steps, seed "
             f"{theirs['seed']}) took {theirs['seconds']:.0f} s and evaluated {theirs['mean_return']:.1f}: "
             f"{ratio:.1f}× the preset's time")
-    return (f"Measured {describe_where(measurement)}: " + "; ".join(parts) + ". The memory work's goals: "
-            + "; ".join(goals) + ".")
+    measured = ". ".join(f"Measured {where}: " + "; ".join(texts) for where, texts in parts.items())
+    return measured + ". The memory work's goals: " + "; ".join(goals) + "."
 
 
 def _ordinal_fraction(denominator: int) -> str:
@@ -825,7 +829,7 @@ BLOCKS = {block.name: block for block in (
     Block("distributed", render_distributed, measure_distributed,
           "1 process against 2 on CartPole (benchmark_distributed; torchrun)"),
     Block("recurrent-zoo", render_recurrent_zoo, measure_recurrent_zoo,
-          "the recurrent presets on untuned seeds, sb3-contrib's RecurrentPPO in turns (needs sb3-contrib)"),
+          "the recurrent presets on untuned seeds, sb3-contrib's RecurrentPPO in turns (needs sb3-contrib; --envs picks envs)"),
     Block("minatar-ppo", render_minatar_ppo, measure_minatar_ppo,
           "PPO on MinAtar Breakout and Space Invaders with the preset, seeds 101-103 (benchmark_minatar_ppo)"),
     Block("overoptimization", render_overoptimization, measure_overoptimization,
@@ -917,7 +921,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the documents to check or rewrite (default: the README and the book's pages that hold "
                              "blocks)")
     parser.add_argument("--figures-dir", type=Path, default=FIGURES_DIR, help="the records (default: docs/figures)")
-    parser.add_argument("--envs", nargs="+", default=None, help="env-table: the rows to re-measure (default: all)")
+    parser.add_argument("--envs", nargs="+", default=None,
+                        help="env-table, recurrent-zoo: the envs to re-measure (default: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="env-table: seeds (default: 201-205)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="seed-batch-table: S (default: 1 4 16 64)")
     parser.add_argument("--sb3-python", default=None, help="sb3-comparison: a Python with stable-baselines3")
@@ -927,9 +932,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown block {unknown[0]!r}; the blocks are {', '.join(BLOCKS)}")
     from experiments.benchmarks.continuous import CLASSIC_CONTROL
 
-    wrong = [env_id for env_id in args.envs or [] if env_id not in CLASSIC_CONTROL]
-    if wrong:
-        parser.error(f"--envs {wrong[0]}: the table's rows are {', '.join(CLASSIC_CONTROL)}")
+    rows_of = {"env-table": CLASSIC_CONTROL, "recurrent-zoo": tuple(RECURRENT_SEEDS)}
+    if args.envs and not any(name in rows_of for name in args.blocks):
+        parser.error(f"--envs {args.envs[0]}: it picks the rows of {' or '.join(rows_of)}, and neither is measured")
+    for name in [name for name in args.blocks if name in rows_of] if args.envs else []:
+        wrong = [env_id for env_id in args.envs if env_id not in rows_of[name]]
+        if wrong:
+            parser.error(f"--envs {wrong[0]}: the rows of {name} are {', '.join(rows_of[name])}")
     if "sb3-comparison" in args.blocks and not args.sb3_python:
         parser.error("sb3-comparison needs --sb3-python PATH, a Python that has stable-baselines3")
     if args.list:
