@@ -363,3 +363,18 @@ def test_minatar_paragraph_counts_seeds_at_the_published_figure_and_the_first_st
     assert ("`MinAtar/SpaceInvaders-v1`: 100.0 (mean 100.0; seeds 101), at or above the pub figure of 131 at 10M "
             "steps on 0 of 1 seeds; each run 1,000,000 steps in a median 1 min of training on one thread; the mean "
             "of its last 20 training episodes (sampled actions, no step limit) never reached 131.") in text
+
+
+def test_a_measurement_names_the_share_of_cpu_time_a_virtual_machines_host_took():
+    """Steal between the two /proc/stat readings of a measurement, over all CPU time between them."""
+    assert readme_figures.steal_share({"total": 1000, "steal": 10}, {"total": 2000, "steal": 210}) == 0.2
+    assert readme_figures.steal_share(None, {"total": 2000, "steal": 210}) is None
+    assert readme_figures.steal_share({"total": 2000, "steal": 0}, {"total": 2000, "steal": 0}) is None
+    stolen = _measured("x", {})
+    stolen["machine"]["steal_share"] = 0.2
+    assert readme_figures.describe_where(stolen).endswith(
+        "3.0 at the end; the virtual machine's host took 20% of its CPU time, so times are inflated)")
+    stolen["machine"]["steal_share"] = 0.01
+    assert readme_figures.describe_where(stolen).endswith("3.0 at the end)")
+    reading = readme_figures.cpu_times()
+    assert reading is None or 0 <= reading["steal"] <= reading["total"]

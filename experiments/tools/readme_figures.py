@@ -56,8 +56,27 @@ EARLIER = "measured in an earlier version, not re-run"
 # ----- the machine and the record -----------------------------------------------------------
 
 
+def cpu_times() -> dict | None:
+    """The whole machine's CPU time so far, in clock ticks (/proc/stat): {"total", "steal"}; None where unreadable.
+
+    Steal is the time a virtual machine's CPUs were ready to run but the host ran something
+    else: a share of it over a measurement slows every timed command of it alike."""
+    try:
+        fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return {"total": sum(fields[:8]), "steal": fields[7] if len(fields) > 7 else 0}
+
+
+def steal_share(start: dict | None, end: dict | None) -> float | None:
+    """The share of the CPU time between two `cpu_times` readings that the host took (steal)."""
+    if not start or not end or end["total"] <= start["total"]:
+        return None
+    return (end["steal"] - start["steal"]) / (end["total"] - start["total"])
+
+
 def machine_description() -> dict:
-    """CPU model, cores, torch version and the 1-minute load average now."""
+    """CPU model, cores, torch version, the 1-minute load average now, and the CPU times so far (cpu_times)."""
     import torch
 
     model = platform.processor() or platform.machine()
@@ -69,12 +88,17 @@ def machine_description() -> dict:
     except OSError:
         pass
     return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version(),
-            "load_average_start": round(os.getloadavg()[0], 2)}
+            "load_average_start": round(os.getloadavg()[0], 2), "cpu_times_start": cpu_times()}
 
 
 def new_measurement(label: str, commands: list[str], results: dict, machine: dict) -> dict:
     """One measurement as recorded: what, when, where, how, and the raw results."""
-    machine = {**machine, "load_average_end": round(os.getloadavg()[0], 2)}
+    start = machine.get("cpu_times_start")
+    machine = {key: value for key, value in machine.items() if key != "cpu_times_start"}
+    machine["load_average_end"] = round(os.getloadavg()[0], 2)
+    share = steal_share(start, cpu_times())
+    if share is not None:
+        machine["steal_share"] = round(share, 3)
     return {"label": label, "provenance": MEASURED_HERE, "date": datetime.date.today().isoformat(),
             "machine": machine, "commands": commands, "results": results}
 
@@ -88,7 +112,17 @@ def describe_where(measurement: dict) -> str:
     machine = measurement["machine"]
     return (f"on {measurement['date']} on a {machine['cores']}-core {machine['cpu']} (torch {machine['torch']}; "
             f"load average {machine['load_average_start']:.1f} at the start, {machine['load_average_end']:.1f} at "
-            f"the end{': other work shared the cores, so times are inflated' if machine['load_average_start'] > 1.5 else ''})")
+            f"the end{': other work shared the cores, so times are inflated' if machine['load_average_start'] > 1.5 else ''}"
+            f"{_steal_note(machine.get('steal_share'))})")
+
+
+STEAL_NOTED = 0.05  # a host that took this share of the CPU time or more is named in the record's description
+
+
+def _steal_note(share: float | None) -> str:
+    if share is None or share < STEAL_NOTED:
+        return ""
+    return f"; the virtual machine's host took {share:.0%} of its CPU time, so times are inflated"
 
 
 def record_path(name: str, figures_dir: Path = FIGURES_DIR) -> Path:
