@@ -376,5 +376,7 @@ def test_a_measurement_names_the_share_of_cpu_time_a_virtual_machines_host_took(
         "3.0 at the end; the virtual machine's host took 20% of its CPU time, so times are inflated)")
     stolen["machine"]["steal_share"] = 0.01
     assert readme_figures.describe_where(stolen).endswith("3.0 at the end)")
+    stolen["machine"]["torch_cpu_capability"] = "AVX2"
+    assert "a 2-core Test CPU (torch 9.9, AVX2 kernels; load average" in readme_figures.describe_where(stolen)
     reading = readme_figures.cpu_times()
     assert reading is None or 0 <= reading["steal"] <= reading["total"]

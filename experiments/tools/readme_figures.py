@@ -76,7 +76,9 @@ def steal_share(start: dict | None, end: dict | None) -> float | None:
 
 
 def machine_description() -> dict:
-    """CPU model, cores, torch version, the 1-minute load average now, and the CPU times so far (cpu_times)."""
+    """CPU model, cores, torch version and the vector kernels it runs on this CPU (AVX2, AVX512, ...: one CPU
+    model name can cover kinds that differ there, and so in their timings and their rounding), the 1-minute
+    load average now, and the CPU times so far (cpu_times)."""
     import torch
 
     model = platform.processor() or platform.machine()
@@ -87,7 +89,8 @@ def machine_description() -> dict:
                 break
     except OSError:
         pass
-    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version(),
+    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__,
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "python": platform.python_version(),
             "load_average_start": round(os.getloadavg()[0], 2), "cpu_times_start": cpu_times()}
 
 
@@ -110,7 +113,8 @@ def describe_where(measurement: dict) -> str:
     if measurement["provenance"] != MEASURED_HERE:
         return f"on {measurement['date']} on {measurement['machine']['description']} ({measurement['provenance']})"
     machine = measurement["machine"]
-    return (f"on {measurement['date']} on a {machine['cores']}-core {machine['cpu']} (torch {machine['torch']}; "
+    kernels = f", {machine['torch_cpu_capability']} kernels" if machine.get("torch_cpu_capability") else ""
+    return (f"on {measurement['date']} on a {machine['cores']}-core {machine['cpu']} (torch {machine['torch']}{kernels}; "
             f"load average {machine['load_average_start']:.1f} at the start, {machine['load_average_end']:.1f} at "
             f"the end{': other work shared the cores, so times are inflated' if machine['load_average_start'] > 1.5 else ''}"
             f"{_steal_note(machine.get('steal_share'))})")
