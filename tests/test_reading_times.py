@@ -26,7 +26,7 @@ def test_every_lecture_and_each_track_has_its_reading_time_beside_its_run_time(l
     assert all(lecture.reading_minutes >= 1 and lecture.run_seconds > 0 for lecture in lectures)
     for page, tables in reading_times.PAGE_TABLES.items():
         text = page.read_text(encoding="utf-8")
-        for first_cells, row_pattern, column, totals in tables:
+        for first_cells, row_pattern, _, _, _, totals in tables:
             ((start, end),) = reading_times.page_tables(text, first_cells)
             rows = text.splitlines()[start + 2:end]
             numbers = [int(row_pattern.match(row).group(1)) for row in rows if row_pattern.match(row)]
@@ -74,7 +74,36 @@ def test_a_changed_lecture_makes_the_page_stale_and_write_brings_it_back(lecture
     assert reading_times.rewrite_page(rewritten, longer, tables)[1] == []
 
 
-@pytest.mark.parametrize("text, seconds", [("23 s", 23), ("1 min 38 s", 98), ("1 min 30 s¹", 90), ("3 min 0 s", 180)])
-def test_run_times_are_read_from_the_syllabus_as_written(text, seconds):
-    assert reading_times.parse_duration(text) == seconds
-    assert reading_times.parse_duration(reading_times.format_duration(seconds)) == seconds
+def test_a_lectures_run_time_is_its_notebooks_run_from_the_first_cells_start_to_the_last_ones_reply(tmp_path):
+    def cell(start, reply):
+        return {"cell_type": "code", "source": "", "outputs": [], "metadata": {"execution": {
+            "iopub.execute_input": f"2026-01-01T10:{start}Z", "shell.execute_reply": f"2026-01-01T10:{reply}Z"}}}
+
+    notebook = tmp_path / "01_tiny.ipynb"
+    cells = [cell("00:01.200000", "00:05.000000"), {"cell_type": "markdown", "source": "", "metadata": {}},
+             cell("00:05.100000", "01:30.900000")]
+    notebook.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert reading_times.notebook_run_seconds(notebook) == 90  # 10:00:01.2 to 10:01:30.9
+    notebook.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "", "outputs": [], "metadata": {}}]}))
+    with pytest.raises(ValueError, match="01_tiny.ipynb records no execution times"):
+        reading_times.notebook_run_seconds(notebook)
+
+
+def test_a_notebooks_new_run_time_makes_the_run_columns_and_totals_stale_and_keeps_footnote_marks(lectures):
+    text = reading_times.SYLLABUS.read_text(encoding="utf-8")
+    slower = [reading_times.Lecture(**{**lecture.__dict__, "run_seconds": lecture.run_seconds + 60})
+              if lecture.number == 12 else lecture for lecture in lectures]
+    tables = reading_times.PAGE_TABLES[reading_times.SYLLABUS]
+    rewritten, differences = reading_times.rewrite_page(text, slower, tables)
+    twelve = next(lecture for lecture in slower if lecture.number == 12)
+    assert any(difference.startswith("12: full") and
+               f"measured '{reading_times.format_duration(twelve.run_seconds)}¹'" in difference
+               for difference in differences)
+    total = sum(lecture.run_seconds for lecture in slower)
+    assert f"**{total:,} s ({reading_times.format_duration(total)})**" in rewritten
+    assert reading_times.rewrite_page(rewritten, slower, tables)[1] == []
+
+
+@pytest.mark.parametrize("seconds, text", [(23, "23 s"), (98, "1 min 38 s"), (180, "3 min 0 s")])
+def test_run_times_are_written_in_minutes_and_seconds(seconds, text):
+    assert reading_times.format_duration(seconds) == text

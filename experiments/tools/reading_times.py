@@ -1,7 +1,7 @@
 """How long each lecture takes to read, measured from its words, its code and its printed output.
 
     python -m experiments.tools.reading_times            # the table: words, code, output, reading and run time
-    python -m experiments.tools.reading_times --write    # rewrite the reading-time columns of the two pages
+    python -m experiments.tools.reading_times --write    # rewrite the reading and run-time columns of the two pages
     python -m experiments.tools.reading_times --check    # the pages' columns equal the measurement (exit 1 if not)
 
 What a reader reads, per lecture:
@@ -19,15 +19,21 @@ The code, output and figure rates are this project's assumptions, not measuremen
 tagged `claims` are folded on the page (the claims boxes) and not counted. A lecture's
 reading time is the sum, rounded to the nearest minute; a track's is the sum of its lectures'.
 
-The pages that show the times: the syllabus's table in `lectures/README.md` (column
-`reading`) and both tables of `docs/book/start-here.md` (column `read`), each with a total
-row. Run times come from the syllabus's table (column `full`).
+A lecture's run time is its shipped notebook's full run as that run recorded it: from the
+first code cell's start to the last one's reply, in the timestamps the notebook executor
+writes into each cell's metadata (the kernel's start-up not counted). So the pages give the
+run whose outputs a reader sees, on the machine that made it.
+
+The pages that show the times: the syllabus's table in `lectures/README.md` (columns `full`
+and `reading`) and both tables of `docs/book/start-here.md` (columns `run` and `read`), each
+with a total row. The syllabus's `--quick` column is written by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import re
 import sys
@@ -112,13 +118,16 @@ def count_outputs(notebook_path: Path) -> tuple[int, int]:
     return lines, figures
 
 
-def parse_duration(text: str) -> int:
-    """Seconds of "1 min 38 s", "23 s" or "1 min 30 s¹"."""
-    match = re.fullmatch(r"(?:(\d+) min)?\s*(?:(\d+) s)?", text.strip().rstrip("¹²³*"))
-    if not match or not any(match.groups()):
-        raise ValueError(f"run time {text!r} is not of the form '1 min 38 s' or '23 s'")
-    minutes, seconds = (int(group or 0) for group in match.groups())
-    return 60 * minutes + seconds
+def notebook_run_seconds(notebook_path: Path) -> int:
+    """Seconds from the first code cell's start to the last one's reply, as the notebook's run recorded them."""
+    cells = json.loads(notebook_path.read_text(encoding="utf-8"))["cells"]
+    times = [cell.get("metadata", {}).get("execution", {}) for cell in cells if cell["cell_type"] == "code"]
+    starts = [stamp["iopub.execute_input"] for stamp in times if "iopub.execute_input" in stamp]
+    ends = [stamp["shell.execute_reply"] for stamp in times if "shell.execute_reply" in stamp]
+    if not starts or not ends:
+        raise ValueError(f"{notebook_path.name} records no execution times: execute it (lectures/_notebooks.py)")
+    first, last = (datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")) for stamp in (min(starts), max(ends)))
+    return round((last - first).total_seconds())
 
 
 def format_duration(seconds: int) -> str:
@@ -145,23 +154,16 @@ def join_row(cells: list[str]) -> str:
     return "|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|"
 
 
-def syllabus_run_seconds() -> dict[int, int]:
-    """{lecture number: full run's seconds} from the syllabus's table (column `full`)."""
-    text = SYLLABUS.read_text(encoding="utf-8")
-    header = split_row(next(line for line in text.splitlines() if line.startswith("| # | lecture |")))
-    column = header.index("full")
-    return {number: parse_duration(cells[column]) for number, cells in table_rows(text, SYLLABUS_ROW)}
-
-
 def measure() -> list[Lecture]:
-    """Every lecture's counts and reading time, with its run time from the syllabus."""
-    runs = syllabus_run_seconds()
+    """Every lecture's counts and reading time, with its shipped notebook's run time."""
     lectures = []
     for script in lecture_scripts():
         number = int(script.name[:2])
         words, code_lines = count_text(script)
-        output_lines, figures = count_outputs(script.with_suffix(".ipynb"))
-        lectures.append(Lecture(number, script.stem, words, code_lines, output_lines, figures, runs.get(number, 0)))
+        notebook = script.with_suffix(".ipynb")
+        output_lines, figures = count_outputs(notebook)
+        lectures.append(Lecture(number, script.stem, words, code_lines, output_lines, figures,
+                                notebook_run_seconds(notebook)))
     return lectures
 
 
@@ -185,18 +187,35 @@ def print_table(lectures: list[Lecture]) -> None:
 
 # --- the pages' columns --------------------------------------------------------------------
 
-PAGE_TABLES = {  # page → (header's first cells, row pattern, reading column, total row's label → lectures counted)
-    SYLLABUS: [(("#", "lecture"), SYLLABUS_ROW, "reading", {"**all sixteen**": None})],
-    START_HERE: [(("lecture", "run", "read", "why this one"), START_HERE_ROW, "read",
+def format_total_seconds(seconds: int) -> str:
+    """The syllabus's total run time: '1,159 s (19 min 19 s)'."""
+    return f"{seconds:,} s ({format_duration(seconds)})"
+
+
+# page → (header's first cells, row pattern, reading column, run column, how a total run time is written,
+#         total row's label → lectures counted)
+PAGE_TABLES = {
+    SYLLABUS: [(("#", "lecture"), SYLLABUS_ROW, "reading", "full", format_total_seconds, {"**all sixteen**": None})],
+    START_HERE: [(("lecture", "run", "read", "why this one"), START_HERE_ROW, "read", "run", format_duration,
                   {"**short track**": SHORT_TRACK}),
-                 (("lecture", "run", "read", "builds on"), START_HERE_ROW, "read", {"**full track**": None})],
+                 (("lecture", "run", "read", "builds on"), START_HERE_ROW, "read", "run", format_duration,
+                  {"**full track**": None})],
 }
+FOOTNOTE_MARKS = "¹²³"  # kept after a run time they follow ("1 min 30 s¹")
 
 
 def expected_cells(lectures: list[Lecture], total_rows: dict) -> tuple[dict[int, str], dict[str, str]]:
     """The reading column's cells a table should hold: per lecture, and per total row."""
     per_lecture = {lecture.number: f"{lecture.reading_minutes} min" for lecture in lectures}
     totals = {label: f"**{format_minutes(total_minutes(lectures, numbers))}**" for label, numbers in total_rows.items()}
+    return per_lecture, totals
+
+
+def expected_run_cells(lectures: list[Lecture], total_rows: dict, total_format) -> tuple[dict[int, str], dict[str, str]]:
+    """The run column's cells a table should hold: per lecture, and per total row."""
+    per_lecture = {lecture.number: format_duration(lecture.run_seconds) for lecture in lectures}
+    totals = {label: f"**{total_format(sum(lecture.run_seconds for lecture in lectures if numbers is None or lecture.number in numbers))}**"
+              for label, numbers in total_rows.items()}
     return per_lecture, totals
 
 
@@ -218,34 +237,38 @@ def page_tables(text: str, first_cells: tuple) -> list[tuple[int, int]]:
 
 
 def rewrite_page(text: str, lectures: list[Lecture], tables) -> tuple[str, list[str]]:
-    """The page with its reading columns set to the measurement, and the cells that differed."""
+    """The page with its reading and run columns set to the measurement, and the cells that differed."""
     lines, differences = text.splitlines(), []
-    for first_cells, row_pattern, column_name, total_rows in tables:
-        per_lecture, totals = expected_cells(lectures, total_rows)
+    for first_cells, row_pattern, reading_column, run_column, total_format, total_rows in tables:
         spans = page_tables(text, first_cells)
         if len(spans) != 1:
             raise ValueError(f"expected one table with header {' | '.join(first_cells)}, found {len(spans)}")
         start, end = spans[0]
-        column = split_row(lines[start]).index(column_name)
-        for index in range(start + 2, end):
-            cells = split_row(lines[index])
-            match = row_pattern.match(lines[index])
-            wanted = per_lecture.get(int(match.group(1))) if match else total_cell(cells, totals)
-            if wanted is None:
-                continue
-            if cells[column] != wanted:
-                label = next(cell for cell in cells if cell)
-                differences.append(f"{label[:40]}: {column_name} {cells[column]!r}, measured {wanted!r}")
-                cells[column] = wanted
-                lines[index] = join_row(cells)
+        header = split_row(lines[start])
+        for column_name, (per_lecture, totals) in ((reading_column, expected_cells(lectures, total_rows)),
+                                                   (run_column, expected_run_cells(lectures, total_rows,
+                                                                                   total_format))):
+            column = header.index(column_name)
+            for index in range(start + 2, end):
+                cells = split_row(lines[index])
+                match = row_pattern.match(lines[index])
+                wanted = per_lecture.get(int(match.group(1))) if match else total_cell(cells, totals)
+                if wanted is None:
+                    continue
+                marks = cells[column][len(cells[column].rstrip(FOOTNOTE_MARKS)):]
+                if cells[column] != wanted + marks:
+                    label = next(cell for cell in cells if cell)
+                    differences.append(f"{label[:40]}: {column_name} {cells[column]!r}, measured {wanted + marks!r}")
+                    cells[column] = wanted + marks
+                    lines[index] = join_row(cells)
     return "\n".join(lines) + ("\n" if text.endswith("\n") else ""), differences
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="reading_times", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite the reading columns of the pages")
-    mode.add_argument("--check", action="store_true", help="exit 1 if a page's reading column differs")
+    mode.add_argument("--write", action="store_true", help="rewrite the reading and run columns of the pages")
+    mode.add_argument("--check", action="store_true", help="exit 1 if a page's reading or run column differs")
     arguments = parser.parse_args(argv)
     lectures = measure()
     if not (arguments.write or arguments.check):
