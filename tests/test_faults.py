@@ -190,6 +190,17 @@ def test_ctrl_c_inside_torch_save_is_an_interrupt_and_keeps_the_previous_checkpo
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT handled as a Python program starts with it, by raising KeyboardInterrupt, for the test's
+    length: the tests below are about what a save does with such a Ctrl-C, and a test process may hold
+    another handler (one another test or a library in the same worker left, or one set outside Python)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if previous is not None:  # None: a handler set outside Python, which Python cannot put back
+        signal.signal(signal.SIGINT, previous)
+
+
 def _save_signalled_midway(monkeypatch, *signals):
     """Make torch.save send `signals` to this process halfway through its write."""
     from ppo.runs import checkpoint
@@ -206,7 +217,7 @@ def _save_signalled_midway(monkeypatch, *signals):
     monkeypatch.setattr(checkpoint.torch, "save", save_signalled)
 
 
-def test_ctrl_c_during_a_save_acts_once_the_new_checkpoint_is_in_place(tmp_path, monkeypatch):
+def test_ctrl_c_during_a_save_acts_once_the_new_checkpoint_is_in_place(tmp_path, monkeypatch, ctrl_c_raises):
     from ppo.runs.checkpoint import save_checkpoint
 
     path = tmp_path / "checkpoint.pt"
@@ -219,7 +230,7 @@ def test_ctrl_c_during_a_save_acts_once_the_new_checkpoint_is_in_place(tmp_path,
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_two_ctrl_c_during_a_save_first_ask_to_stop_then_abort_after_it(tmp_path, monkeypatch):
+def test_two_ctrl_c_during_a_save_first_ask_to_stop_then_abort_after_it(tmp_path, monkeypatch, ctrl_c_raises):
     from experiments.commands.cli import GracefulStop
     from ppo.runs.checkpoint import save_checkpoint
 
