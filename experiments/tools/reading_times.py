@@ -140,12 +140,6 @@ def format_minutes(minutes: int) -> str:
     return f"{minutes} min ({hours} h {rest} min)" if hours else f"{minutes} min"
 
 
-def table_rows(text: str, row_pattern: re.Pattern) -> list[tuple[int, list[str]]]:
-    """(lecture number, cells) of each row of a page's table that row_pattern recognises."""
-    return [(int(row_pattern.match(line).group(1)), split_row(line))
-            for line in text.splitlines() if row_pattern.match(line)]
-
-
 def split_row(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
@@ -171,14 +165,18 @@ def total_minutes(lectures: list[Lecture], numbers=None) -> int:
     return sum(lecture.reading_minutes for lecture in lectures if numbers is None or lecture.number in numbers)
 
 
+def total_run_seconds(lectures: list[Lecture], numbers=None) -> int:
+    return sum(lecture.run_seconds for lecture in lectures if numbers is None or lecture.number in numbers)
+
+
 def print_table(lectures: list[Lecture]) -> None:
     header = ("lecture", "words", "code lines", "output lines", "figures", "reading", "run")
     rows = [(lecture.name, lecture.words, lecture.code_lines, lecture.output_lines, lecture.figures,
              f"{lecture.reading_minutes} min", format_duration(lecture.run_seconds)) for lecture in lectures]
     rows.append(("short track", "", "", "", "", format_minutes(total_minutes(lectures, SHORT_TRACK)),
-                 format_duration(sum(lecture.run_seconds for lecture in lectures if lecture.number in SHORT_TRACK))))
+                 format_duration(total_run_seconds(lectures, SHORT_TRACK))))
     rows.append(("all sixteen", "", "", "", "", format_minutes(total_minutes(lectures)),
-                 format_duration(sum(lecture.run_seconds for lecture in lectures))))
+                 format_duration(total_run_seconds(lectures))))
     widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
     for row in (header, tuple("-" * width for width in widths), *rows):
         print("  ".join(str(cell).rjust(width) if i else str(cell).ljust(width) for i, (cell, width)
@@ -214,8 +212,7 @@ def expected_cells(lectures: list[Lecture], total_rows: dict) -> tuple[dict[int,
 def expected_run_cells(lectures: list[Lecture], total_rows: dict, total_format) -> tuple[dict[int, str], dict[str, str]]:
     """The run column's cells a table should hold: per lecture, and per total row."""
     per_lecture = {lecture.number: format_duration(lecture.run_seconds) for lecture in lectures}
-    totals = {label: f"**{total_format(sum(lecture.run_seconds for lecture in lectures if numbers is None or lecture.number in numbers))}**"
-              for label, numbers in total_rows.items()}
+    totals = {label: f"**{total_format(total_run_seconds(lectures, numbers))}**" for label, numbers in total_rows.items()}
     return per_lecture, totals
 
 

@@ -971,9 +971,10 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.benchmarks.continuous import CLASSIC_CONTROL
 
     rows_of = {"env-table": CLASSIC_CONTROL, "recurrent-zoo": tuple(RECURRENT_SEEDS)}
-    if args.envs and not any(name in rows_of for name in args.blocks):
+    picking = [name for name in args.blocks if name in rows_of] if args.envs else []
+    if args.envs and not picking:
         parser.error(f"--envs {args.envs[0]}: it picks the rows of {' or '.join(rows_of)}, and neither is measured")
-    for name in [name for name in args.blocks if name in rows_of] if args.envs else []:
+    for name in picking:
         wrong = [env_id for env_id in args.envs if env_id not in rows_of[name]]
         if wrong:
             parser.error(f"--envs {wrong[0]}: the rows of {name} are {', '.join(rows_of[name])}")
