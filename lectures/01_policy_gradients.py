@@ -46,9 +46,9 @@ its noise reduced and its step size controlled. This lecture measures the noise:
 far the gradient from one batch of episodes is from its expectation, how that shrinks
 with the batch size, and how it grows as the policy improves and episodes get longer.
 Then it trains REINFORCE over several seeds with nothing to limit how far one update
-moves the policy: every seed learns to balance the pole, and then most of them lose it
-again, for a few updates or for good (in the run shown, four of the five fall below half of
-their best, and one of them ends at about a quarter of it).
+moves the policy: every seed learns to balance the pole, and then loses it again, for a
+few updates or for good (in the run shown, all five fall below half of their best, and
+all five end between about a quarter and a third of it).
 
 **Prerequisites.** Python, PyTorch autograd, what an MDP and a return are.
 
@@ -427,45 +427,45 @@ r"""
 episode's gradient relative to its expectation, and `B for noise=1` is how many
 episodes a batch needs before its gradient is, on average, as long as its error. At
 both policies, $G_0$ and $\gamma^t G_t$ weights have the same expectation (in the second table
-the ratio is 0.94 at the untrained policy and 2.45 at the trained one, both below 3),
+the ratio is 0.94 at the untrained policy and 1.02 at the trained one, both below 3),
 and dropping the rewards before t ($\gamma^t G_t$ instead of $G_0$) lowers the variance
 $\operatorname{tr} \operatorname{Cov}[g]$, from 1.86e+04 to 3.47e+03 at the untrained policy: the same
 gradient, for free, with less noise. $G_t$ is not that gradient: at the untrained
 policy, dropping $\gamma^t$ changes the expectation (the ratio of $G_t$ against $\gamma^t G_t$ is 28,
 where the same expectation would give about 1); at the
-trained policy 400 episodes are too few to see it (ratio 0.54), and too few to
-resolve $\lvert \mathbb E[g] \rvert$ for the weights $\gamma^t G_t$ and $G_t$. The trained policy's episodes are 23.1
-times longer (491 steps against 21.2), and its gradient's variance (weight $G_t$) is about
-11,000 times the untrained one's in this run. At that policy 400 episodes resolve $\lvert \mathbb E[g] \rvert$
-barely if at all: in this run they resolve it for $G_0$ alone (its `B for noise=1` is 299),
-so the other two rows are marked < and >, bounds, drawn dotted in the figure. A
-row is resolved exactly when its `B for noise=1` is below the 400 episodes; the $G_0$
-row's is the one nearest to it, and whether it comes out above or below
-400 depends on where the trained policy ended up.
-In the figure every line falls with a slope between −0.45 and −0.53 in this run (−½ is
+trained policy 400 episodes are too few to see it (ratio 0.59), and too few to
+resolve $\lvert \mathbb E[g] \rvert$ for the weights $\gamma^t G_t$ and $G_t$. The trained policy's episodes are 23.6
+times longer (500 steps against 21.2), and its gradient's variance (weight $G_t$) is about
+26,000 times the untrained one's in this run. At that policy 400 episodes resolve $\lvert \mathbb E[g] \rvert$
+barely if at all: in this run they resolve it for none of the three weights, not even
+$G_0$, so all three rows are marked < and >, bounds, drawn dotted in the figure. A
+row is resolved exactly when its `B for noise=1` is below the 400 episodes, and whether
+it comes out above or below 400 depends on where the trained policy ended up.
+In the figure every line falls with a slope between −0.42 and −0.46 in this run (−½ is
 noise ∝ $1/\sqrt B$): to halve the noise, take four
 times the episodes. Where a solid line crosses the grey line, a batch's noise equals
 its signal.
 
 **The forgetting.** Four of the five seeds' best updates reach the dashed 500 line and
-the fifth, seed 1, reaches 488 (the green triangles). Then at least four of the five seeds fall
+the fifth, seed 2, reaches 473 (the green triangles). Then at least four of the five seeds fall
 below half of their best in some later update (the `first update below half of it`
-column of the last table; in this run four do, and seed 2 never does), and at least one does not recover: its last 5 updates
+column of the last table; in this run all five do), and at least one does not recover: its last 5 updates
 average less than half of its best (the `last / best` column; the red triangles are
-the last updates). In this run only seed 1 does not recover: it ends at 0.26 of its
-best, seed 5 at 0.51, seeds 3 and 4 at 0.86 and 0.89, and seed 2 at its best. When a seed
+the last updates). In this run none of the five recovers: seed 1 ends at 0.36 of its
+best, seeds 4 and 5 at 0.32, seed 2 at 0.27 and seed 3 at 0.26. When a seed
 falls, whether it climbs back and where it stands at the
-end belong to the run: in this run seed 1 falls three updates after its best, at update
-21, and its last 5 updates average 127; seed 2 reaches 500 at update 26, never falls below
-half of it, and holds 500 over its last 5 updates; seed 3, the first to reach 500 (update
-16), falls at update 37 and climbs back: its last update scores 500; seed 4 falls at update 32 and climbs
-back to average 447 over its last 5 updates; and seed 5, the last to reach its best
-(update 39), falls at update 47 and its last update scores 132. These trajectories are chaotic:
+end belong to the run: in this run seed 3, the first to reach 500 (update 16), is the
+first to fall, at update 30, and its last 5 updates average 132; seed 1 reaches 500 at
+update 18 and stays above half of it the longest, until it falls at update 45, and its
+last 5 updates average 179, the most of the five; seed 5 reaches 500 at update 28 and
+also falls at update 45 (161 over its last 5 updates); seed 4 reaches 500 at update 29 and
+falls at update 41 (160); and seed 2, the last to reach its best (473, update 31), falls
+soonest after it, three updates later at update 34, and ends lowest, at 127. These trajectories are chaotic:
 a difference in the last bits of rounding (another CPU) grows from update to update and
-moves every fall, so that in one run every seed ends collapsed, and in another only some
-do, as here. The spread across seeds at the end (the line under the last table) is not noise
+moves every fall, so that in one run only some seeds end collapsed, and in another every
+seed does, as here. The spread across seeds at the end (the line under the last table) is not noise
 around one level: it is where each seed stands between its falls and its recoveries;
-in this run the five stand anywhere between 127 and 500 (351.4 ± 139.1).
+in this run all five stand collapsed, between 127 and 179 (152.0 ± 19.6).
 This lecture does not test why; the
 likely reason is that nothing here limits how far one update moves the policy: with
 γ = 0.99 a weight $G_t$ can reach $1/(1 - \gamma) = 100$, a batch of long episodes sums

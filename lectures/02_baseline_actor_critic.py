@@ -497,37 +497,38 @@ r"""
 
 **What the baseline buys in return.** Without a baseline and with the learned one,
 REINFORCE does best at lr 0.003 of the three rates (the peaks of the red and blue lines
-in the right panel of the first figure). The constant baseline's IQM is 290.5 at lr
-0.003 and 302.5 at lr 0.01 in this run, but its intervals at the two rates overlap
+in the right panel of the first figure). The constant baseline's IQM is 294.0 at lr
+0.003 and 252.7 at lr 0.01 in this run, but its intervals at the two rates overlap
 widely, so ten seeds do not tell which is its best (which of the two comes out higher
 changes with the last bits of a run's rounding). Each method at its own
 best learning rate, the learned baseline's interval lies above the interval without a
-baseline: an IQM of 324.4 [310.5, 338.8] against 218.3 [184.9, 251.8]. With the
+baseline: an IQM of 317.7 [303.7, 331.7] against 210.3 [181.3, 244.4]. With the
 baseline the runs learn faster. The left panel shows it at lr 0.003: the blue median
 (R − V) first reaches 475 at update 53, and the red one (R) never does in the 100
 updates. The comparison holds seed by seed too: at lr 0.001 and at lr 0.003 the learned
 baseline's interval lies above the interval without, and its run scores higher on all
 ten seeds (the table of differences; a seed's runs start from the same network). At lr 0.003 the final returns' intervals do not
-overlap either (493.8 [483.0, 498.4] against 368.4 [251.4, 440.6]), and 9 seeds end with
-a final return of at least 475 with the baseline against 2 without (the last column of
+overlap either (465.9 [435.1, 487.0] against 330.1 [221.6, 416.8]), and 5 seeds end with
+a final return of at least 475 with the baseline against 1 without (the last column of
 the first table).
 
 **A constant does most of it.** At lr 0.001 the constant baseline's interval,
-161.2 [150.1, 169.4], lies above the interval without a baseline, and at lr 0.001 and
-0.003 its IQM gets more than half of the learned baseline's gain over no baseline (0.83
-and 0.68 of it in this run). At lr 0.003 its interval, 290.5 [244.4, 329.0], is wide: it
+164.4 [153.2, 172.5], lies above the interval without a baseline, and at lr 0.001 and
+0.003 its IQM gets more than half of the learned baseline's gain over no baseline (0.88
+and 0.78 of it in this run). At lr 0.003 its interval, 294.0 [254.8, 325.8], is wide: it
 overlaps the learned baseline's (the grey and blue points of the right panel), and in
-this run its lower end reaches down into the interval without a baseline too (244.4,
-below that interval's upper end, 251.8). On this budget
+this run it lies above the interval without a baseline too, but only just (its lower
+end, 254.8, against that interval's upper end, 244.4). On this budget
 ten seeds cannot tell the learned baseline from the batch's mean return. The variance
 measurement, two paragraphs down, says why.
 
 **Where the step size takes over.** At lr 0.01 the learned baseline's gain is no longer
 clear-cut: the intervals with and without it are both wider than at either smaller
 rate, and the baseline scores higher on some seeds and lower on others (the wide bands
-at the right end of the right panel). In this run its IQM is still much higher (212.2
-[173.8, 258.3] against 119.3 [91.6, 175.3], two intervals that overlap only from 173.8 to
-175.3) and it scores higher on 9 seeds and lower on 1 (seed 9, by 101); at this rate every run is
+at the right end of the right panel). In this run its IQM is still much higher (230.7
+[171.6, 279.1] against 126.4 [93.4, 210.2], two intervals that overlap from 171.6 to
+210.2) and it scores higher on 7 seeds and lower on 3 (seeds 7, 8 and 13, by 0.5, 28 and
+54); at this rate every run is
 erratic, and where the two land moves with the last bits of a run's rounding. There
 the trouble is the step's size, which a better estimate of the gradient does not cure.
 So a comparison at
@@ -542,10 +543,10 @@ untrained network and at the trained one, a constant baseline lowers the varianc
 CartPole every return is a large positive number, so every action's log-probability
 gets pushed up and only the differences carry information; subtracting the level
 removes that push. At the trained network the learned baseline divides the variance by
-77 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
+16 in this run (the blue bar against the red one in the second figure, log scale); the ratio R / (R − V) is how many times more rollouts the
 estimator without a baseline would need for the same precision. But the batch's mean
-return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.24: the grey bar is
-the lowest, by a factor of about four), and the trained critic's explained variance is 0.0002: V predicts the returns of these rollouts no better than their
+return, a constant, lowers it further (ratio (R − mean) / (R − V) 0.92: the grey bar is
+the lowest, if only by about a twelfth), and the trained critic's explained variance is −0.00002: V predicts the returns of these rollouts no better than their
 mean does. What the learned baseline buys here is mostly the level of the returns; its
 state-dependent part adds V's own scatter (if V is uncorrelated with R,
 $\operatorname{Var}[R - V] = \operatorname{Var}[R] + \operatorname{Var}[V] > \operatorname{Var}[R - \operatorname{mean} R]$). A likely reason: a policy that balances

@@ -317,28 +317,28 @@ def prediction_error(row: dict) -> float:
 # %% [markdown]
 r"""
 Read the table and the figure together. Where the update stays near $\pi_{\text{old}}$ — every
-clipped row, mean KL at most 0.0030, below TRPO's δ = 0.01 — the points lie near the
-diagonal: the surrogate's prediction is within 1.2 of the measured change, on returns
+clipped row, mean KL at most 0.0044, below TRPO's δ = 0.01 — the points lie near the
+diagonal: the surrogate's prediction is within 1.8 of the measured change, on returns
 of up to 100 (the bars and the `± se` columns show how much of that is sampling noise). That is the first-order model working inside its
 trust region. Without the clip the same step sizes move the policy much further (mean
-KL 0.039, 0.31 and 0.62, above δ at every step size), and there the surrogate is too
-optimistic and the furthest off of the three, by 5.2, 30 and 34: it credits the new
+KL 0.036, 0.33 and 0.89, above δ at every step size), and there the surrogate is too
+optimistic and the furthest off of the three, by 6.6, 37 and 42: it credits the new
 policy with $\pi_{\text{old}}$'s states, which the new policy no longer visits. Whether an update
 raises the return at all depends on the rollout it learned from (the update maximises
 the surrogate on its own 1,024 samples, and on fresh episodes that surrogate can be
 negative); with the clip, the prediction tells which: every clipped update's predicted
-change has the sign of the measured change. In this run all six clipped updates
-from this start raised the return, by 0.55 to 4.4, and each was predicted to, so
-here the sign is tested on gains only; the pooled
+change has the sign of the measured change. In this run five of the six clipped updates
+from this start raised the return, by 2.5 to 5.9, and one (lr 0.003, ε = 0.1) lowered it,
+by 4.2; the prediction had the sign right each time, so here it is tested both ways; the pooled
 updates below test it from other starts, where 1 of 24 clipped predictions has it wrong.
 Without the clip the prediction is worth little: at lr 0.001 and 0.003 the surrogate
 predicts a gain and the return changes by less than a third of it — in this run it
-still rises a little: a predicted 34.0 and 44.0 against a measured 4.5 and 10.0 (the red square and
+falls: a predicted 31.6 and 31.7 against a measured −5.8 and −10.6 (the red square and
 triangle).
 Whether such an update still raises the return a little or lowers it is the run's, not
 the theory's: these updates move the policy far, and a difference in the last bits of
 rounding (another CPU) is enough to turn the one into the other. The TRPO bound is
-true but useless here: its penalty $C \cdot \max \mathrm{KL}$ is at least 15,224 in every row, more than a hundred times
+true but useless here: its penalty $C \cdot \max \mathrm{KL}$ is at least 13,064 in every row, more than a hundred times
 100, the largest discounted return CartPole can give, so the estimate of $\max \lvert A \rvert$ cannot be what makes it so large. This is why TRPO
 constrains the mean KL instead, and why PPO settles for a clip that keeps the ratios,
 and so the KL, small.
@@ -465,26 +465,26 @@ lecture.save_figure(figure, "error_against_kl.png")
 r"""
 Pooled over the five starts, the theory's picture holds: the further an update moved
 the policy, the further off its prediction. In the figure the points climb from left to
-right, and the rank correlation between mean KL and |error| is 0.82 over the 45 updates. It is a trend, not a law for each update: of the
-990 pairs of updates, 185 have the one that moved further missing by less (how far off
-one update lands depends on its start and on chance). The 7 updates that moved by a
-mean KL above 0.1 missed by a median of 34.0, the 33 that stayed below δ by a median of
-0.58 (the table's `median |error|` column), and every
-update that left the trust region, mean KL above δ, over-predicted the change (12 of
-12: all of the two lower rows of the last column). The surrogate leans optimistic
-inside the trust region too — 29 of the 33 updates below δ over-predicted (the first
-row), by a median miss of 0.58 — since the update was chosen to make the surrogate
+right, and the rank correlation between mean KL and |error| is 0.76 over the 45 updates. It is a trend, not a law for each update: of the
+990 pairs of updates, 189 have the one that moved further missing by less (how far off
+one update lands depends on its start and on chance). The 10 updates that moved by a
+mean KL above 0.1 missed by a median of 46.4, the 31 that stayed below δ by a median of
+0.94 (the table's `median |error|` column), and every
+update that left the trust region, mean KL above δ, over-predicted the change (14 of
+14: all of the two lower rows of the last column). The surrogate leans optimistic
+inside the trust region too — 30 of the 31 updates below δ over-predicted (the first
+row), by a median miss of 0.94 — since the update was chosen to make the surrogate
 large on its own rollout; outside it the lean grows into the whole error, as the
 surrogate credits the new policy with $\pi_{\text{old}}$'s states. The clip keeps the updates
 inside: at least 3 in 4 clipped updates stay below δ, and at least 3 in 4 unclipped
 updates at lr 0.001 or 0.003 leave it. In the run shown here all 30 clipped updates
-stayed below δ (the table's `of them clipped` column), and 9 of the 10 unclipped
-updates at lr 0.001 or 0.003 left it; the one that did not, from training seed 8 at lr
-0.001, moved by a mean KL of 0.0040 (the last line under the table): without the clip,
-how far an update goes depends on its start, and nothing stops it. What does not carry
+stayed below δ (the table's `of them clipped` column), and all 10 unclipped updates at
+lr 0.001 or 0.003 left it (the last line under the table finds none that stayed below
+δ): without the clip, how far an update goes depends on its start, and nothing stops it
+from leaving. What does not carry
 over from seed 1 is the detail: below δ the prediction is a first-order estimate with
 sampling noise, not an exact one. From the other starts a clipped update missed by
-6.32, where seed 1's clipped updates stayed within 1.2, and 1 of the 24 predicted a
+6.84, where seed 1's clipped updates stayed within 1.8, and 1 of the 24 predicted a
 change of the wrong sign (the line under the table gives both).
 """
 

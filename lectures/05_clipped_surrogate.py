@@ -173,12 +173,12 @@ the one that collected the data on every sample of the rollout.
 Which samples count as "good"? The update does not see the raw $\hat A$: with `norm_adv` (the
 default) it <a href="../glossary.html#term-Advantage-normalisation">whitens the advantages</a>, $(\hat A - \operatorname{mean}) / \operatorname{std}$, before the loss. While returns
 are still growing, the critic lags behind them and most raw advantages are positive
-(97.5% of them in the line printed below, 59.4% after whitening), so the raw sign
+(97.5% of them in the line printed below, 59.7% after whitening), so the raw sign
 says little; after
 whitening, a sample is pushed up only if it did better than the average sample. The histograms below colour
 the samples by the whitened sign, the one the clip acts on. (The trainer whitens per
 minibatch; whitening the whole rollout at once, as here, flips the sign of a few
-samples near the mean: 1.3% of them for one random split into the trainer's
+samples near the mean: 1.4% of them for one random split into the trainer's
 minibatches, in the second printed line.)
 """
 
@@ -252,8 +252,8 @@ print(f"no clip: {pushed_down_good:.1%} of the samples with whitened Â > 0 end 
 # %% [markdown]
 r"""
 The histograms show the same update with and without the clip. With ε = 0.2 (left)
-the ratios stay in a narrow peak around 1: 1.37% of them end outside [0.8, 1.2]. Without the clip (right) they spread over the whole range
-for both colours, and 23.4% of the samples with whitened $\hat A$ > 0 and 33.7% of those with
+the ratios stay in a narrow peak around 1: 0.98% of them end outside [0.8, 1.2]. Without the clip (right) they spread over the whole range
+for both colours, and 26.2% of the samples with whitened $\hat A$ > 0 and 36.3% of those with
 whitened $\hat A$ ≤ 0 end on the wrong side of the band: a good action (green) whose probability fell below 0.8 of $\pi_{\text{old}}$'s, a bad one
 (red) whose probability rose above 1.2 of it. The network cannot move one sample's
 probability alone; ten epochs of unclipped steps that push some samples far drag
@@ -304,8 +304,8 @@ band, so the rows are comparable. The last column is how much the update raised 
 unclipped surrogate (with advantages whitened, as the update sees them); the lines
 under the table give each <a href="../glossary.html#term-Clipped-surrogate">clipped update</a>'s share of the unclipped update's gain and
 of its KL: the clipped ones keep a larger share of the gain than of the KL (ε = 0.2
-keeps 16.3% of the gain at 1.0% of the KL). Without the clip the KL is 0.276, some 100 times
-the 0.0028 of ε = 0.2. Ratios do
+keeps 15.9% of the gain at 1.2% of the KL). Without the clip the KL is 0.287, some 80 times
+the 0.0035 of ε = 0.2. Ratios do
 not stop exactly at 1 ± ε (read min r and max r: in some rows they lie outside the
 band): a gradient step for one sample moves the network, and with it the probabilities of other samples
 that are already clipped. Clipping limits the incentive to move, not the movement

@@ -218,15 +218,15 @@ print_table([{"setting": key, "mean KL over the run": row["mean"], "largest iter
 What the figure and the table show, each checked below on this run:
 
 * The unclipped run's KL is far above the preset's (the red line of the KL panel, until
-  the figure's seed collapses, and the table's mean: 1.83 against 0.00381, some 480
+  the figure's seed collapses, and the table's mean: 1.93 against 0.00414, some 470
   times the preset's), and its entropy falls to near
   0 within the first two iterations, from ln 2 ≈ 0.69 (a coin flip between the two
-  actions) to at most 0.056 on every seed (red, entropy panel): its first updates made
+  actions) to at most 0.060 on every seed (red, entropy panel): its first updates made
   the policy almost deterministic. Its clip fraction reads 0 throughout: with ε = inf
   nothing is clipped, so that column cannot see the step, however large.
 * In this run the figure's seed collapses: seed 21's unclipped return (red, return
-  panel) climbs only a little, to 56.1, and then, after updates whose KL is above 1, drops
-  before 30,000 steps to 9.4 and stays there to the end: the policy now picks the same action in every state it
+  panel) climbs slowly, to 161.8, and then, after updates whose KL is above 1, drops
+  after 90,000 steps to 9.2 and stays there to the end: the policy now picks the same action in every state it
   meets, and the pole falls in about ten steps. Nothing stops an unclipped step at a
   large learning rate, repeated over twelve epochs, from driving the policy's
   probabilities to 0 and 1 within float32's precision in those states. There the sampled
@@ -236,13 +236,13 @@ What the figure and the table show, each checked below on this run:
   not one that has converged. The critic's explained variance dips as the episodes
   change and then climbs back towards 1, because ten-step episodes are easy to predict:
   that panel looks healthy again on a dead run. Other seeds of this setting collapse
-  too (24, 27 and 29 in this run, the claim's line below), earlier or later, or keep learning by large steps to the end (when and whether a
+  too (26 and 29 in this run, the claim's line below), earlier or later, or keep learning by large steps to the end (when and whether a
   seed collapses moves with the last bits of rounding; the claim below checks that at
-  least one does), so the setting is behind the preset at the end of the sweep's budget (an <a href="../glossary.html#term-IQM">IQM</a> of 83.9 against
-  175.0 at 20,480 steps, the last section's table) and its seeds spread widely.
-* The preset's KL falls as its learning rate anneals: its last quarter's KL is 0.00093,
-  about a quarter of its mean over the run, 0.0038. The constant learning rate's does
-  not fall: its last quarter, 0.036, is above its mean, 0.030, which is eight times the
+  least one does), so the setting is behind the preset at the end of the sweep's budget (an <a href="../glossary.html#term-IQM">IQM</a> of 82.2 against
+  176.7 at 20,480 steps, the last section's table) and its seeds spread widely.
+* The preset's KL falls as its learning rate anneals: its last quarter's KL is 0.0011,
+  about a quarter of its mean over the run, 0.0041. The constant learning rate's does
+  not fall: its last quarter, 0.036, is above its mean, 0.025, which is six times the
   preset's. A mean over the run shows neither trend.
 """
 
@@ -388,7 +388,7 @@ over the ten seeds, and a band of $\pm\, t_{0.975,\,9} \cdot s / \sqrt{10}$ arou
 deviation over the seeds at that iteration): a 95% t-interval for the mean
 (`experiments.commands.plot.mean_curve`), cut to 0–500, the range a return can take: a
 t-interval is symmetric about the mean, so where most seeds sit at a bound it reaches
-past it. Here that cut never binds (the highest band top is 213.8 after this short
+past it. Here that cut never binds (the highest band top is 205.6 after this short
 budget); in the long runs' figure below it does. In every panel the preset is blue, the
 smaller value orange and the larger value green. The second shows the table's IQM intervals, the
 preset's shaded across the plot: a setting whose bar does not touch the shading
@@ -466,19 +466,19 @@ Reading the sweep, each sentence checked below:
   K = 2 have a lower KL and clip fraction than the preset, and their critics explain
   less of the return (explained variance 0.093 and 0.090 against the preset's 0.74),
   since they too take smaller steps. The larger steps (learning rate × 4, ε = 0.5,
-  K = 12) move the policy further: a KL of 0.0131, 0.0275 and 0.0102 against the
-  preset's 0.0071.
+  K = 12) move the policy further: a KL of 0.0124, 0.0277 and 0.0103 against the
+  preset's 0.0070.
 * ε = 0.05 is the case to read carefully: it clips a larger share of the samples than
-  the preset (0.24 against 0.089) while its KL is lower (0.00093 against 0.0071). A
+  the preset (0.24 against 0.089) while its KL is lower (0.00093 against 0.0070). A
   narrow band clips more and lets the policy move less.
 * λ = 0 ends below every other setting (an IQM of 15.6; the next lowest is 60.0), and
   yet its explained variance is above the preset's (0.91 against 0.74). With λ = 0 the target the critic is scored against is $r + \gamma V(s')$, mostly
   its own guess, which it predicts easily: explained variance is no guide to the
   advantages' quality here.
 * Two seeds rank the settings differently from ten (the table above). On seeds 21–22
-  alone K = 12 scores 11.0 above the preset; over ten seeds its IQM is 1.5 below the
-  preset's, level with it. ε = 0.5 is above the preset on two seeds (by 15.1) and on
-  ten (by 20.1, its interval still overlapping the preset's), so two seeds are not always wrong;
+  alone K = 12 scores 15.4 above the preset; over ten seeds its IQM is 0.3 below the
+  preset's, level with it. ε = 0.5 is above the preset on two seeds (by 18.1) and on
+  ten (by 18.1, its interval still overlapping the preset's), so two seeds are not always wrong;
   but among the settings ten seeds cannot tell from the preset, their order on two
   seeds is not their order on ten. What two seeds get right here are the large gaps:
   the three settings ten seeds put below the preset are below it on seeds 21–22 as
@@ -600,24 +600,24 @@ Reading the table and the figure, each sentence checked below:
 
 * The bands are cut at 500, the most a return can be. Late in the runs the
   t-intervals of the preset and of the larger learning rate, symmetric about the mean,
-  reach above 500 (to 508.3 and 531.3, the line under the figure): a range of returns no
+  reach above 500 (to 521.5 and 509.1, the line under the figure): a range of returns no
   run can score, which is why they are cut.
 * The larger constant learning rate's interval reaches into the preset's where the
-  sweep's runs end, as in the sweep (its IQM, 189.7, is just above the preset's
-  interval), and at the end its IQM is inside the preset's interval: ten seeds separate
+  sweep's runs end, as in the sweep (its IQM, 184.6, is inside the preset's
+  interval), and at the end its IQM is inside the preset's interval too: ten seeds separate
   it from the preset at neither budget. Nor did it degrade late on this task: its median drop
-  from its peak to its final return is 5.6, against the preset's 5.8. A larger step is
+  from its peak to its final return is 3.6, against the preset's 11.7. A larger step is
   not harmful by itself; whether it is, only a run of the length you will train for
   can say.
 * The unclipped run is below the preset where the sweep's runs end, intervals apart,
-  and its IQM is still below the preset's at the end (177.0 against 482.6). What the
-  short budget cannot show is how it gets there: its final interval is 294.5 wide
-  against the preset's 56.4, 5.2 times as wide (its seeds land far apart: the red band
+  and its IQM is still below the preset's at the end (289.5 against 470.1). What the
+  short budget cannot show is how it gets there: its final interval is 304.6 wide
+  against the preset's 80.6, 3.8 times as wide (its seeds land far apart: the red band
   of the figure), and it falls furthest from its own peak: its median drop from peak
-  to final return is 107.6, more than 18 times the preset's 5.8. With an interval that
+  to final return is 102.1, more than 8 times the preset's 11.7. With an interval that
   wide, whether ten seeds separate its end from the preset's is where rounding takes
-  the runs: here they do (its interval, [42.0, 336.5], lies below the preset's,
-  [443.3, 499.7]); with other rounding it can reach into the preset's.
+  the runs: here they do not (its interval, [138.7, 443.3], reaches into the preset's,
+  [417.6, 498.1]); with other rounding it can lie below it.
 """
 
 # %% tags=["claims"]
@@ -668,8 +668,8 @@ lecture.claim("the unclipped run's median drop from peak to final return is more
   it level.
 * A sweep of short runs measures early speed. Here the short budget and the full one
   agreed on the larger learning rate (not separated at either) and on the direction of
-  the unclipped run (its IQM below the preset's at both, intervals apart at both in this
-  run), but only the full budget shows what the unclipped
+  the unclipped run (its IQM below the preset's at both, intervals apart only at the
+  short budget in this run), but only the full budget shows what the unclipped
   run does after the sweep's runs end: the widest spread over seeds and the largest
   late drop from its peak, so wide that whether ten seeds separate its end from the
   preset's changes with the rounding of the runs. Compare settings at the budget you

@@ -104,7 +104,7 @@ slows learning shows. Each setting changes one switch:
 
 The eight settings include no `bootstrap_truncated` off: at this budget the rule has
 almost nothing to act on: the line printed under the table counts the time-limit cuts
-in the base runs, 0.5% of the episode ends in the run shown here (4.7% in the last
+in the base runs, 0.6% of the episode ends in the run shown here (5.0% in the last
 quarter). Defect 2 below shows what the rule
 does to one episode.
 
@@ -284,17 +284,17 @@ the base; the dots are the ten runs. On this task and budget (CartPole, 49,152 s
 seeds 101–110):
 
 * **Value clipping hurts**: its intervals lie below the base's for both scores (a final
-  IQM of 155 [123, 180] against 237 [212, 276]; 120 against 159 over the run), and its
-  critic explains less of the return's variance (0.804 against 0.954, the line under
+  IQM of 157 [136, 177] against 247 [212, 286]; 120 against 163 over the run), and its
+  critic explains less of the return's variance (0.794 against 0.980, the line under
   the figures). With
   returns in the hundreds, keeping V within 0.2 of its old value per update holds the
   critic back (the preset's comment in `ppo/presets.py` says the same).
   Andrychowicz et al. (2021) found PPO-style value clipping hurt on MuJoCo at every
   threshold they tried and recommend against it.
 * **Advantage whitening helps** at this budget, and clearly: its intervals lie above
-  the base's for both scores (a final IQM of 357 [322, 387] against 237 [212, 276]; 191
-  against 159 over the run). The second figure shows when: its band leaves the base's
-  only in the second half of the run, from step 40,960 on. The preset turns it off all
+  the base's for both scores (a final IQM of 356 [318, 385] against 247 [212, 286]; 190
+  against 163 over the run). The second figure shows when: its band leaves the base's
+  only in the second half of the run, from step 45,056 on. The preset turns it off all
   the same, and this lecture cannot say whether it should: that choice rests on runs at
   the preset's full budget (100,000 steps, of which 98,304 run),
   which its comment in `ppo/presets.py` records (once every episode lasts 500
@@ -304,10 +304,10 @@ seeds 101–110):
   advantage normalisation made little difference on their tasks.
 * **Minibatches at the same number of gradient steps**: one full batch × 24 epochs and 4
   minibatches × 6 epochs overlap on both scores — minibatching itself is not shown to
-  matter here (the full batch even scores higher on both, 302 against 237 final and 183
-  against 159 over the run, inside the seeds' spread). **Fewer gradient steps** do: one
+  matter here (the full batch even scores higher on both, 293 against 247 final and 178
+  against 163 over the run, inside the seeds' spread). **Fewer gradient steps** do: one
   full batch × 6 epochs (6 steps per rollout instead of 24) lies below the base over the
-  run, 145 [139, 150] against 159 [152, 171], though its final return overlaps. So the
+  run, 145 [139, 150] against 163 [152, 175], though its final return overlaps. So the
   loss we can see when hand-written code skips minibatches is the gradient steps; that
   the minibatches themselves cost nothing here is only "not shown by ten seeds".
 * **Orthogonal initialisation, learning-rate annealing and gradient clipping**: each
@@ -573,7 +573,7 @@ On the shared trunk with raw returns the value term's gradient is 257 times the
 policy's, and their sum points away from the policy's gradient (a cosine of −0.85):
 the trunk's update is the critic's, whatever the advantages say. Scaling the rewards
 brings the two gradients to the same size (the value term's is 0.73 times the
-policy's) and turns the sum back towards the policy's direction (a cosine of 0.80).
+policy's) and turns the sum back towards the policy's direction (a cosine of 0.79).
 Separate networks remove the collision: the
 value loss puts exactly zero gradient on the actor's weights.
 """
@@ -855,8 +855,8 @@ training, how the final policy relates to each: the fraction of samples whose ra
 outside [0.8, 1.2] (the clip switches off the gradient of those whose advantage pushes
 them further out) and the KL between the policy that collected the rollout and the
 final one. Both grow with the rollout's age: the last rollout, one update old, has
-few ratios outside the band (1.9% of them in this run, 38 samples of 2,048: with the learning rate annealed
-towards 0 the last updates are small), while of a rollout twenty updates old 85% are
+few ratios outside the band (0.05% of them in this run, 1 sample of 2,048: with the learning rate annealed
+towards 0 the last updates are small), while of a rollout twenty updates old 86% are
 outside it. How few the last rollout has moves with where rounding takes the run;
 that fresh data lies almost all inside the band and data twenty updates old mostly
 outside it does not.

@@ -354,42 +354,42 @@ r"""
 ## What the runs show
 
 **Return.** With the preset's settings all three solve CartPole on most seeds: in this run the IQM
-final returns are 499.8 for PPO-Clip, 500.0 for adaptive clipping and 492.0 for <a href="../glossary.html#term-PPO-Penalty">PPO-Penalty</a>,
+final return is 499.8 for each of PPO-Clip, adaptive clipping and <a href="../glossary.html#term-PPO-Penalty">PPO-Penalty</a>,
 and each feedback rule's IQM interval overlaps PPO-Clip's — ten seeds show no difference
 in return between the clip and either feedback rule on this task, though PPO-Penalty's
-interval reaches far lower. Not every run holds 500: two PPO-Penalty runs fall, to 120
-on seed 35 and 143 on seed 32 (the per-seed lines under the table), the lowest final
-returns of all thirty runs (PPO-Clip's lowest is 486, and adaptive clipping holds 500 on
-every seed). The IQM leaves both out, and the lower end of PPO-Penalty's interval, 317,
-shows them. How many penalty runs fall,
+interval reaches lower. Not every run holds 500: one PPO-Penalty run falls, to 429
+on seed 36 (the per-seed lines under the table), the lowest final return of all
+thirty runs (PPO-Clip's lowest is 498, adaptive clipping's 494). The IQM leaves it
+out, and the lower end of PPO-Penalty's interval, 486,
+shows it. How many penalty runs fall,
 and which, changes from one machine to another: these runs are chaotic, and a
 difference in the last bits of rounding (another CPU) grows until a run ends elsewhere.
-The two feedback rules' intervals need not overlap each other, and here they do not:
-adaptive clipping's [500, 500] lies just above PPO-Penalty's [317, 499].
+That each feedback rule's interval overlaps PPO-Clip's does not make the two overlap
+each other; here they do: adaptive clipping's [498, 500] and PPO-Penalty's [486, 500].
 
 **The KL of each update.** PPO-Clip does not aim at any KL: its KL is whatever ε, the
 learning rate and K produce. The feedback rules aim at $d_\text{targ}$, but a rule that reacts
 once per update, by factors of two, to a KL measured on one rollout cannot pin each
 update to the band: in every run of every algorithm fewer than half of the updates
-land in it (between 10% and 42% in this run), and within one run the KLs vary
-several-fold: the 90th percentile is more than four times the 10th in every run (4.9 to
-91 times here), and more than ten times in a typical run (the IQM over seeds of that
-ratio, 14 to 53 by algorithm here). What the penalty does achieve is a centre: every PPO-Penalty run's
-median KL lies within a factor of two of $d_\text{targ}$ (0.0071 to 0.0105 in this run).
+land in it (between 8% and 48% in this run), and within one run the KLs vary
+several-fold: the 90th percentile is more than four times the 10th in every run (8.9 to
+112 times here), and more than ten times in a typical run (the IQM over seeds of that
+ratio, 12 to 44 by algorithm here). What the penalty does achieve is a centre: every PPO-Penalty run's
+median KL lies within a factor of two of $d_\text{targ}$ (0.0053 to 0.0098 in this run).
 
 **The coefficients.** β never settles (right panel): in every PPO-Penalty run it spans
 a factor of 64 or more (2,048 at most) in this run. Its median over seeds rises first, from 1 to 4, then, once the runs
 reach 500 and every algorithm's KL falls (middle panel, the clip's the most), the rule
-halves β again and again: the median ends at 1/64 (0.016), 256 times below its peak. That is where the penalty's worst run failed: it had reached 500,
-updates that stayed below the band had halved its β below its start (to 1/4 in this
-run, seed 35), and then the updates overshot: the largest went to a KL of 2.1, about 210
-times $d_\text{targ}$, with β back at only 1/2 — the rule doubles β only after such an update,
-one factor of two at a time — and the return fell, to 120 (the orange curve's fall in the
-last quarter of the left panel, where seed 32 falls too, to 143). How low β had fallen, and how far the largest update went, are the
+halves β again and again: the median ends at 0.023 (between 1/64 and 1/32), about 170 times below its peak. That is where the penalty's worst run failed: it had reached 500,
+updates that stayed below the band had halved its β below its start (to 1/32 in this
+run, seed 36), and then the updates overshot: the largest went to a KL of 0.71, about 71
+times $d_\text{targ}$, with β back at only 1/8 — the rule doubles β only after such an update,
+one factor of two at a time — and the return fell, to 429 (the orange curve's dip in the
+last quarter of the left panel). How low β had fallen, and how far the largest update went, are the
 run's. Adaptive
 clipping's ε runs into its upper bound 0.5 in every run, and its median KL still stays
-below $d_\text{targ}$ in every run (0.0039 to 0.0076): at $\varepsilon = 0.5$ the clip no longer binds (on
-average it cuts off between 0.6% and 1.6% of the samples per run here, fewer than one
+below $d_\text{targ}$ in every run (0.0043 to 0.0092): at $\varepsilon = 0.5$ the clip no longer binds (on
+average it cuts off between 0.7% and 2.6% of the samples per run here, fewer than one
 in twenty), so the learning rate and K set the step, and loosening ε further cannot
 raise the KL. A KL penalty returns in the language-model lectures
 ([12](12_ppo_for_language_models.ipynb)–[13](13_rlhf_pipeline.ipynb)), where it ties the policy to a frozen <a href="../glossary.html#term-Reference-policy-_ref">reference model</a> instead of the previous

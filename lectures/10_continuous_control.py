@@ -377,7 +377,7 @@ the row `PRESETS["Pendulum-v1"]` (its comment in `ppo/presets.py` records what
 it was measured to reach, and on which seeds). The table lists every setting the
 preset changes; the runs below use it with TensorBoard files off and one departure: about
 half its budget, `total_timesteps` 100,000 instead of 200,000, so that section 5's forty
-runs fit in a few minutes of a 2-core CPU. A run trains whole <a href="../glossary.html#term-Iteration">iterations</a> of
+runs fit in several minutes of a 2-core CPU. A run trains whole <a href="../glossary.html#term-Iteration">iterations</a> of
 $8 \times 256 = 2{,}048$ steps: 48 of them, 98,304 steps, where the preset's full budget is 97 (198,656
 steps). What section 5 says is measured at that budget (`--quick`: a smaller one still).
 """
@@ -539,26 +539,26 @@ lecture.save_figure(figure, "normalisation_ablation.png")
 # %% [markdown]
 r"""
 Read the table with the figure; the numbers quoted here are this run's. At about half
-its budget the preset succeeds on more than half of the seeds, not all: 6 of its ten runs reach the mark, and the dots spread over 65 points of return,
-from −165 for the best run to −230 for the worst.
+its budget the preset succeeds on more than half of the seeds, not all: 7 of its ten runs reach the mark, and the dots spread over 77 points of return,
+from −149 for the best run to −226 for the worst.
 Switching off reward scaling costs the most, by far: the rewards reach the critic in
 raw units, where value clipping (on in the preset) lets its prediction move only $\varepsilon_v$ per
 update (section 3's count), and the critic explains clearly less of the return — its
-explained-variance interval lies below the preset's, an IQM of 0.36 against the
+explained-variance interval lies below the preset's, an IQM of 0.35 against the
 preset's 0.99 (right panel) — and the
 greedy return is worse, the two intervals apart: none of its ten runs reaches the mark,
-and its IQM, −916, is the lowest of the four settings. Observation normalisation off and
+and its IQM, −977, is the lowest of the four settings. Observation normalisation off and
 value clipping off each stay inside the seed spread: their greedy-return intervals
 overlap the preset's, so ten seeds do not show that either matters here on its own.
-Observation normalisation off reaches the mark on 7 runs, one more than the preset, with
-overlapping intervals all the same, and value clipping off on 6, as many; a count at a
+Observation normalisation off reaches the mark on 7 runs, as many as the preset, and value
+clipping off on 4, three fewer, with overlapping intervals all the same; a count at a
 threshold moves with a few points of return — the preset and value clipping off each have a run within
-five points of the mark (the preset's nearest −199, value clipping off's −201 here) —
+five points of the mark (the preset's nearest −202, and three of value clipping off's at −203 here) —
 so how the two counts compare can change from one machine to another, which is why the
 comparison rests on the intervals. Early on, value clipping off is ahead: free to jump to the return, its
 critic explains more of it over the first tenth of the run (0.57 against the preset's
 0.12; right panel, purple above blue) and its training return is higher over the first
-half (−731 against −842; left panel); by the end the preset has caught up.
+half (−744 against −839; left panel); by the end the preset has caught up.
 """
 
 # %% tags=["claims"]

@@ -96,10 +96,10 @@ column stays put). For the <a href="../glossary.html#term-Vectorised-environment
 dozen tensor operations whatever N is — until the per-element work starts to matter.
 The fixed part is set by what one tensor operation costs on this machine, measured
 below on a one-element tensor: a torch step call at N = 1 costs as much as ten or more such
-operations (18 in the run shown; the count, like every timing here, varies with the
+operations (37 in the run shown; the count, like every timing here, varies with the
 machine and its load). That fixed cost makes the batched env the
 slower one at N = 1 (compare the first rows), and at N = 8 it is still no faster than the
-loop (0.92× in the run shown), a small fraction of the lead it has at thousands of copies.
+loop (0.76× in the run shown), a small fraction of the lead it has at thousands of copies.
 Gymnasium's numpy-batched CartPole is the same idea written in numpy; the torch version speaks tensors, which the trainer uses anyway, and
 runs on a GPU as well.
 """
@@ -260,11 +260,11 @@ r"""
 
 PyTorch splits large operations across threads. For this network (64–64 tanh MLPs)
 and these batches, each operation is microseconds of work; handing parts of it to
-another thread and waiting for them costs a good part of what the split saves (in the run shown, all of it), and when
+another thread and waiting for them costs a good part of what the split saves (in the run shown, most of it for the update and all of it for one rollout step's forward pass), and when
 the other core is busy with another process the wait can be much longer. How much is
 left over depends on the CPU and its load: on the machines this project ran on, a second
 thread changed the update by anything from a slowdown to a speed-up of about 40% (in the
-run shown it was no faster: 37.6 ms with either), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
+run shown it was 1.12× faster: 48.7 ms with one thread, 43.6 ms with two), while the large product below gains more. `PPOConfig.num_threads` is 1 by default: a second core is better spent
 on a second run (a second seed, or `ppo-train --seeds`), which doubles the work done
 where a second thread buys a fraction (the commands set it for the process before they
 build the trainer; this script sets it itself). Below: one `update` of the iteration above, the
@@ -354,7 +354,7 @@ need different numbers of steps; the seconds per step are what the backend decid
 Time to 475 is the steps needed divided by the steps per second: the rate is the
 backend's, the steps needed are the seed's (on this seed gymnasium's start states may
 happen to be solved in fewer steps), so one seed's race can go either way even though
-the torch backend is faster per step. Each run's steps per second is one run of one to three
+the torch backend is faster per step. Each run's steps per second is one run of one to four
 seconds, so load from other processes moves it more than section 3's alternated
 medians. Each policy is then <a href="../glossary.html#term-Greedy-evaluation">evaluated greedily</a> on gymnasium's own CartPole-v1
 (`ppo.runs.evaluation.evaluate_policy`), whatever trained it.

@@ -936,7 +936,7 @@ The likely reason is the critic itself, still being learned: its errors (below, 
 third) enter every Â, while a group baseline is computed afresh from each group. Where
 a run lands is decided by the KL term. PPO and RLOO, with k1 in the reward,
 land closest to $\pi^*_\beta$: their TV intervals overlap each other and lie below those of both
-runs with k3 in the loss (middle panel), and their gold (IQMs 0.831 and 0.857 in this
+runs with k3 in the loss (middle panel), and their gold (IQMs 0.832 and 0.854 in this
 run) is within 0.04 of π*'s 0.859. RLOO with
 k3 in the loss has the lowest gold of the four, and says 'likes' less often than π*: k3
 in the loss has its own fixed point (section 5), not π*. GRPO says 'likes' more often
@@ -945,9 +945,9 @@ row above is the division by the group's std, and the std of r over one prompt's
 completions is about 0.36 under the SFT model and 0.29 under π*: dividing by it
 multiplies the score's pull, roughly by $1/\operatorname{std}$, so two- to threefold or more (computed
 exactly below for a 0/1 score), while the $\beta k_3$ term keeps its size, as a smaller β
-would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM, 2.1% in
+would. GRPO leaves the most mass malformed or unfinished (column "rest"): its IQM, 1.5% in
 this run, is the highest of the four, and the two runs with k1 in the reward leave under
-1.2% (0.7% and 0.8% here). RLOO with k3 in the loss, at 1.6% in this run, lies between;
+1.2% (0.7% and 0.8% here). RLOO with k3 in the loss, at 1.0% in this run, lies between;
 how much it leaves changes from one machine to another, as does its share of the KL past
 $t = 7$ (next table). With ten seeds the intervals are wide and may overlap, so read this
 as a tendency of a fraction of a percent, not a separation. The next table shows where.
@@ -1113,14 +1113,14 @@ r"""
 The same measurement as section 5's left panel, now for every run: the exact per-state
 KL along fresh completions, as shares of its sum over positions. On the pizza task all of
 it was at $t = 0$. Here PPO spends between a fifth and a third of its KL at $t = 0$ on every
-seed (25% to 28% in this run), and more than three fifths at $t = 6$ and 7 (68% to 72%), where the food is chosen, and almost
+seed (25.5% to 28.3% in this run), and more than three fifths at $t = 6$ and 7 (69.4% to 71.8%), where the food is chosen, and almost
 nothing between them ($t = 1$–5 spell out a relation already chosen): two decisions, two
 places where the policy leaves $\pi_\text{ref}$. The two runs with k3 in the loss spend the largest
-shares of their KL past $t = 7$, GRPO the most (14.3% against PPO's 2.2%, means over seeds), with a wide
-spread over seeds (the whiskers: the range over seeds). The spread there is wide for
-every method: PPO and RLOO each have a seed that spends more than twice their IQM's
-share of its KL past $t = 7$. Past $t = 7$ the SFT model spells the food out letter by
-letter, so KL spent there is a misspelling in the making: the malformed mass above. One reading: with k1 in the
+shares of their KL past $t = 7$ (6.7% and 6.4%, means over seeds, against PPO's 2.1%), GRPO the
+most by IQM (5.8% against PPO's 1.6%), with a wide spread over seeds (the whiskers: the range
+over seeds). The spread there is wide for every method: PPO and RLOO each have a seed that
+spends more than twice their IQM's share of its KL past $t = 7$. Past $t = 7$ the SFT model
+spells the food out letter by letter, so KL spent there is a misspelling in the making: the malformed mass above. One reading: with k1 in the
 reward a misspelt letter is charged its log-ratio, many nats where $\pi_\text{ref}$ all but never
 misspells; k3 in the loss charges the reverse KL at the state, small while the right
 letter keeps most of the mass; and GRPO's division by the std enlarges every step.

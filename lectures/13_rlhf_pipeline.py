@@ -394,11 +394,12 @@ goes from too cheap to enough. With no penalty or a small one, nothing holds the
 policy at the foods: it finds a string in the proxy's blind spot (the "over-optimised"
 lines above), the proxy rises above every food's score while the gold drops towards the
 malformed score, far from the SFT model — the paper's rise-then-fall of gold against d,
-in one run (the gold panel: each small-β line climbs with the others, then runs right
-and down). From some β on PPO settles on the foods the proxy ranks highest: every run
+in one run (the gold panel: each over-optimised run's line climbs with the others, then
+runs right and down). From some β on PPO settles on the foods the proxy ranks highest: every run
 from $\beta = 0.01$ up ends at the foods' KL or nearer the SFT model, the largest β nearest (the
-KL column of the PPO table). Below that — in the run shown every β under 0.01 finds
-it, β = 0.005 with only half its samples ('lettus' 54%, 'lettuce' 45%, gold +0.17) —
+KL column of the PPO table). Below that — in the run shown β = 0, 0.001 and 0.003 find
+it, β = 0.002 does not (it ends on 'lettuce', gold +0.997), and β = 0.005 finds it with
+about a quarter of its samples ('lettuce' 73%, 'lettes' 27%, gold +0.59) —
 with one seed per β, whether a run finds the blind spot is a matter of the run, not
 a smooth function of β: a difference in the last
 bits of rounding (another CPU) can move a small-β run from one side to the other, so one
@@ -413,9 +414,9 @@ marked "beyond": that is an extrapolation, not a measurement, and the last colum
 the fit's best gold inside the measured range instead.
 
 The PPO fit misses its data. Its rms error is more than five times best-of-n's (the "rms
-error" column; 0.331 against 0.034 in the run shown), and its best gold, +0.847, lies
-more than 0.1 below the best gold PPO actually reached at the end of a run, +0.997 at
-$\beta = 0.01$ (the PPO table): the data are a cliff — gold near the best
+error" column; 0.312 against 0.034 in the run shown), and its best gold, +0.861, lies
+more than 0.1 below the best gold PPO actually reached at the end of a run, +0.999 at
+$\beta = 0.03$ (the PPO table): the data are a cliff — gold near the best
 food's up to $d \approx 2$, then the malformed score once PPO finds the proxy's blind spot — and
 $d(a - b \log d)$ is a smooth hump. Its peak $\mathrm{KL}^*$ says little about where the cliff is.
 """

@@ -297,28 +297,28 @@ numbers in brackets are the run shown):
   return still reaches the 500 limit (3 of 5 seeds), on others the policy collapses to a
   deterministic one (entropy ~0) and the return ends below the untrained policy's.
   The largest value loss and gradient norm over its seeds are more than five times the
-  correct run's (520 against 32, 607 against 25 in this run).
+  correct run's (931 against 31, 709 against 45 in this run).
 * **Too-large step** (orange): the first update's approx KL is thousands of times the
-  correct run's (1,340 to 1,990 times in this run) and most of the batch is clipped (93%
+  correct run's (1,200 to 2,090 times in this run) and most of the batch is clipped (94%
   to 95%); within that one update the entropy falls from the untrained policy's 0.69 to
-  under a twentieth of it, and to nearly 0 on most seeds (4 of 5 in this run): the policy is now all but
+  under a twentieth of it, and to nearly 0 on most seeds (all 5 in this run): the policy is now all but
   deterministic. The entropy stays far below the correct run's to the end (under a tenth
   of it on every seed). What the return does from there depends on the seed, and on where
   rounding takes a chaotic run: it ends below the correct run's on every seed and below a
-  fifth of it on most (3 of 5 in this run); on some it ends below the untrained policy's
-  (2 of 5 in this run), while the others climb partway back (the band of the return
-  panel). After the first update the KL and the clip fraction read exactly 0 in many
-  iterations (33% of the later iterations × seeds in this run, all of them on the two
-  seeds whose return ends below the untrained policy's) — a deterministic policy has
-  $\log \pi = 0$ for the only action it takes — so a KL of 0 alone does not mean a recomputed
-  $\log \pi_\text{old}$: look at the first update.
+  fifth of it on most (all 5 in this run); on some it ends below the untrained policy's
+  (3 of 5 in this run), while the others climb only a little way back (to 51 and 63,
+  the band of the return panel). After the first update the KL and the clip fraction
+  read exactly 0 in many iterations (59% of the later iterations × seeds in this run,
+  all of them on the three seeds whose return ends below the untrained policy's) — a
+  deterministic policy has $\log \pi = 0$ for the only action it takes — so a KL of 0
+  alone does not mean a recomputed $\log \pi_\text{old}$: look at the first update.
 * **Shared trunk, raw returns** (purple): no exact zeros, no ratio error, no outsized
   first step; the critic's diagnostics are what differ. The value loss at the end is
   many times the correct run's and the gradient norm peaks higher (the critic's
   gradient dominates the shared weights), while the entropy stays above the correct
   run's: the policy learns more slowly, and its return ends lower.
 * **One number reads backwards.** The correct run's explained variance at the end (median
-  0.551 in this run's table, its seeds from 0.25 to 0.98) is below that of the wrong sign
+  0.371 in this run's table, its seeds from 0.18 to 0.98) is below that of the wrong sign
   and the too-large step (0.98 or more), runs that fail. Its critic is not worse: its
   value loss at the end is smaller than theirs. Its returns have saturated: with episodes
   at the 500 limit the discounted return is nearly the same at every step, so $\operatorname{Var}[R]$, the
@@ -617,10 +617,10 @@ for letter, bug in MYSTERY.items():
 # %% [markdown]
 """
 Mystery A, the shared trunk, is the one to remember: at its best its return comes within 10% of the
-correct run's median (it reaches 460 in this run) and it ends above half of it (311 in this run; how far
-it sags by the end varies with where rounding takes this one chaotic run), and it has a bug all the same.
-Its return keeps up with the correct run's for the first half, then sags far below it and climbs back:
-that says something is wrong, not what. Its critic gives it away (a value loss whose last-quarter mean
+correct run's median (it reaches the 500 limit in this run) and it ends above half of it (484 in this run;
+how far it sags by the end varies with where rounding takes this one chaotic run), and it has a bug all
+the same. Its return stays inside the range of the correct run's seeds and reaches the limit with them:
+read alone, it says nothing is wrong. Its critic gives it away (a value loss whose last-quarter mean
 is far above the correct run's, from the spikes of its value loss panel, and an explained variance below
 it that swings under 0) with the entropy of a policy that has not committed. B and C both end at the
 shortest episodes CartPole allows, with an entropy near 0; the first update tells them apart: B's approx KL is
@@ -671,10 +671,10 @@ lecture.claim("B's approx KL is already thousands of times the correct run's (th
 
 A broken PPO is read from its diagnostics, each against a correct run of the same
 configuration: the return says that something is wrong (or, as mystery A shows, not
-clearly: a return that comes within 10% of the correct run's at its best), and the other seven say
-what. Exact values are the strongest evidence: a clip fraction and a KL that are 0 from
-the first update on, or a first-minibatch ratio error that is not 0, each point at one
-line of code. A first update's KL thousands of times the reference's points at the step
+clearly: a return that at its best reaches the correct run's, the 500 limit in this run),
+and the other seven say what. Exact values are the strongest evidence: a clip fraction
+and a KL that are 0 from the first update on, or a first-minibatch ratio error that is
+not 0, each point at one line of code. A first update's KL thousands of times the reference's points at the step
 size. A return below the untrained policy's after an ordinary first update points at a
 sign. A critic whose loss stays large points at the value loss's scale or its path into
 the policy.

@@ -100,7 +100,7 @@ print(f"random policy, {visited.shape[1]:,} states, {int(upright.sum()):,} with 
 Now train. Ten seeds of the MLP train as one batched computation (a <a href="../glossary.html#term-Seed-batch">seed batch</a>,
 [lecture 6](06_ppo_cartpole.ipynb)), each <a href="../glossary.html#term-Greedy-evaluation">evaluated greedily</a> on gymnasium's CartPoleNoVel-v1 (the same
 `evaluate_policy` as `ppo-eval`); [lecture 6](06_ppo_cartpole.ipynb) trained the same preset on full CartPole.
-An episode lasts at most 500 steps: in the run shown the MLP's seeds score 37.8 to 49.5.
+An episode lasts at most 500 steps: in the run shown the MLP's seeds score 37.3 to 48.4.
 """
 
 # %%
@@ -192,9 +192,9 @@ print(f"{STACK} frames, greedy return per seed: " + ", ".join(f"{score:.1f}" for
 """
 The table gives the <a href="../glossary.html#term-IQM">IQM</a> over the ten seeds with its 95% <a href="../glossary.html#term-Bootstrap-confidence-interval">stratified-bootstrap interval</a>
 (`experiments.commands.statistics.interval_estimates`, [lecture 7](07_diagnostics_and_tuning.ipynb)). With two frames the interval
-lies entirely above the MLP's (in the run shown, IQM 462 [399, 500] against 45.8 [42.7,
-47.5]): the stack recovers most of what hiding the velocities took. It does not recover
-all of it on every seed (its lowest seed scores 261); the per-seed <a href="../glossary.html#term-Return">returns</a> printed above
+lies entirely above the MLP's (in the run shown, IQM 436 [361, 500] against 44.7 [42.3,
+47.1]): the stack recovers most of what hiding the velocities took. It does not recover
+all of it on every seed (its lowest seed scores 254); the per-seed <a href="../glossary.html#term-Return">returns</a> printed above
 show the spread.
 """
 
@@ -374,9 +374,9 @@ print("GRU, greedy return per seed: " + ", ".join(f"{score:.1f}" for score in gr
 r"""
 The GRU escapes the MLP's trap: each of its three seeds scores above every MLP seed (were
 the two alike, three runs of one beating all ten of the other would happen once in
-$\binom{13}{3}$ draws). But within the same 98,304 steps it stays well short of the
+$\binom{13}{3}$ draws). But within the same 98,304 steps it stays short of the
 two-frame stack: each GRU seed ends below the lower end of the stack's IQM interval (in
-the run shown, 189 to 293 against 399). The
+the run shown, 182 to 343 against 361). The
 stack hands the first layer both positions, and a finite difference is one linear layer
 away; the GRU has to discover through backpropagation in time that the previous step is
 worth keeping, with fewer gradient steps per iteration (the cheaper configuration
@@ -527,14 +527,14 @@ run's policy with sampled actions; the probes are fitted on 12 copies' episodes 
 on the other 4.
 
 What the run shows: from the raw observation
-the probe explains almost nothing of $\dot\theta$ ($R^2$ 0.009). It does explain part of $\dot x$
-($R^2$ 0.306), not because $(x, \theta)$
+the probe explains almost nothing of $\dot\theta$ ($R^2$ 0.018). It does explain part of $\dot x$
+($R^2$ 0.474), not because $(x, \theta)$
 holds the velocity but because this policy's episodes tie the two: the cart drifts, and
 where it is says roughly how fast (the grey columns of the left panel: one position,
-a range of velocities). From the GRU's state the probe explains most of both ($R^2$ 0.914
-and 0.887): the red points lie along the diagonal. The GRU was trained on
+a range of velocities). From the GRU's state the probe explains most of both ($R^2$ 0.948
+and 0.908): the red points lie along the diagonal. The GRU was trained on
 returns alone and has learned to carry the velocities. The two-frame stack, a hand-made
-feature that is the velocity one step late, does about as well (0.938 and 0.878).
+feature that is the velocity one step late, does about as well (0.954 and 0.897).
 """
 
 # %%
@@ -631,7 +631,7 @@ r"""
 Exercise: train the GRU with `recurrent = "lstm"`, or with a longer budget, and compare
 the returns and the probes; on the cue task, lengthen the delay (`CueMemory`'s `delay`)
 and find where the GRU's success starts to fall. From the shell, `ppo-train --env-id
-CartPoleNoVel-v1` trains the recurrent preset: a GRU of 128, its update replaying
+CartPoleNoVel-v1` trains the recurrent preset: a GRU of 64, its update replaying
 16-step sequences (`--sequence-length`), for 146 iterations of 64 × 32 steps, 299,008
 steps (its `total_timesteps` of 300,000 rounded down to whole iterations).
 """

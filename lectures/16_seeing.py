@@ -505,11 +505,11 @@ limit, and a greedy policy that never misses would never end, so an episode of a
 registered without one stops after 1,000 steps, the length of gymnax's MinAtar episodes
 on which the published PPO figures were measured.
 
-What the run shows (the numbers are this run's): every run's curve ends at 3.40 to 4.60 bricks per episode, 9 to 12 times the
+What the run shows (the numbers are this run's): every run's curve ends at 3.65 to 4.80 bricks per episode, 9 to 12 times the
 random floor of 0.39, and every run's greedy
-mean is between 4.4 and 5.8. The two layouts' mean greedy returns over the
-seeds, 5.09 with two trunks and 5.43 shared, are within 1 of each other, and the shared
-trunk trained in 0.54 of the two trunks' time. On MinAtar, whose rewards
+mean is between 4.7 and 5.9. The two layouts' mean greedy returns over the
+seeds, 5.15 with two trunks and 5.48 shared, are within 1 of each other, and the shared
+trunk trained in 0.55 of the two trunks' time. On MinAtar, whose rewards
 are 0 and 1 as clipped Atari rewards are, sharing costs nothing this run can see at this
 budget, and it saves compute. (`PPOConfig`'s default stays two trunks, the safe choice on
 rewards of any size; the MinAtar <a href="../glossary.html#term-Preset">preset</a>, `ppo-train --env-id MinAtar/Breakout-v1` with no
@@ -588,7 +588,7 @@ function of those cells can do is to answer each group's most frequent direction
 (scored on the very same steps, an upper bound). With the trail, that guess is right on
 every step, for every seed's agent (and in random play): the frame settles the
 direction. Without the trail channel (ball and paddle only), it is wrong on more than a
-fifth of the steps for every agent (right on 71% to 77% of them in the run shown): a
+fifth of the steps for every agent (right on 70% to 77% of them in the run shown): a
 ball at a given cell may be going up or down. In random play, whose episodes last 10
 steps on average, ball and paddle alone give the direction on 94.7% of the steps: the question only becomes hard
 once an agent keeps the ball in play. The trail is the second frame of [lecture 15](15_memory.ipynb)'s

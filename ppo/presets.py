@@ -117,11 +117,11 @@ PRESETS: dict[str, dict] = {
         total_timesteps=1_000_000, num_envs=16, num_steps=1024, num_minibatches=256, update_epochs=4,
         learning_rate=3e-4, anneal_lr=False, gamma=0.999, gae_lambda=0.98, ent_coef=0.01, value_clip_coef=None,
     ),
-    # CartPole with only (x, θ) observed (envs.partially_observable): a GRU of 128 after the
+    # CartPole with only (x, θ) observed (envs.partially_observable): a GRU of 64 after the
     # 64-64 hidden layers (ppo.trainers.recurrent) recovers the velocities. The batched CartPole
-    # layout (64 envs × 32 steps, no value clipping, no advantage whitening) with each env's
-    # rollout cut into 2 sequences of 16 steps (4 minibatches of 32 sequences), 4 epochs at
-    # lr 2e-3 (annealed), γ 0.99, λ 0.95, observation normalisation (x and θ are small numbers
+    # layout (64 envs × 32 steps, no value clipping) with each env's rollout cut into 2
+    # sequences of 16 steps (4 minibatches of 32 sequences), 4 epochs at lr 2e-3 (annealed),
+    # γ 0.99, λ 0.95, whitened advantages, observation normalisation (x and θ are small numbers
     # whose differences carry the velocities), an entropy bonus of 0.003, the update stopped
     # where approx KL passes 0.03, 300k steps. Greedy means over 100 episodes; ≥ 475 counts.
     # The zoo's RecurrentPPO row (8 envs × 32 steps, one minibatch, 20 epochs, γ 0.98, λ 0.8,
@@ -133,19 +133,22 @@ PRESETS: dict[str, dict] = {
     # 500 whose entropy the bonus drives back up once the advantages are noise. 4 epochs at
     # lr 2e-3 for 300k: 5 of 5 hard seeds (401, 404, 409, 410, 113), 4 of 6 of 114–119; with
     # the KL stop at 0.03 and entropy 0.003: 11 of 12 (401, 404, 409, 410, 113–120; 113:
-    # 444.7). Untuned seeds: the book's guide (experiments.tools.readme_figures recurrent-zoo).
-    # On seeds it was not tuned on the row solves about four in five: 7 of 10 on 21–30 and 8 of
-    # 8 on 31–38 (an AMD EPYC, AVX2 kernels). The failures reach 475 and fall back, one of them
-    # as the value function breaks (explained variance near 0) while the raw advantages make
-    # the first minibatch pass the KL stop. Variants on the same machine did not beat it beyond
-    # the noise of ten seeds: whitened advantages 22 of 26 (21–36 and 501–510); whitened with
-    # ε = 0.1, 14 of 16 (31–46); whitened at lr 1e-3, 4 of 5 (31–35); whitened with a GRU of
-    # 64, 9 of 10 on 21–30 in 0.58× the time (8 of 10 at 200k steps); unwhitened GRUs of 32 or
-    # 64 at 200k steps, in this layout or 128 envs × 16 steps, 3 of 24 (11–16).
+    # 444.7). That row had a GRU of 128 and raw advantages; on seeds 21–38 it solved 15 of 18
+    # (an AMD EPYC, AVX2 kernels), and its failures reached 475 and fell back, one as the value
+    # function broke (explained variance near 0) while the raw advantages made the first
+    # minibatch pass the KL stop. Whitening the advantages and halving the GRU keeps that rate
+    # at 0.6× the time (each command 43–57 s against 73–92 s, two at a time on that machine):
+    # 25 of 30 on 21–50, the failures again reaching 475 and falling back; on untuned seeds 14
+    # of 20 (601–610: 8 of 10; 501–510 in the guide's record: 6 of 10). Variants that did
+    # not beat these beyond the noise of ten to thirty seeds: whitened with the GRU of 128, 22
+    # of 26 (21–36 and 501–510); with ε = 0.1, 14 of 16 (31–46); at lr 1e-3, 4 of 5 (31–35);
+    # the GRU of 64 at 200k steps, 8 of 10 (21–30); one shared trunk and GRU, 0 of 4 (21–24);
+    # unwhitened GRUs of 32 or 64 at 200k, in this layout or 128 envs × 16 steps, 3 of 24
+    # (11–16). Untuned seeds: the book's guide (experiments.tools.readme_figures recurrent-zoo).
     "CartPoleNoVel-v1": dict(
-        recurrent="gru", recurrent_hidden_size=128, sequence_length=16, num_envs=64, num_steps=32,
+        recurrent="gru", recurrent_hidden_size=64, sequence_length=16, num_envs=64, num_steps=32,
         num_minibatches=4, update_epochs=4, learning_rate=2e-3, gamma=0.99, gae_lambda=0.95, ent_coef=0.003,
-        target_kl=0.03, normalize_obs=True, value_clip_coef=None, norm_adv=False, total_timesteps=300_000,
+        target_kl=0.03, normalize_obs=True, value_clip_coef=None, norm_adv=True, total_timesteps=300_000,
     ),
     # Pendulum with only (cos θ, sin θ) observed: the Pendulum-v1 row's settings with a GRU,
     # 16 envs × 128 steps cut into 4 minibatches of 4 sequences (a recurrent minibatch is

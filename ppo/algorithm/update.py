@@ -94,7 +94,7 @@ class OneRun:
     def shuffle(self, samples: dict[str, torch.Tensor], updating: list[bool]) -> dict[str, torch.Tensor]:
         """Every tensor gathered with this epoch's permutation (called only while the update goes on)."""
         order = torch.randperm(self.num_samples(samples), generator=self.generator, device=self.generator.device)
-        return {name: tensor[order] for name, tensor in samples.items()}
+        return {name: tensor.index_select(0, order) for name, tensor in samples.items()}
 
     def rows(self, shuffled: dict[str, torch.Tensor], rows: slice) -> dict[str, torch.Tensor]:
         return {name: tensor[rows] for name, tensor in shuffled.items()}
@@ -134,8 +134,9 @@ class MemberStack:
         orders = torch.stack([torch.randperm(num_samples, generator=generator, device=generator.device)
                               if member_updating else torch.arange(num_samples, device=device)
                               for generator, member_updating in zip(self.generators, updating)])  # (S, B)
-        members = torch.arange(self.num_members, device=device).unsqueeze(1)
-        return {name: tensor[members, orders] for name, tensor in samples.items()}
+        flat_rows = (orders + num_samples * torch.arange(self.num_members, device=device).unsqueeze(1)).flatten()
+        return {name: tensor.flatten(0, 1).index_select(0, flat_rows).view_as(tensor)
+                for name, tensor in samples.items()}
 
     def rows(self, shuffled: dict[str, torch.Tensor], rows: slice) -> dict[str, torch.Tensor]:
         return {name: tensor[:, rows] for name, tensor in shuffled.items()}
