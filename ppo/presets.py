@@ -136,12 +136,13 @@ PRESETS: dict[str, dict] = {
     # 444.7). That row had a GRU of 128 and raw advantages; on seeds 21–38 it solved 15 of 18
     # (an AMD EPYC, AVX2 kernels), and its failures reached 475 and fell back, one as the value
     # function broke (explained variance near 0) while the raw advantages made the first
-    # minibatch pass the KL stop. Whitening the advantages and halving the GRU keeps that rate
-    # at 0.6× the time (each command 43–57 s against 73–92 s, two at a time on that machine):
-    # 25 of 30 on 21–50, the failures again reaching 475 and falling back; on untuned seeds 14
-    # of 20 (601–610: 8 of 10; 501–510 in the guide's record: 6 of 10). Variants that did
-    # not beat these beyond the noise of ten to thirty seeds: whitened with the GRU of 128, 22
-    # of 26 (21–36 and 501–510); with ε = 0.1, 14 of 16 (31–46); at lr 1e-3, 4 of 5 (31–35);
+    # minibatch pass the KL stop. Whitening the advantages and halving the GRU gives about that
+    # rate, within the noise, in 0.6× the time (each command 43–57 s against 73–92 s, two at a
+    # time on that machine): 25 of 30 on the seeds it was chosen on (21–50), the failures again
+    # reaching 475 and falling back; on untuned seeds 14 of 20 (601–610: 8 of 10; 501–510 in
+    # the guide's record: 6 of 10). Variants that did not beat these beyond the noise of ten
+    # to thirty seeds: whitened with the GRU of 128, 22 of 26 (21–36 and 501–510); the same
+    # with ε = 0.1, 14 of 16 (31–46); the same at lr 1e-3, 4 of 5 (31–35);
     # the GRU of 64 at 200k steps, 8 of 10 (21–30); one shared trunk and GRU, 0 of 4 (21–24);
     # unwhitened GRUs of 32 or 64 at 200k, in this layout or 128 envs × 16 steps, 3 of 24
     # (11–16). Untuned seeds: the book's guide (experiments.tools.readme_figures recurrent-zoo).
