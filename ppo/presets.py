@@ -139,8 +139,8 @@ PRESETS: dict[str, dict] = {
     # minibatch pass the KL stop. Whitening the advantages and halving the GRU gives about that
     # rate, within the noise, in 0.6× the time (each command 43–57 s against 73–92 s, two at a
     # time on that machine): 25 of 30 on the seeds it was chosen on (21–50), the failures again
-    # reaching 475 and falling back; on untuned seeds 14 of 20 (601–610: 8 of 10; 501–510 in
-    # the guide's record: 6 of 10). Variants that did not beat these beyond the noise of ten
+    # reaching 475 and falling back; on untuned seeds 14 of 20 (601–610: 8 of 10; 501–510:
+    # 6 of 10; on an Intel Xeon with AVX-512 kernels 501–510 gave 10 of 10). Variants that did not beat these beyond the noise of ten
     # to thirty seeds: whitened with the GRU of 128, 22 of 26 (21–36 and 501–510); the same
     # with ε = 0.1, 14 of 16 (31–46); the same at lr 1e-3, 4 of 5 (31–35); the GRU of 64 at
     # 200k steps, 8 of 10 (21–30); one shared trunk and GRU, 0 of 4 (21–24); unwhitened GRUs

@@ -46,6 +46,34 @@ def test_the_breakdown_counts_cartpoles_flops_per_step_as_worked_by_hand():
     assert single["dominant"][0] == "aten.addmm.default"  # the 64×64 hidden layers' forward
 
 
+def test_the_breakdown_counts_the_minatar_presets_flops_per_step_as_worked_by_hand():
+    """MinAtar Breakout's preset, one shared trunk: conv 4→16 3×3 on 10×10 (16·4·9·64 = 36,864
+    multiply-adds), linear 1024→128 (131,072), policy head 128→3 (384), value head 128→1 (128):
+    168,448 per sample forward. The rollout's forward runs in inference mode, where the conv
+    dispatches as aten.conv2d: 2·168,448 = 336,896 per step. V(next obs) of 128 envs once per 4,096
+    steps: 2·168,064·128 / 4,096 = 10,504. Four epochs of forward (336,896), weight gradients
+    (336,896) and the gradients of every input but the observation's (2·131,584 = 263,168):
+    3,747,840. In all 4,095,240 FLOPs per env step."""
+    from experiments.benchmarks.breakdown import count_iteration_flops
+    from experiments.commands.presets import build_config
+
+    config = build_config({"env_id": "MinAtar/Breakout-v1", "tensorboard": False}, "auto").to_dict()
+    assert count_iteration_flops(config)["flops_per_step"] == 336_896 + 10_504 + 3_747_840
+
+
+def test_the_ceiling_sums_each_operations_flops_over_its_own_rate(monkeypatch):
+    """K = Σ FLOPs / rate over the counted operations, grouped by operation for the largest."""
+    from experiments.benchmarks import breakdown
+
+    rates = {"mm": 1e10, "conv": 5e9}
+    monkeypatch.setattr(breakdown, "operation_rate", lambda example, seconds: rates[example[0]])
+    counted = {"operations": [(2e10, ("mm", (), {})), (1e10, ("conv", (), {})), (1e10, ("mm", (), {}))]}
+    kernels = breakdown.counted_kernel_seconds(counted)
+    assert kernels["kernel_seconds"] == 3.0 + 2.0
+    assert kernels["kernels"] == [["mm", 3.0 / 5.0, 1e10], ["conv", 2.0 / 5.0, 5e9]]
+    assert breakdown.kernel_shares(kernels["kernels"]) == "mm 60% at 10 GFLOP/s, conv 40% at 5 GFLOP/s"
+
+
 def test_a_phase_inside_another_is_charged_for_its_own_time_alone(monkeypatch):
     from experiments.commands import phase_clock
 

@@ -26,6 +26,14 @@ FLOPs per env step, and the operation and shape that hold most of them (the domi
 That operation alone, at that shape, is then timed on one thread in this process: the machine's
 rate at the network's own arithmetic. efficiency = FLOPs per step × training steps per second /
 that rate; 1.0 would mean the run does nothing but its largest products at full speed.
+
+The ceiling. Every counted operation of that iteration (each operation at each of its shapes)
+is replayed alone in the same way, and the iteration's FLOPs of each are divided by its rate:
+K, the seconds the iteration's products and convolutions take with nothing between them.
+ceiling = the iteration's FLOPs / K / the dominant rate, the efficiency of a run that spent
+only K per iteration. The efficiency is the ceiling times K's share of the run's iteration:
+a low ceiling is slow kernels (a convolution far below the GEMM rate), a low share is
+everything around them (element-wise work, the optimiser, the calls' own cost).
 """
 
 from __future__ import annotations
@@ -111,14 +119,19 @@ def run_command_timed(flags: list[str]) -> dict:
 
 # ---------------------------------------------------------------------------------- arithmetic
 def operation_flops(func, args, kwargs, out) -> float | None:
-    """FLOPs of one aten call by torch.utils.flop_counter's formulas; aten.linear (which inference
-    mode dispatches whole, not as addmm) counted as its product, 2·rows·in·out. None: not counted."""
+    """FLOPs of one aten call by torch.utils.flop_counter's formulas. Inference mode dispatches
+    aten.linear and aten.conv1d/2d/3d whole, not as the addmm and aten.convolution the formulas
+    know: a linear is counted as its product, 2·rows·in·out, a convolution by aten.convolution's
+    formula. None: not counted."""
     import torch
     from torch.utils.flop_counter import flop_registry
 
-    if func._overloadpacket is torch.ops.aten.linear:
+    aten = torch.ops.aten
+    if func._overloadpacket is aten.linear:
         inputs, weight = args[0], args[1]
         return 2 * (inputs.numel() // inputs.shape[-1]) * weight.shape[0] * weight.shape[1]
+    if func._overloadpacket in (aten.conv1d, aten.conv2d, aten.conv3d):
+        return flop_registry[aten.convolution](args[0], args[1], None, None, None, None, False, out_val=out)
     if func._overloadpacket in flop_registry:
         return flop_registry[func._overloadpacket](*args, **kwargs, out_val=out)
     return None
@@ -168,7 +181,26 @@ def count_iteration_flops(config_dict: dict, seeds: list[int] | None = None) -> 
     steps = config.batch_size * (len(seeds) if seeds else 1)
     dominant = max(counts, key=counts.get)
     return {"flops_per_step": sum(counts.values()) / steps, "dominant": dominant,
-            "dominant_share": counts[dominant] / sum(counts.values()), "example": examples[dominant]}
+            "dominant_share": counts[dominant] / sum(counts.values()), "example": examples[dominant],
+            "steps": steps, "operations": [(counts[key], examples[key]) for key in counts]}
+
+
+def counted_kernel_seconds(counted: dict, seconds: float = 0.2) -> dict:
+    """What one iteration's counted operations cost alone: each (operation, shapes) replayed on one
+    thread (`operation_rate`) for its FLOPs in the iteration, K = Σ FLOPs / rate. Returns K and, per
+    operation (its shapes together), its share of K and its rate, the largest share first. No
+    element-wise work, no dispatch between the calls, caches warm: N steps in K seconds is a ceiling
+    the run cannot pass."""
+    spent: dict[str, float] = defaultdict(float)
+    flops_of: dict[str, float] = defaultdict(float)
+    for flops, example in counted["operations"]:
+        name = str(example[0])
+        spent[name] += flops / operation_rate(example, seconds)
+        flops_of[name] += flops
+    total = sum(spent.values())
+    kernels = [[name, spent[name] / total, flops_of[name] / spent[name]]
+               for name in sorted(spent, key=spent.get, reverse=True)]
+    return {"kernel_seconds": total, "kernels": kernels}
 
 
 def operation_rate(example: tuple, seconds: float = 0.5) -> float:
@@ -218,12 +250,20 @@ def measure(name: str, minatar_steps: int) -> dict:
     steps_per_second = record["steps"] / record["train_seconds"]
     func, args, _ = counted["example"]
     shapes = [arg[1] for arg in args if isinstance(arg, tuple) and arg and arg[0] == "tensor"]
+    kernels = counted_kernel_seconds(counted)
     record.update(flops_per_step=counted["flops_per_step"], dominant_operation=str(func),
                   dominant_shapes=shapes, dominant_share=counted["dominant_share"], dominant_rate=rate,
                   steps_per_second=steps_per_second,
-                  efficiency=counted["flops_per_step"] * steps_per_second / rate)
+                  efficiency=counted["flops_per_step"] * steps_per_second / rate,
+                  iteration_steps=counted["steps"], iteration_seconds=counted["steps"] / steps_per_second,
+                  ceiling=counted["flops_per_step"] * counted["steps"] / kernels["kernel_seconds"] / rate, **kernels)
     del record["config"]
     return record
+
+
+def kernel_shares(kernels: list, shown: int = 3) -> str:
+    """'aten.mm.default 33% at 203 GFLOP/s, ...': the operations holding most of K."""
+    return ", ".join(f"{name} {share:.0%} at {rate / 1e9:.0f} GFLOP/s" for name, share, rate in kernels[:shown])
 
 
 def format_record(name: str, record: dict) -> str:
@@ -239,6 +279,9 @@ def format_record(name: str, record: dict) -> str:
                  f"{record['steps_per_second']:,.0f} steps/s does "
                  f"{record['flops_per_step'] * record['steps_per_second'] / 1e9:.1f} GFLOP/s: efficiency "
                  f"{record['efficiency']:.2f}")
+    lines.append(f"  counted operations alone: {record['kernel_seconds'] * 1e3:.1f} ms of an iteration's "
+                 f"{record['iteration_seconds'] * 1e3:.1f} ms ({record['iteration_steps']:,} steps), "
+                 f"ceiling {record['ceiling']:.2f}: {kernel_shares(record['kernels'])}")
     return "\n".join(lines)
 
 

@@ -796,7 +796,7 @@ def render_recorded_text(record: dict) -> str:
     return measurement["results"]["text"].replace("{where}", describe_where(measurement))
 
 
-# ----- block: where each workload's whole command spends its time, and its arithmetic efficiency -----
+# ----- block: where each workload's whole command spends its time, its efficiency and ceiling -----
 
 BREAKDOWN_MINATAR_STEPS = 409_600
 
@@ -832,6 +832,15 @@ def render_breakdown(record: dict) -> str:
                      f"`{row['dominant_operation']}` {shapes} ({row['dominant_share']:.0%} of the FLOPs) | "
                      f"{row['dominant_rate'] / 1e9:.1f} GFLOP/s | {row['steps_per_second']:,.0f} | "
                      f"{row['flops_per_step'] * row['steps_per_second'] / 1e9:.1f} | {row['efficiency']:.2f} |")
+    lines += ["", "| workload | an iteration | its counted operations alone | their share | ceiling | "
+                  "where those seconds go |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for name in names:
+        row = rows[name]
+        shares = ", ".join(f"`{operation}` {share:.0%} at {rate / 1e9:.0f} GFLOP/s"
+                           for operation, share, rate in row["kernels"][:3])
+        lines.append(f"| {name} | {row['iteration_seconds'] * 1e3:.1f} ms ({row['iteration_steps']:,} steps) | "
+                     f"{row['kernel_seconds'] * 1e3:.1f} ms | {row['kernel_seconds'] / row['iteration_seconds']:.0%} | "
+                     f"{row['ceiling']:.2f} | {shares} |")
     return "\n".join(lines)
 
 
@@ -873,8 +882,8 @@ BLOCKS = {block.name: block for block in (
     Block("overoptimization", render_overoptimization, measure_overoptimization,
           "experiments.studies.overoptimization: seed 1's β sweep, and β = 0 on seeds 2 and 3"),
     Block("breakdown", render_breakdown, measure_breakdown,
-          "where each workload's whole ppo-train command spends its time, and its arithmetic efficiency "
-          "(experiments.benchmarks.breakdown)"),
+          "where each workload's whole ppo-train command spends its time, its arithmetic efficiency and "
+          "the ceiling its products set (experiments.benchmarks.breakdown)"),
     Block("minatar-figure", render_minatar_figure, measure_minatar_ppo,
           "the caption of docs/figures/minatar-ppo.png, from the minatar-ppo record (re-measures it)", "minatar-ppo"),
 )}
