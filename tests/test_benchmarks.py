@@ -111,3 +111,42 @@ def test_a_run_that_never_reached_475_reads_not_reached():
 
     assert reached_in(1.234, 2, " of training") == "after 1.23 s of training"
     assert reached_in(float("nan"), 2, " of training") == "not reached"
+
+
+def test_the_update_variants_benchmark_times_float32_as_the_library_runs_it_and_bfloat16_apart(capsys):
+    """float32's trainer ends where a plain trainer ends, bit for bit; bfloat16's does not (autocast took hold)."""
+    import torch
+
+    from envs.factory import make_vec_env
+    from experiments.benchmarks import update_variants
+    from experiments.commands.presets import build_config
+    from ppo.trainers.choice import trainer_class
+
+    config = build_config({"env_id": "CartPole-v1", "tensorboard": False, "checkpoint_every": 0})
+    plain = trainer_class()(config, make_vec_env(config.env_id, config.num_envs, config.env_backend), progress=False)
+    plain.collect_rollout()
+    plain.update(*plain.compute_advantages())
+    ends = {}
+    for variant in ("float32", "bfloat16"):
+        trainer, update = update_variants.build_trainer(config, variant)
+        assert update_variants.timed_update(trainer, update) > 0
+        ends[variant] = torch.nn.utils.parameters_to_vector(trainer.model.parameters())
+    expected = torch.nn.utils.parameters_to_vector(plain.model.parameters())
+    assert torch.equal(ends["float32"], expected)
+    assert not torch.allclose(ends["bfloat16"], expected, rtol=0, atol=1e-6)
+
+    assert update_variants.main(["--env-id", "CartPole-v1", "--variants", "bfloat16", "--rounds", "2"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["float32", "bfloat16"] and "1.00× float32's" in rows[0]
+
+
+def test_the_update_variants_benchmark_refuses_a_single_round_in_one_line(capsys):
+    import pytest
+
+    from experiments.benchmarks import update_variants
+
+    with pytest.raises(SystemExit) as exit_info:
+        update_variants.main(["--rounds", "1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "python -m experiments.benchmarks.update_variants: error: --rounds 1: give at least 2 (the first round is not counted)"]
