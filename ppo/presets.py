@@ -139,13 +139,14 @@ PRESETS: dict[str, dict] = {
     # minibatch pass the KL stop. Whitening the advantages and halving the GRU gives about that
     # rate, within the noise, in 0.6× the time (each command 43–57 s against 73–92 s, two at a
     # time on that machine): 25 of 30 on the seeds it was chosen on (21–50), the failures again
-    # reaching 475 and falling back; on untuned seeds 14 of 20 (601–610: 8 of 10; 501–510:
-    # 6 of 10; on an Intel Xeon with AVX-512 kernels 501–510 gave 10 of 10). Variants that did not beat these beyond the noise of ten
-    # to thirty seeds: whitened with the GRU of 128, 22 of 26 (21–36 and 501–510); the same
-    # with ε = 0.1, 14 of 16 (31–46); the same at lr 1e-3, 4 of 5 (31–35); the GRU of 64 at
-    # 200k steps, 8 of 10 (21–30); one shared trunk and GRU, 0 of 4 (21–24); unwhitened GRUs
-    # of 32 or 64 at 200k, in this layout or 128 envs × 16 steps, 3 of 24 (11–16). Untuned
-    # seeds: the book's guide (experiments.tools.readme_figures recurrent-zoo).
+    # reaching 475 and falling back; on untuned seeds, on that EPYC, 14 of 20 (601–610: 8 of
+    # 10; 501–510: 6 of 10); on an Intel Xeon with AVX-512 kernels 501–510 gave 10 of 10.
+    # Variants that did not beat these beyond the noise of ten to thirty seeds: whitened with the
+    # GRU of 128, 22 of 26 (21–36 and 501–510); the same with ε = 0.1, 14 of 16 (31–46); the same
+    # at lr 1e-3, 4 of 5 (31–35); the GRU of 64 at 200k steps, 8 of 10 (21–30); one shared trunk
+    # and GRU, 0 of 4 (21–24); unwhitened GRUs of 32 or 64 at 200k, in this layout or 128 envs ×
+    # 16 steps, 3 of 24 (11–16). Untuned seeds: the book's guide (experiments.tools.readme_figures
+    # recurrent-zoo).
     "CartPoleNoVel-v1": dict(
         recurrent="gru", recurrent_hidden_size=64, sequence_length=16, num_envs=64, num_steps=32,
         num_minibatches=4, update_epochs=4, learning_rate=2e-3, gamma=0.99, gae_lambda=0.95, ent_coef=0.003,

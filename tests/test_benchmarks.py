@@ -47,13 +47,15 @@ def test_the_breakdown_counts_cartpoles_flops_per_step_as_worked_by_hand():
 
 
 def test_the_breakdown_counts_the_minatar_presets_flops_per_step_as_worked_by_hand():
-    """MinAtar Breakout's preset, one shared trunk: conv 4→16 3×3 on 10×10 (16·4·9·64 = 36,864
-    multiply-adds), linear 1024→128 (131,072), policy head 128→3 (384), value head 128→1 (128):
-    168,448 per sample forward. The rollout's forward runs in inference mode, where the conv
-    dispatches as aten.conv2d: 2·168,448 = 336,896 per step. V(next obs) of 128 envs once per 4,096
-    steps: 2·168,064·128 / 4,096 = 10,504. Four epochs of forward (336,896), weight gradients
-    (336,896) and the gradients of every input but the observation's (2·131,584 = 263,168):
-    3,747,840. In all 4,095,240 FLOPs per env step."""
+    """MinAtar Breakout's preset, one shared trunk. Multiply-adds per sample forward: conv 4→16
+    3×3 on 10×10, no padding, to 8×8 (16·4·9·64 = 36,864), linear 1024→128 (131,072), policy
+    head 128→3 (384), value head 128→1 (128): 168,448, so 336,896 FLOPs. Per env step:
+      the rollout's forward, in inference mode, where the conv dispatches as aten.conv2d: 336,896;
+      V(next obs) of the 128 envs once per 128 × 32 = 4,096 steps: 2·168,064·128 / 4,096 = 10,504;
+      each of 4 epochs (8 minibatches of 512 visit every sample once): forward 336,896, weight
+      gradients 336,896, and the gradients of every layer's input but the observation's
+      (2·(131,072 + 384 + 128) = 263,168), 936,960 in all; × 4 = 3,747,840.
+    In all 4,095,240 FLOPs per env step. (MinAtar has no time limit, so no V(final obs) pass.)"""
     from experiments.benchmarks.breakdown import count_iteration_flops
     from experiments.commands.presets import build_config
 
@@ -72,6 +74,7 @@ def test_the_ceiling_sums_each_operations_flops_over_its_own_rate(monkeypatch):
     assert kernels["kernel_seconds"] == 3.0 + 2.0
     assert kernels["kernels"] == [["mm", 3.0 / 5.0, 1e10], ["conv", 2.0 / 5.0, 5e9]]
     assert breakdown.kernel_shares(kernels["kernels"]) == "mm 60% at 10 GFLOP/s, conv 40% at 5 GFLOP/s"
+    assert breakdown.kernel_shares([["mm", 0.95, 1e10], ["conv", 0.05, 5e9]], code="`") == "`mm` 95% at 10 GFLOP/s"
 
 
 def test_a_phase_inside_another_is_charged_for_its_own_time_alone(monkeypatch):
@@ -113,8 +116,13 @@ def test_a_run_that_never_reached_475_reads_not_reached():
     assert reached_in(float("nan"), 2, " of training") == "not reached"
 
 
-def test_the_update_variants_benchmark_times_float32_as_the_library_runs_it_and_bfloat16_apart(capsys):
-    """float32's trainer ends where a plain trainer ends, bit for bit; bfloat16's does not (autocast took hold)."""
+def test_the_update_variants_benchmark_times_float32_as_the_library_runs_it_and_bfloat16_at_the_moving_weights(
+        capsys, monkeypatch):
+    """float32's trainer ends where a plain trainer ends, bit for bit. bfloat16's ends elsewhere
+    (autocast took hold), and its update moves π_θ as far from π_old as float32's: autocast
+    keeps its bfloat16 copies of the weights for as long as its outermost context lasts, so an
+    update run inside one context would see the starting weights in every minibatch, with an
+    approximate KL near 0 (about 1e-6 against float32's 9e-3 on CartPole)."""
     import torch
 
     from envs.factory import make_vec_env
@@ -126,18 +134,22 @@ def test_the_update_variants_benchmark_times_float32_as_the_library_runs_it_and_
     plain = trainer_class()(config, make_vec_env(config.env_id, config.num_envs, config.env_backend), progress=False)
     plain.collect_rollout()
     plain.update(*plain.compute_advantages())
-    ends = {}
+    ends, kls = {}, {}
     for variant in ("float32", "bfloat16"):
-        trainer, update = update_variants.build_trainer(config, variant)
-        assert update_variants.timed_update(trainer, update) > 0
+        trainer = update_variants.build_trainer(config, variant)
+        trainer.collect_rollout()
+        kls[variant] = trainer.update(*trainer.compute_advantages())["approx_kl"]
         ends[variant] = torch.nn.utils.parameters_to_vector(trainer.model.parameters())
     expected = torch.nn.utils.parameters_to_vector(plain.model.parameters())
     assert torch.equal(ends["float32"], expected)
     assert not torch.allclose(ends["bfloat16"], expected, rtol=0, atol=1e-6)
+    assert 0.5 * kls["float32"] < kls["bfloat16"] < 2 * kls["float32"]
 
+    monkeypatch.setattr(update_variants, "configure_process", lambda threads: None)  # this process keeps its settings
     assert update_variants.main(["--env-id", "CartPole-v1", "--variants", "bfloat16", "--rounds", "2"]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
-    assert [row.split()[0] for row in rows] == ["float32", "bfloat16"] and "1.00× float32's" in rows[0]
+    assert [row.split()[0] for row in rows] == ["float32", "bfloat16"]
+    assert all("gradient steps per update: median 24" in row for row in rows)  # 6 epochs × 4 minibatches, no KL stop
 
 
 def test_the_update_variants_benchmark_refuses_a_single_round_in_one_line(capsys):

@@ -29,11 +29,12 @@ that rate; 1.0 would mean the run does nothing but its largest products at full 
 
 The ceiling. Every counted operation of that iteration (each operation at each of its shapes)
 is replayed alone in the same way, and the iteration's FLOPs of each are divided by its rate:
-K, the seconds the iteration's products and convolutions take with nothing between them.
-ceiling = the iteration's FLOPs / K / the dominant rate, the efficiency of a run that spent
-only K per iteration. The efficiency is the ceiling times K's share of the run's iteration:
-a low ceiling is slow kernels (a convolution far below the GEMM rate), a low share is
-everything around them (element-wise work, the optimiser, the calls' own cost).
+K, the seconds the iteration's products and convolutions take with no element-wise work and
+no optimiser between them (each call still pays its own dispatch). ceiling = the iteration's
+FLOPs / K / the dominant rate, the efficiency of a one-thread run that spent only K per
+iteration. With the run's iteration taken as its mean (training seconds over iterations),
+the efficiency is the ceiling times K's share of it, exactly: a low ceiling is slow kernels
+(a convolution far below the dense product's rate), a low share is everything around them.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ WORKLOADS = ("cartpole", "minatar", "recurrent", "seeds")
 PHASES = ("start-up", "setup", "env step", "policy forward", "rest of rollout", "advantages", "update", "logging",
           "checkpoints", "plot", "evaluation", "other")
 MARK = "breakdown-record: "
+SHOWN_SHARE = 0.1  # an operation is named in the ceiling's line when it holds this much of K
 
 
 def workload_flags(name: str, minatar_steps: int) -> list[str]:
@@ -189,8 +191,8 @@ def counted_kernel_seconds(counted: dict, seconds: float = 0.2) -> dict:
     """What one iteration's counted operations cost alone: each (operation, shapes) replayed on one
     thread (`operation_rate`) for its FLOPs in the iteration, K = Σ FLOPs / rate. Returns K and, per
     operation (its shapes together), its share of K and its rate, the largest share first. No
-    element-wise work, no dispatch between the calls, caches warm: N steps in K seconds is a ceiling
-    the run cannot pass."""
+    element-wise work and no optimiser between the calls (each still pays its own dispatch),
+    caches warm: N steps in K seconds is a ceiling a one-thread run cannot pass."""
     spent: dict[str, float] = defaultdict(float)
     flops_of: dict[str, float] = defaultdict(float)
     for flops, example in counted["operations"]:
@@ -261,9 +263,11 @@ def measure(name: str, minatar_steps: int) -> dict:
     return record
 
 
-def kernel_shares(kernels: list, shown: int = 3) -> str:
-    """'aten.mm.default 33% at 203 GFLOP/s, ...': the operations holding most of K."""
-    return ", ".join(f"{name} {share:.0%} at {rate / 1e9:.0f} GFLOP/s" for name, share, rate in kernels[:shown])
+def kernel_shares(kernels: list, code: str = "") -> str:
+    """'aten.mm.default 33% at 203 GFLOP/s, ...': the operations holding at least SHOWN_SHARE of K
+    (each name between `code` marks)."""
+    return ", ".join(f"{code}{name}{code} {share:.0%} at {rate / 1e9:.0f} GFLOP/s"
+                     for name, share, rate in kernels if share >= SHOWN_SHARE)
 
 
 def format_record(name: str, record: dict) -> str:

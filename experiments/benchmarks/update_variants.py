@@ -7,11 +7,15 @@
 Each variant gets its own trainer, built alike from the env's preset (the same seed), and
 the variants take turns: every round, each collects a rollout and its advantages, and its
 update (K epochs of minibatch steps, `PPO.update`) alone is timed. The table gives each
-variant's median update over the rounds after the first, and its ratio to float32's:
+variant's median update over the rounds after the first, its ratio to float32's, and the
+median number of gradient steps its updates took (a preset with target_kl stops an update
+early, and a variant that trains otherwise may stop elsewhere, so compare times of updates
+with the same number of steps):
 
     float32   the update as the library runs it (eager, float32)
-    bfloat16  the same update inside torch.autocast("cpu", dtype=torch.bfloat16): products
-              and convolutions in bfloat16, the rest as autocast leaves it in float32
+    bfloat16  each minibatch's loss inside torch.autocast("cpu", dtype=torch.bfloat16), its
+              backward and the optimiser step outside: products and convolutions in
+              bfloat16, the rest as autocast leaves it in float32
     compile   the trainer's minibatch loss wrapped in torch.compile (inductor): its forward
               and backward compiled, the optimiser step eager; the first round's update,
               which compiles, is given apart (inductor keeps what it compiled in a cache on
@@ -40,33 +44,40 @@ VARIANTS = ("float32", "bfloat16", "compile")
 
 
 def build_trainer(config, variant: str):
-    """A trainer of `config` whose update runs as `variant`, and the function that runs one update."""
+    """A trainer of `config` whose minibatch loss runs as `variant`."""
     trainer = trainer_class()(config, make_vec_env(config.env_id, config.num_envs, config.env_backend),
                               progress=False)
+    loss = trainer.minibatch_loss
     if variant == "compile":
-        trainer.minibatch_loss = torch.compile(trainer.minibatch_loss)
-
-    def update(advantages, returns):
-        if variant == "bfloat16":
+        trainer.minibatch_loss = torch.compile(loss)
+    elif variant == "bfloat16":
+        def minibatch_loss_in_bfloat16(minibatch):
+            # One context per minibatch: autocast keeps its bfloat16 copies of the weights until
+            # the outermost context ends, so one around the whole update would run every
+            # minibatch at the weights the update started from.
             with torch.autocast("cpu", dtype=torch.bfloat16):
-                return trainer.update(advantages, returns)
-        return trainer.update(advantages, returns)
+                return loss(minibatch)
 
-    return trainer, update
+        trainer.minibatch_loss = minibatch_loss_in_bfloat16
+    return trainer
 
 
-def timed_update(trainer, update) -> float:
-    """Seconds of one update, on a fresh rollout of the trainer's own policy."""
+def timed_update(trainer) -> tuple[float, int]:
+    """Seconds of one update on a fresh rollout of the trainer's own policy, and its gradient steps."""
     trainer.collect_rollout()
     advantages, returns = trainer.compute_advantages()
     started = time.perf_counter()
-    update(advantages, returns)
-    return time.perf_counter() - started
+    metrics = trainer.update(advantages, returns)
+    return time.perf_counter() - started, int(metrics["gradient_steps"])
 
 
 def bfloat16_hardware() -> str:
-    has = [name for name, supported in (("AVX-512 BF16", torch.cpu._is_avx512_bf16_supported()),
-                                        ("AMX", torch.cpu._is_amx_tile_supported())) if supported]
+    """Which bfloat16 instructions this CPU has, as torch sees them ("unknown" where this torch cannot tell)."""
+    probes = [(name, getattr(torch.cpu, probe, None)) for name, probe in
+              (("AVX-512 BF16", "_is_avx512_bf16_supported"), ("AMX", "_is_amx_tile_supported"))]
+    if any(probe is None for _, probe in probes):
+        return "unknown to this torch"
+    has = [name for name, probe in probes if probe()]
     return " and ".join(has) if has else "neither AVX-512 BF16 nor AMX (bfloat16 emulated)"
 
 
@@ -88,14 +99,18 @@ def main(argv: list[str] | None = None) -> int:
           f"instructions: {bfloat16_hardware()}; median update of rounds 2-{args.rounds}, variants in turn")
     trainers = {variant: build_trainer(config, variant) for variant in variants}
     seconds = {variant: [] for variant in variants}
+    steps = {variant: [] for variant in variants}
     for _ in range(args.rounds):
-        for variant, (trainer, update) in trainers.items():
-            seconds[variant].append(timed_update(trainer, update))
+        for variant, trainer in trainers.items():
+            took, gradient_steps = timed_update(trainer)
+            seconds[variant].append(took)
+            steps[variant].append(gradient_steps)
     base = statistics.median(seconds["float32"][1:])
     for variant in variants:
         median = statistics.median(seconds[variant][1:])
-        first = f"   first update {seconds[variant][0]:.1f} s (compiling)" if variant == "compile" else ""
-        print(f"  {variant:<9} {median * 1e3:>8.1f} ms  {median / base:>5.2f}× float32's{first}")
+        first = f"; its first update took {seconds[variant][0]:.1f} s (compiling)" if variant == "compile" else ""
+        print(f"  {variant:<9} {median * 1e3:>8.1f} ms  {median / base:>5.2f}× float32's  "
+              f"gradient steps per update: median {statistics.median(steps[variant][1:]):g}{first}")
     return 0
 
 

@@ -811,7 +811,7 @@ def measure_breakdown(args) -> dict:
 
 
 def render_breakdown(record: dict) -> str:
-    from experiments.benchmarks.breakdown import PHASES
+    from experiments.benchmarks.breakdown import PHASES, kernel_shares
 
     measurement = by_label(record)["breakdown"]
     rows = measurement["results"]["rows"]
@@ -833,11 +833,10 @@ def render_breakdown(record: dict) -> str:
                      f"{row['dominant_rate'] / 1e9:.1f} GFLOP/s | {row['steps_per_second']:,.0f} | "
                      f"{row['flops_per_step'] * row['steps_per_second'] / 1e9:.1f} | {row['efficiency']:.2f} |")
     lines += ["", "| workload | an iteration | its counted operations alone | their share | ceiling | "
-                  "where those seconds go |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+                  "the operations holding a tenth of those seconds or more |", "| --- | ---: | ---: | ---: | ---: | --- |"]
     for name in names:
         row = rows[name]
-        shares = ", ".join(f"`{operation}` {share:.0%} at {rate / 1e9:.0f} GFLOP/s"
-                           for operation, share, rate in row["kernels"][:3])
+        shares = kernel_shares(row["kernels"], code="`")
         lines.append(f"| {name} | {row['iteration_seconds'] * 1e3:.1f} ms ({row['iteration_steps']:,} steps) | "
                      f"{row['kernel_seconds'] * 1e3:.1f} ms | {row['kernel_seconds'] / row['iteration_seconds']:.0%} | "
                      f"{row['ceiling']:.2f} | {shares} |")
