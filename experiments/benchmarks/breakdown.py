@@ -12,7 +12,8 @@ Each workload is one `ppo-train` command, run as a fresh process (so its start-u
     seeds      ppo-train --env-id CartPole-v1 --seeds 1-16 --eval-episodes 100
 
 Inside the process every phase is timed by wrapping the method that does it, so nothing else
-changes: start-up (the interpreter and the imports until the command's code runs), setup
+changes: start-up (the interpreter and the imports until the command's code runs, and the
+process's exit), setup
 (config, envs, trainer, run folder), the rollout cut into env stepping, the policy's forward
 pass and sampling, and the rest (storage, episode counters), advantages (GAE), the update (K
 epochs of minibatch steps), logging (metrics.csv, TensorBoard, the progress bar), checkpoints,
