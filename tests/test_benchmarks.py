@@ -69,10 +69,13 @@ def test_the_ceiling_sums_each_operations_flops_over_its_own_rate(monkeypatch):
 
     rates = {"mm": 1e10, "conv": 5e9}
     monkeypatch.setattr(breakdown, "operation_rate", lambda example, seconds: rates[example[0]])
-    counted = {"operations": [(2e10, ("mm", (), {})), (1e10, ("conv", (), {})), (1e10, ("mm", (), {}))]}
+    counted = {"operations": [("mm a", 2e10, ("mm", (), {})), ("conv", 1e10, ("conv", (), {})),
+                              ("mm b", 1e10, ("mm", (), {}))]}
     kernels = breakdown.counted_kernel_seconds(counted)
     assert kernels["kernel_seconds"] == 3.0 + 2.0
     assert kernels["kernels"] == [["mm", 3.0 / 5.0, 1e10], ["conv", 2.0 / 5.0, 5e9]]
+    measured = breakdown.counted_kernel_seconds(counted, rates={"mm a": 2e10})  # not replayed again
+    assert measured["kernel_seconds"] == 1.0 + 2.0 + 1.0
     assert breakdown.kernel_shares(kernels["kernels"]) == "mm 60% at 10 GFLOP/s, conv 40% at 5 GFLOP/s"
     assert breakdown.kernel_shares([["mm", 0.95, 1e10], ["conv", 0.05, 5e9]], code="`") == "`mm` 95% at 10 GFLOP/s"
 

@@ -185,20 +185,22 @@ def count_iteration_flops(config_dict: dict, seeds: list[int] | None = None) -> 
     dominant = max(counts, key=counts.get)
     return {"flops_per_step": sum(counts.values()) / steps, "dominant": dominant,
             "dominant_share": counts[dominant] / sum(counts.values()), "example": examples[dominant],
-            "steps": steps, "operations": [(counts[key], examples[key]) for key in counts]}
+            "steps": steps, "operations": [(key, counts[key], examples[key]) for key in counts]}
 
 
-def counted_kernel_seconds(counted: dict, seconds: float = 0.2) -> dict:
+def counted_kernel_seconds(counted: dict, seconds: float = 0.2, rates: dict | None = None) -> dict:
     """What one iteration's counted operations cost alone: each (operation, shapes) replayed on one
     thread (`operation_rate`) for its FLOPs in the iteration, K = Σ FLOPs / rate. Returns K and, per
     operation (its shapes together), its share of K and its rate, the largest share first. No
     element-wise work and no optimiser between the calls (each still pays its own dispatch),
-    caches warm: N steps in K seconds is a ceiling a one-thread run cannot pass."""
+    caches warm: N steps in K seconds is a ceiling a one-thread run cannot pass. `rates` holds
+    rates already measured, by (operation, shapes) key: those are not replayed again."""
+    rates = rates or {}
     spent: dict[str, float] = defaultdict(float)
     flops_of: dict[str, float] = defaultdict(float)
-    for flops, example in counted["operations"]:
+    for key, flops, example in counted["operations"]:
         name = str(example[0])
-        spent[name] += flops / operation_rate(example, seconds)
+        spent[name] += flops / (rates[key] if key in rates else operation_rate(example, seconds))
         flops_of[name] += flops
     total = sum(spent.values())
     kernels = [[name, spent[name] / total, flops_of[name] / spent[name]]
@@ -253,7 +255,7 @@ def measure(name: str, minatar_steps: int) -> dict:
     steps_per_second = record["steps"] / record["train_seconds"]
     func, args, _ = counted["example"]
     shapes = [arg[1] for arg in args if isinstance(arg, tuple) and arg and arg[0] == "tensor"]
-    kernels = counted_kernel_seconds(counted)
+    kernels = counted_kernel_seconds(counted, rates={counted["dominant"]: rate})  # one rate for the dominant shape
     record.update(flops_per_step=counted["flops_per_step"], dominant_operation=str(func),
                   dominant_shapes=shapes, dominant_share=counted["dominant_share"], dominant_rate=rate,
                   steps_per_second=steps_per_second,
